@@ -1,0 +1,97 @@
+/**
+ * One interface for every model backend (onnx in-process, OpenAI-compatible HTTP, replay).
+ * Messages follow the OpenAI chat shape, which is also what the Qwen chat template consumes.
+ */
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface ToolCall {
+  /** Stable id for matching the observation (`tool_call_id`). Backends invent one when the model gives none. */
+  id: string;
+  name: string;
+  /** Parsed arguments. When parsing failed the call is not here but in GenerateResult.parseErrors. */
+  arguments: Record<string, unknown>;
+}
+
+export interface ChatMessage {
+  role: Role;
+  content: string;
+  /** `<think>` reasoning of an assistant turn, kept apart from the answer and the tool calls. */
+  reasoning?: string;
+  tool_calls?: ToolCall[];
+  /** For role=tool: which call this observes. */
+  tool_call_id?: string;
+  /** For role=tool: the tool's name. */
+  name?: string;
+}
+
+/** JSON schema subset used for tool parameters. */
+export interface JsonSchema {
+  type?: string | string[];
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  enum?: unknown[];
+  additionalProperties?: boolean | JsonSchema;
+  [key: string]: unknown;
+}
+
+export interface ToolSpec {
+  type: 'function';
+  function: { name: string; description: string; parameters: JsonSchema };
+}
+
+export interface GenerateOptions {
+  /** Per-turn generation cap (FrogNano: 8,192). */
+  maxNewTokens?: number;
+  /** 0 or undefined = greedy. */
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  seed?: number;
+  /** Extra stop strings on top of the model's end-of-turn tokens. */
+  stop?: string[];
+  signal?: AbortSignal;
+  /** Streaming: called with each decoded text delta. */
+  onToken?: (delta: string) => void;
+}
+
+export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'aborted';
+
+export interface GenerateResult {
+  /** role=assistant, content without tool-call markup and without reasoning. */
+  message: ChatMessage;
+  finishReason: FinishReason;
+  /** Tokens of the whole prompt this turn (the context used before generation). */
+  promptTokens: number;
+  /** Prompt tokens that had to be computed this turn (promptTokens minus reused prefix). */
+  prefillTokens: number;
+  completionTokens: number;
+  /** Malformed tool calls, in words the model can act on; the loop reports them back to it. */
+  parseErrors: string[];
+  /** The raw generated text, for the trajectory. */
+  rawText?: string;
+  elapsedMs: number;
+}
+
+export interface BackendInfo {
+  backend: 'onnx' | 'openai' | 'replay' | string;
+  model: string;
+  contextLength?: number;
+  device?: string;
+}
+
+export interface ModelBackend {
+  info(): BackendInfo;
+  generate(messages: ChatMessage[], tools: ToolSpec[], options?: GenerateOptions): Promise<GenerateResult>;
+  /** Token count of a prompt as this backend would see it (used for the context limit before generating). */
+  countTokens?(messages: ChatMessage[], tools: ToolSpec[]): Promise<number>;
+  close?(): Promise<void>;
+}
+
+export class ModelError extends Error {
+  constructor(message: string, readonly retryable = false) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}

@@ -1,0 +1,105 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { SandboxPathError, type FileEntry } from './types.js';
+
+/**
+ * File operations on a repository that lives on the host (local and bwrap sandboxes, and the
+ * bind-mounted workspace of the docker sandbox). Every path is resolved against the root and
+ * refused when it, or a symlink on the way, leads outside it.
+ */
+export class HostFiles {
+  readonly root: string;
+  private realRoot: string | undefined;
+
+  constructor(root: string) {
+    this.root = path.resolve(root);
+  }
+
+  private async rootReal(): Promise<string> {
+    this.realRoot ??= await fs.realpath(this.root);
+    return this.realRoot;
+  }
+
+  /** Resolves a repo-relative path (a leading '/' or the workdir prefix is tolerated) to an absolute host path. */
+  async resolve(rel: string, workdirAlias?: string): Promise<string> {
+    let p = rel.replace(/\\/g, '/');
+    if (workdirAlias && (p === workdirAlias || p.startsWith(`${workdirAlias}/`))) p = p.slice(workdirAlias.length);
+    p = p.replace(/^\/+/, '');
+    const abs = path.resolve(this.root, p);
+    const root = this.root;
+    if (abs !== root && !abs.startsWith(root + path.sep)) {
+      throw new SandboxPathError(`path ${rel} is outside the repository`);
+    }
+    // Follow symlinks of the existing part of the path and check again.
+    const real = await this.realpathOfExisting(abs);
+    const realRoot = await this.rootReal();
+    if (real !== realRoot && !real.startsWith(realRoot + path.sep)) {
+      throw new SandboxPathError(`path ${rel} leads outside the repository (symlink)`);
+    }
+    return abs;
+  }
+
+  private async realpathOfExisting(abs: string): Promise<string> {
+    let cur = abs;
+    const rest: string[] = [];
+    for (;;) {
+      try {
+        const real = await fs.realpath(cur);
+        return rest.length ? path.join(real, ...rest.reverse()) : real;
+      } catch {
+        const parent = path.dirname(cur);
+        if (parent === cur) return abs;
+        rest.push(path.basename(cur));
+        cur = parent;
+      }
+    }
+  }
+
+  async readFile(rel: string, workdirAlias?: string): Promise<Buffer> {
+    const abs = await this.resolve(rel, workdirAlias);
+    const st = await fs.stat(abs).catch(() => null);
+    if (!st) throw new Error(`File not found: ${rel}`);
+    if (st.isDirectory()) throw new Error(`${rel} is a directory, not a file`);
+    return fs.readFile(abs);
+  }
+
+  async writeFile(rel: string, data: string | Buffer, workdirAlias?: string): Promise<void> {
+    const abs = await this.resolve(rel, workdirAlias);
+    if (abs === this.root) throw new SandboxPathError('cannot write to the repository root');
+    await fs.mkdir(path.dirname(abs), { recursive: true });
+    const st = await fs.lstat(abs).catch(() => null);
+    if (st?.isDirectory()) throw new Error(`${rel} is a directory, not a file`);
+    await fs.writeFile(abs, data);
+  }
+
+  async listFiles(dir = '.', limit = 100_000, workdirAlias?: string): Promise<{ files: FileEntry[]; truncated: boolean }> {
+    const start = await this.resolve(dir, workdirAlias);
+    const st = await fs.stat(start).catch(() => null);
+    if (!st) throw new Error(`Directory not found: ${dir}`);
+    if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
+    const files: FileEntry[] = [];
+    let truncated = false;
+    const walk = async (absDir: string): Promise<void> => {
+      const entries = await fs.readdir(absDir, { withFileTypes: true });
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const e of entries) {
+        if (truncated) return;
+        if (e.name === '.git') continue;
+        const abs = path.join(absDir, e.name);
+        // Symlinks are listed as files but never followed (no escapes, no cycles).
+        if (e.isDirectory()) await walk(abs);
+        else if (e.isFile() || e.isSymbolicLink()) {
+          if (files.length >= limit) {
+            truncated = true;
+            return;
+          }
+          const size = e.isFile() ? (await fs.stat(abs)).size : 0;
+          files.push({ path: path.relative(this.root, abs).split(path.sep).join('/'), size });
+        }
+      }
+    };
+    await walk(start);
+    files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return { files, truncated };
+  }
+}

@@ -1,0 +1,62 @@
+import path from 'node:path';
+import { HostFiles } from './hostFiles.js';
+import { runProcess } from './process.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+
+/** The environment every sandboxed command starts from: nothing of the host's, so no token can leak in. */
+export function baseEnv(home: string): Record<string, string> {
+  return {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    TERM: 'dumb',
+    CI: 'true',
+    GIT_TERMINAL_PROMPT: '0',
+    PAGER: 'cat',
+    GIT_PAGER: 'cat',
+  };
+}
+
+/**
+ * No isolation at all: commands run as plain subprocesses of the runner in the repository directory.
+ * Only for hosts without Docker and bubblewrap, and only when explicitly configured (SANDBOX=local).
+ */
+export class LocalSandbox implements Sandbox {
+  readonly kind = 'local' as const;
+  readonly workdir: string;
+  private readonly files: HostFiles;
+
+  constructor(repoDir: string, private readonly defaultTimeoutMs = 120_000) {
+    this.workdir = path.resolve(repoDir);
+    this.files = new HostFiles(this.workdir);
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const cwd = options.cwd ? await this.files.resolve(options.cwd, this.workdir) : this.workdir;
+    return runProcess(['bash', '-lc', command], {
+      cwd,
+      env: { ...baseEnv(process.env.HOME ?? '/tmp'), ...options.env },
+      timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs,
+      signal: options.signal,
+      maxOutputBytes: options.maxOutputBytes,
+      stdin: options.stdin,
+    });
+  }
+
+  readFile(p: string): Promise<Buffer> {
+    return this.files.readFile(p, this.workdir);
+  }
+
+  writeFile(p: string, data: string | Buffer): Promise<void> {
+    return this.files.writeFile(p, data, this.workdir);
+  }
+
+  listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
+    return this.files.listFiles(dir, limit, this.workdir);
+  }
+
+  async close(): Promise<void> {
+    /* nothing to release: the repository directory belongs to the caller */
+  }
+}

@@ -1,0 +1,119 @@
+import { spawn } from 'node:child_process';
+import type { ExecResult } from './types.js';
+
+export interface RunProcessOptions {
+  cwd?: string;
+  /** The complete environment of the child: nothing is inherited, so host secrets cannot leak in. */
+  env: Record<string, string>;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  maxOutputBytes?: number;
+  stdin?: string;
+}
+
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+/** Collects at most `cap` bytes of a stream and counts the rest. */
+class CappedBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  dropped = 0;
+  constructor(private readonly cap: number) {}
+  push(chunk: Buffer): void {
+    const room = this.cap - this.size;
+    if (room <= 0) {
+      this.dropped += chunk.length;
+      return;
+    }
+    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    this.chunks.push(part);
+    this.size += part.length;
+    this.dropped += chunk.length - part.length;
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/**
+ * Runs argv[0] with argv[1..] in its own process group, so a timeout or cancel kills the whole tree
+ * (a `bash -lc` that started background children included). Never rejects for a non-zero exit.
+ */
+export function runProcess(argv: string[], opts: RunProcessOptions): Promise<ExecResult> {
+  const started = Date.now();
+  const cap = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  return new Promise((resolve, reject) => {
+    if (opts.signal?.aborted) {
+      resolve({
+        exitCode: null, stdout: '', stderr: '', timedOut: false, cancelled: true,
+        stdoutTruncated: 0, stderrTruncated: 0, durationMs: 0,
+      });
+      return;
+    }
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out = new CappedBuffer(cap);
+    const err = new CappedBuffer(cap);
+    let timedOut = false;
+    let cancelled = false;
+    let settled = false;
+
+    const killTree = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    };
+    const timer = opts.timeoutMs
+      ? setTimeout(() => {
+          timedOut = true;
+          killTree();
+        }, opts.timeoutMs)
+      : undefined;
+    const onAbort = () => {
+      cancelled = true;
+      killTree();
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.stdin.on('error', () => {
+      /* the command may exit without reading stdin */
+    });
+    child.stdin.end(opts.stdin ?? '');
+
+    child.on('error', (e) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      reject(e);
+    });
+    // 'close' (not 'exit') so both pipes are drained; a killed group closes them too.
+    child.on('close', (code) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      // Background children that kept the pipes open are gone with the group; make sure.
+      killTree();
+      resolve({
+        exitCode: timedOut || cancelled ? null : code,
+        stdout: out.text(),
+        stderr: err.text(),
+        timedOut,
+        cancelled,
+        stdoutTruncated: out.dropped,
+        stderrTruncated: err.dropped,
+        durationMs: Date.now() - started,
+      });
+    });
+  });
+}

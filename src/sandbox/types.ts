@@ -1,0 +1,64 @@
+/**
+ * The Sandbox is the only way the Leaf tools touch a repository: every implementation
+ * (docker, bwrap, local) exposes the same operations so the agent loop never knows where it runs.
+ * Paths given to file operations are relative to the repository root; implementations must refuse
+ * paths that escape it (`..`, absolute paths, symlinks pointing outside).
+ */
+export type SandboxKind = 'docker' | 'bwrap' | 'local';
+
+export interface ExecOptions {
+  /** Kill the command after this long; the result then has timedOut=true. */
+  timeoutMs?: number;
+  /** Working directory relative to the repository root (default: the root). */
+  cwd?: string;
+  /** Extra environment variables. Never pass secrets: they would be visible to the model's commands. */
+  env?: Record<string, string>;
+  /** Aborts the command (treated like a timeout, but reported as cancelled). */
+  signal?: AbortSignal;
+  /** Cap on captured bytes per stream; the rest is dropped and counted in `*Truncated`. */
+  maxOutputBytes?: number;
+  /** Data written to the command's stdin. */
+  stdin?: string;
+}
+
+export interface ExecResult {
+  /** Exit code, or null when the process was killed (timeout, cancel, signal). */
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Bytes dropped from each stream because of maxOutputBytes. */
+  stdoutTruncated: number;
+  stderrTruncated: number;
+  durationMs: number;
+}
+
+export interface FileEntry {
+  /** Repo-relative POSIX path. */
+  path: string;
+  size: number;
+}
+
+export interface Sandbox {
+  readonly kind: SandboxKind;
+  /** Absolute path of the repository root as seen by commands inside the sandbox. */
+  readonly workdir: string;
+  /** Runs `bash -lc command` in the repository (or `cwd` below it). Never throws for a non-zero exit. */
+  exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Reads a repo-relative file. Throws SandboxPathError / ENOENT-style errors with readable messages. */
+  readFile(path: string): Promise<Buffer>;
+  /** Writes a repo-relative file, creating parent directories. */
+  writeFile(path: string, data: string | Buffer): Promise<void>;
+  /** Lists regular files under a repo-relative directory (recursive, `.git` skipped), sorted, at most `limit`. */
+  listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }>;
+  /** Releases everything (containers, temp dirs). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export class SandboxPathError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxPathError';
+  }
+}
