@@ -1,0 +1,250 @@
+import type { Redis } from 'ioredis';
+import { redact } from '../util/redact.js';
+
+/** Hidden marker that identifies the bot's single status comment on an issue. */
+export const STATUS_MARKER = '<!-- frognano:status -->';
+
+export type StatusState =
+  | { kind: 'queued'; position?: number }
+  | { kind: 'running'; runner?: string; turn?: number; maxTurns?: number; detail?: string }
+  | { kind: 'pull_request'; url: string; number: number; summary?: string }
+  | { kind: 'no_patch'; reason: string }
+  | { kind: 'failed'; reason: string }
+  | { kind: 'cancelled'; by?: string };
+
+export interface StatusMeta {
+  /** 1 for the first run; shown so maintainers can tell retries apart. */
+  attempt?: number;
+  jobId?: string;
+  /** Who started this attempt (label or comment author). */
+  triggeredBy?: string;
+  updatedAt?: Date;
+}
+
+export interface IssueRef {
+  owner: string;
+  repo: string;
+  issueNumber: number;
+}
+
+/** Minimal slice of Octokit we use, so both Probot's and @octokit/rest's clients fit. */
+export interface StatusOctokit {
+  request(route: string, params?: Record<string, unknown>): Promise<{ data: any; status: number }>;
+}
+
+const MAX_REASON_CHARS = 1500;
+const MAX_SUMMARY_CHARS = 3000;
+
+/** Text from the runner or the model can hold anything: redact secrets, cap it, keep our marker unique. */
+function clean(text: string, max: number): string {
+  let t = redact(text).replace(/<!--/g, '&lt;!--').trim();
+  if (t.length > max) t = `${t.slice(0, max)}… [${t.length - max} more characters]`;
+  return t;
+}
+
+/** Short reason on one line stays inline; anything else goes in a quote block so it cannot break the layout. */
+function quoteReason(reason: string): string {
+  const t = clean(reason, MAX_REASON_CHARS);
+  if (!t) return '';
+  if (!t.includes('\n') && t.length <= 200) return `> ${t}`;
+  return '```text\n' + t.replace(/```/g, "'''") + '\n```';
+}
+
+function ordinal(n: number): string {
+  const s = ['th', 'st', 'nd', 'rd'];
+  const v = n % 100;
+  return `${n}${s[(v - 20) % 10] ?? s[v] ?? s[0]}`;
+}
+
+const RETRY_HINT = 'A maintainer can comment `/frognano retry` to start a new attempt (adding the label again does not re-run it).';
+
+/** One-line summary of a state, used in replies to `/frognano status`. */
+export function summarizeStatus(state: StatusState): string {
+  switch (state.kind) {
+    case 'queued':
+      return state.position ? `queued (${ordinal(state.position)} in line)` : 'queued';
+    case 'running': {
+      const turn = state.turn ? ` (turn ${state.turn}${state.maxTurns ? ` of ${state.maxTurns}` : ''})` : '';
+      return `running${turn}`;
+    }
+    case 'pull_request':
+      return `finished: draft pull request #${state.number} opened`;
+    case 'no_patch':
+      return 'finished without proposing a change';
+    case 'failed':
+      return 'failed';
+    case 'cancelled':
+      return state.by ? `cancelled by @${state.by}` : 'cancelled';
+  }
+}
+
+export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): string {
+  const attempt = meta.attempt && meta.attempt > 1 ? ` (attempt ${meta.attempt})` : '';
+  const lines: string[] = [STATUS_MARKER];
+  switch (state.kind) {
+    case 'queued': {
+      lines.push(`### ⏳ frognano: queued${attempt}`);
+      const where = state.position ? `It is **${ordinal(state.position)}** in line` : 'It is waiting';
+      lines.push(
+        '',
+        `${where} for a runner. FrogNano will read the repository, try a fix in an isolated sandbox and open a **draft** pull request for review.`,
+        '',
+        'Comment `/frognano cancel` to withdraw it, or `/frognano status` to refresh this comment.',
+      );
+      break;
+    }
+    case 'running': {
+      lines.push(`### 🛠️ frognano: working on it${attempt}`);
+      const parts: string[] = [];
+      if (state.runner) parts.push(`Runner: ${clean(state.runner, 200)}`);
+      if (state.turn) parts.push(`Turn ${state.turn}${state.maxTurns ? ` of at most ${state.maxTurns}` : ''}`);
+      lines.push('', parts.length ? `${parts.join(' · ')}.` : 'A runner has picked up this issue.');
+      if (state.detail) lines.push('', clean(state.detail, MAX_REASON_CHARS));
+      lines.push('', 'Comment `/frognano cancel` to stop it.');
+      break;
+    }
+    case 'pull_request': {
+      lines.push(`### ✅ frognano: draft pull request #${state.number} opened${attempt}`);
+      lines.push('', `Proposed change: ${state.url}`);
+      if (state.summary) lines.push('', clean(state.summary, MAX_SUMMARY_CHARS));
+      lines.push(
+        '',
+        'The pull request is a **draft** written by a model: review the diff and the test results before approving. Nothing merges without a human.',
+        '',
+        RETRY_HINT,
+      );
+      break;
+    }
+    case 'no_patch': {
+      lines.push(`### 🤷 frognano: no change proposed${attempt}`);
+      lines.push('', 'The model finished without a patch worth opening a pull request for.');
+      const q = quoteReason(state.reason);
+      if (q) lines.push('', q);
+      lines.push('', `Adding detail to the issue (expected behaviour, file names, a failing test) often helps. ${RETRY_HINT}`);
+      break;
+    }
+    case 'failed': {
+      lines.push(`### ❌ frognano: failed${attempt}`);
+      lines.push('', 'The attempt stopped with an error; no pull request was opened.');
+      const q = quoteReason(state.reason);
+      if (q) lines.push('', q);
+      lines.push('', RETRY_HINT);
+      break;
+    }
+    case 'cancelled': {
+      lines.push(`### 🛑 frognano: cancelled${attempt}`);
+      lines.push('', state.by ? `Cancelled by @${clean(state.by, 100)}. No pull request was opened.` : 'The attempt was cancelled. No pull request was opened.');
+      lines.push('', RETRY_HINT);
+      break;
+    }
+  }
+  const footer: string[] = [];
+  if (meta.triggeredBy) footer.push(`started by @${clean(meta.triggeredBy, 100)}`);
+  if (meta.jobId) footer.push(`job \`${clean(meta.jobId, 200)}\``);
+  footer.push(`updated ${(meta.updatedAt ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z').replace('T', ' ')}`);
+  lines.push('', `<sub>frognano-bot · ${footer.join(' · ')}</sub>`);
+  return lines.join('\n');
+}
+
+export function statusCacheKey(ref: IssueRef): string {
+  return `frognano:status:${ref.owner.toLowerCase()}/${ref.repo.toLowerCase()}#${ref.issueNumber}`;
+}
+
+const CACHE_TTL_SECONDS = 90 * 24 * 3600;
+const LOCK_TTL_MS = 15_000;
+
+function isNotFound(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { status?: number }).status === 404;
+}
+
+async function findStatusComment(octokit: StatusOctokit, ref: IssueRef): Promise<number | null> {
+  // Issues rarely have thousands of comments; cap the walk so a huge thread cannot stall the bot.
+  for (let page = 1; page <= 30; page++) {
+    const { data } = await octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+      owner: ref.owner,
+      repo: ref.repo,
+      issue_number: ref.issueNumber,
+      per_page: 100,
+      page,
+    });
+    const list = Array.isArray(data) ? data : [];
+    // Only our own (bot) comments count: a human quoting the marker must not hijack the status.
+    const hit = list.find(
+      (c: any) => typeof c?.body === 'string' && c.body.includes(STATUS_MARKER) && c.user?.type === 'Bot',
+    );
+    if (hit) return hit.id as number;
+    if (list.length < 100) return null;
+  }
+  return null;
+}
+
+async function withLock<T>(redis: Redis, key: string, fn: () => Promise<T>): Promise<T> {
+  const token = `${process.pid}:${Math.random().toString(36).slice(2)}`;
+  const deadline = Date.now() + LOCK_TTL_MS;
+  while ((await redis.set(key, token, 'PX', LOCK_TTL_MS, 'NX')) !== 'OK') {
+    if (Date.now() > deadline) break; // a crashed holder's lock expires; proceed rather than hang
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  try {
+    return await fn();
+  } finally {
+    // Release only our own lock.
+    await redis.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, key, token);
+  }
+}
+
+/**
+ * Creates or edits the single status comment on an issue. The comment id is cached in Redis; when
+ * the cache is empty (or the comment was deleted) the issue's comments are searched for the marker,
+ * and only then is a new comment created. A per-issue lock keeps concurrent updates from creating two.
+ * Returns the comment id and its html_url.
+ */
+export async function upsertStatusComment(
+  octokit: StatusOctokit,
+  redis: Redis,
+  ref: IssueRef,
+  state: StatusState,
+  meta: StatusMeta = {},
+): Promise<{ id: number; url?: string; created: boolean }> {
+  const body = renderStatusComment(state, meta);
+  const key = statusCacheKey(ref);
+  return withLock(redis, `${key}:lock`, async () => {
+    const update = async (id: number) => {
+      const { data } = await octokit.request('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}', {
+        owner: ref.owner,
+        repo: ref.repo,
+        comment_id: id,
+        body,
+      });
+      return { id, url: data?.html_url as string | undefined, created: false };
+    };
+    const cached = Number(await redis.get(key));
+    if (Number.isInteger(cached) && cached > 0) {
+      try {
+        return await update(cached);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await redis.del(key); // someone deleted the comment: fall through and find or recreate it
+      }
+    }
+    const found = await findStatusComment(octokit, ref);
+    if (found) {
+      await redis.set(key, String(found), 'EX', CACHE_TTL_SECONDS);
+      return update(found);
+    }
+    const { data } = await octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+      owner: ref.owner,
+      repo: ref.repo,
+      issue_number: ref.issueNumber,
+      body,
+    });
+    await redis.set(key, String(data.id), 'EX', CACHE_TTL_SECONDS);
+    return { id: data.id as number, url: data?.html_url as string | undefined, created: true };
+  });
+}
+
+/** Cached status comment URL-free id, for linking from replies. */
+export async function cachedStatusCommentId(redis: Redis, ref: IssueRef): Promise<number | null> {
+  const v = Number(await redis.get(statusCacheKey(ref)));
+  return Number.isInteger(v) && v > 0 ? v : null;
+}
