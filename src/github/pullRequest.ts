@@ -1,0 +1,228 @@
+import picomatch from 'picomatch';
+import type { GitHubClient } from './client.js';
+import type { NumstatEntry } from './git.js';
+import type { RepoConfig } from './repoConfig.js';
+
+/** GitHub rejects pull request bodies longer than this. */
+export const GITHUB_BODY_LIMIT = 65_536;
+/** Kept free below the limit: GitHub's count and JS string length differ for some characters. */
+const BODY_SAFETY_MARGIN = 512;
+
+export const NEEDS_REVIEW_LABEL = 'frognano:needs-review';
+export const APPROVED_LABEL = 'frognano:approved';
+export const LABELS: Record<string, { color: string; description: string }> = {
+  [NEEDS_REVIEW_LABEL]: { color: 'fbca04', description: 'Written by FrogNano; a maintainer must review and approve it' },
+  [APPROVED_LABEL]: { color: '0e8a16', description: 'FrogNano pull request approved by a maintainer' },
+};
+
+const WORKFLOW_GLOB = '.github/workflows/**';
+
+export type GuardrailVerdict = { ok: true } | { ok: false; reason: string };
+
+/** Refuses patches that are too big or touch paths the repository protects. Runs on the host's own diffstat. */
+export function checkGuardrails(files: NumstatEntry[], cfg: RepoConfig): GuardrailVerdict {
+  const { maxFilesChanged, maxLinesChanged } = cfg.limits;
+  if (files.length > maxFilesChanged) {
+    return { ok: false, reason: `the patch changes ${files.length} files; this repository allows at most ${maxFilesChanged} (limits.maxFilesChanged)` };
+  }
+  const lines = files.reduce((n, f) => n + f.additions + f.deletions, 0);
+  if (lines > maxLinesChanged) {
+    return { ok: false, reason: `the patch changes ${lines} lines; this repository allows at most ${maxLinesChanged} (limits.maxLinesChanged)` };
+  }
+  const opts = { dot: true };
+  if (!cfg.allowWorkflowChanges) {
+    const isWorkflow = picomatch(WORKFLOW_GLOB, opts);
+    const hit = files.find((f) => isWorkflow(f.path));
+    if (hit) {
+      return { ok: false, reason: `the patch changes \`${hit.path}\`; workflow files may only change when allowWorkflowChanges is true` };
+    }
+  }
+  for (const g of cfg.forbiddenPaths) {
+    const isMatch = picomatch(g, opts);
+    const hit = files.find((f) => isMatch(f.path));
+    if (hit) return { ok: false, reason: `the patch changes \`${hit.path}\`, which matches the forbidden path \`${g}\`` };
+  }
+  return { ok: true };
+}
+
+export interface TestRun {
+  command: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  outputTail: string;
+}
+
+export interface PullRequestBodyInput {
+  issueNumber: number;
+  /** The model's final message. */
+  summary: string;
+  files: NumstatEntry[];
+  tests: TestRun[];
+  /** How the run ended (`completed`, ...), and any limit that was hit, in words. */
+  exitReason: string;
+  limitsHit?: string[];
+  turns: number;
+  elapsedSeconds: number;
+  model?: string;
+  runner?: string;
+  /** Where the runner stored the full trajectory JSON. */
+  trajectoryPath?: string;
+  /** Renders the trajectory within a character budget (B's renderTrajectoryMarkdown). */
+  renderTrajectory?: (maxChars: number) => string;
+}
+
+/** Stops model text from pinging people or teams (`@org/team`) in the pull request. */
+export function neutralizeMentions(text: string): string {
+  return text.replace(/(^|[^\w`])@(?=[A-Za-z0-9])/g, '$1@\u200b');
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}\n… [${text.length - max} more characters]`;
+}
+
+function fence(text: string): string {
+  // A fence longer than any backtick run inside, so model/test output cannot close it early.
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const f = '`'.repeat(longest + 1);
+  return `${f}\n${text}\n${f}`;
+}
+
+/** The pull request description; always within GitHub's 65,536-character limit (the trajectory shrinks to fit). */
+export function renderPullRequestBody(i: PullRequestBodyInput): string {
+  const parts: string[] = [];
+  parts.push(
+    '> [!WARNING]',
+    '> **This pull request requires human approval.** It was written by the FrogNano-4B model without human review.',
+    '> Read every change and the tests before approving; the `frognano / human approval` check stays blocked until a',
+    '> maintainer with write access approves the pull request.',
+    '',
+    `Refs #${i.issueNumber}`,
+    '',
+    '## Summary',
+    '',
+    neutralizeMentions(clip(i.summary.trim() || '_The model gave no final message._', 8000)),
+    '',
+  );
+
+  const adds = i.files.reduce((n, f) => n + f.additions, 0);
+  const dels = i.files.reduce((n, f) => n + f.deletions, 0);
+  parts.push(`## Files changed (${i.files.length}, +${adds} −${dels})`, '', '| File | + | − |', '| --- | ---: | ---: |');
+  const shown = i.files.slice(0, 200);
+  for (const f of shown) {
+    const name = `\`${f.path.replace(/[|`\n]/g, '_')}\``;
+    parts.push(f.binary ? `| ${name} | binary | |` : `| ${name} | ${f.additions} | ${f.deletions} |`);
+  }
+  if (i.files.length > shown.length) parts.push(`| … and ${i.files.length - shown.length} more files | | |`);
+  parts.push('');
+
+  parts.push('## Tests', '');
+  if (i.tests.length === 0) {
+    parts.push('_No test commands are configured (`testCommands` in `.github/frognano.yml`); the agent ran none after finishing._', '');
+  } else {
+    for (const t of i.tests.slice(0, 20)) {
+      const verdict = t.timedOut ? '⏱️ timed out' : t.exitCode === 0 ? '✅ passed' : `❌ failed (exit ${t.exitCode ?? 'killed'})`;
+      parts.push(`- \`${t.command.replace(/`/g, "'").slice(0, 300)}\`: ${verdict}`);
+      if (t.exitCode !== 0 && t.outputTail.trim()) {
+        parts.push('', '  <details><summary>Output (tail)</summary>', '', fence(neutralizeMentions(clip(t.outputTail, 3000))), '', '  </details>');
+      }
+    }
+    parts.push('');
+  }
+
+  parts.push('## Run', '');
+  parts.push(`- Exit reason: \`${i.exitReason}\``);
+  if (i.limitsHit && i.limitsHit.length > 0) parts.push(`- Limits hit: ${i.limitsHit.join('; ')}`);
+  parts.push(`- Turns: ${i.turns}, elapsed: ${Math.round(i.elapsedSeconds)} s`);
+  if (i.model) parts.push(`- Model: ${i.model}`);
+  if (i.runner) parts.push(`- Runner: ${i.runner}`);
+  if (i.trajectoryPath) parts.push(`- Full trajectory (JSON) stored on the runner at \`${i.trajectoryPath}\``);
+  parts.push('');
+
+  const head = parts.join('\n');
+  const open = '<details><summary>Trajectory</summary>\n\n';
+  const close = '\n\n</details>\n';
+  const budget = GITHUB_BODY_LIMIT - BODY_SAFETY_MARGIN - head.length - open.length - close.length;
+  if (!i.renderTrajectory) return clampBody(head);
+  if (budget < 500) return clampBody(`${head}\n_The trajectory is too long to include here; see the stored JSON._\n`);
+  let traj = i.renderTrajectory(budget);
+  if (traj.length > budget) traj = `${traj.slice(0, budget - 60)}\n\n… [trajectory cut to fit GitHub's limit]`;
+  return clampBody(`${head}${open}${neutralizeMentions(traj)}${close}`);
+}
+
+function clampBody(body: string): string {
+  const max = GITHUB_BODY_LIMIT - BODY_SAFETY_MARGIN;
+  return body.length <= max ? body : `${body.slice(0, max - 40)}\n\n… [description cut]`;
+}
+
+export function pullRequestTitle(issueTitle: string, issueNumber: number): string {
+  const t = issueTitle.replace(/\s+/g, ' ').trim() || `issue #${issueNumber}`;
+  const title = `frognano: ${t}`;
+  return title.length <= 240 ? title : `${title.slice(0, 239)}…`;
+}
+
+function status(e: unknown): number | undefined {
+  return typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : undefined;
+}
+
+/** Creates the label when the repository lacks it (422 = it exists already). */
+export async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, name: string): Promise<void> {
+  const spec = LABELS[name] ?? { color: 'ededed', description: '' };
+  try {
+    await octokit.rest.issues.createLabel({ owner, repo, name, color: spec.color, description: spec.description });
+  } catch (e) {
+    if (status(e) !== 422) throw e;
+  }
+}
+
+export interface OpenPullRequestInput {
+  owner: string;
+  repo: string;
+  head: string;
+  base: string;
+  title: string;
+  body: string;
+}
+
+/**
+ * Opens a DRAFT pull request. When one is already open for the same branch (a job that ran again after
+ * being handed back) its description is updated instead.
+ */
+export async function openDraftPullRequest(octokit: GitHubClient, i: OpenPullRequestInput): Promise<{ number: number; url: string; created: boolean }> {
+  try {
+    const { data } = await octokit.rest.pulls.create({
+      owner: i.owner,
+      repo: i.repo,
+      head: i.head,
+      base: i.base,
+      title: i.title,
+      body: i.body,
+      draft: true,
+      maintainer_can_modify: true,
+    });
+    return { number: data.number, url: data.html_url, created: true };
+  } catch (e) {
+    if (status(e) !== 422) throw e;
+    const { data: open } = await octokit.rest.pulls.list({ owner: i.owner, repo: i.repo, head: `${i.owner}:${i.head}`, state: 'open' });
+    if (open.length === 0) throw e;
+    const pr = open[0];
+    await octokit.rest.pulls.update({ owner: i.owner, repo: i.repo, pull_number: pr.number, title: i.title, body: i.body });
+    return { number: pr.number, url: pr.html_url, created: false };
+  }
+}
+
+/** Labels a pull request `frognano:needs-review`, creating the label first when missing. */
+export async function labelNeedsReview(octokit: GitHubClient, owner: string, repo: string, prNumber: number): Promise<void> {
+  await ensureLabel(octokit, owner, repo, NEEDS_REVIEW_LABEL);
+  await octokit.rest.issues.addLabels({ owner, repo, issue_number: prNumber, labels: [NEEDS_REVIEW_LABEL] });
+}
+
+/** Swaps `frognano:needs-review` for `frognano:approved`. */
+export async function labelApproved(octokit: GitHubClient, owner: string, repo: string, prNumber: number): Promise<void> {
+  await ensureLabel(octokit, owner, repo, APPROVED_LABEL);
+  await octokit.rest.issues.addLabels({ owner, repo, issue_number: prNumber, labels: [APPROVED_LABEL] });
+  try {
+    await octokit.rest.issues.removeLabel({ owner, repo, issue_number: prNumber, name: NEEDS_REVIEW_LABEL });
+  } catch (e) {
+    if (status(e) !== 404) throw e; // someone removed it already
+  }
+}

@@ -1,0 +1,94 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+
+/** Where a repository configures the bot, relative to its root. */
+export const REPO_CONFIG_PATH = '.github/frognano.yml';
+const MAX_CONFIG_BYTES = 64 * 1024;
+
+const command = z.string().min(1).max(4000);
+const glob = z.string().min(1).max(500);
+
+/**
+ * `.github/frognano.yml`. Every field is optional; unknown keys are errors so a typo
+ * (`maxTurn:`) is reported instead of silently ignored.
+ */
+export const RepoConfigSchema = z
+  .object({
+    /** Branch the work starts from and the pull request targets (default: the repository's default branch). */
+    baseBranch: z.string().min(1).max(255).regex(/^[^\s~^:?*[\\]+$/, 'not a valid branch name').optional(),
+    /** Sandbox image for this repository (docker sandboxes only); must exist on the runner. */
+    sandboxImage: z.string().min(1).max(300).regex(/^[A-Za-z0-9._/:@-]+$/, 'not a valid image reference').optional(),
+    /** Run once in the sandbox before the model starts (install dependencies...). */
+    setupCommands: z.array(command).max(20).default([]),
+    /** Run in the sandbox after the model finishes; results go into the pull request body. */
+    testCommands: z.array(command).max(20).default([]),
+    limits: z
+      .object({
+        maxTurns: z.number().int().min(1).max(500).optional(),
+        wallTimeMinutes: z.number().positive().max(24 * 60).optional(),
+        maxFilesChanged: z.number().int().min(1).max(10_000).default(20),
+        maxLinesChanged: z.number().int().min(1).max(1_000_000).default(1000),
+      })
+      .strict()
+      .default({ maxFilesChanged: 20, maxLinesChanged: 1000 }),
+    /** Globs (picomatch, repo-relative) the agent's patch may not touch. */
+    forbiddenPaths: z.array(glob).max(200).default([]),
+    /** Allow patches that change `.github/workflows/**` (off: a model must not rewrite CI). */
+    allowWorkflowChanges: z.boolean().default(false),
+  })
+  .strict();
+
+export type RepoConfig = z.infer<typeof RepoConfigSchema>;
+
+export class RepoConfigError extends Error {
+  constructor(
+    message: string,
+    /** Dotted path of the offending field (`limits.maxTurns`), or undefined for YAML syntax errors. */
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'RepoConfigError';
+  }
+}
+
+export function defaultRepoConfig(): RepoConfig {
+  return RepoConfigSchema.parse({});
+}
+
+/** Parses the text of `.github/frognano.yml`; throws RepoConfigError naming the bad field. */
+export function parseRepoConfig(text: string): RepoConfig {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const first = doc.errors[0];
+    throw new RepoConfigError(`${REPO_CONFIG_PATH} is not valid YAML: ${first.message.split('\n')[0]}`);
+  }
+  const raw: unknown = doc.toJS() ?? {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new RepoConfigError(`${REPO_CONFIG_PATH} must be a mapping of settings, not ${Array.isArray(raw) ? 'a list' : typeof raw}`);
+  }
+  const parsed = RepoConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    let field = issue.path.map(String).join('.');
+    let message = issue.message;
+    if (issue.code === 'unrecognized_keys') {
+      const key = issue.keys[0];
+      field = field ? `${field}.${key}` : key;
+      message = 'unknown setting';
+    }
+    throw new RepoConfigError(`${REPO_CONFIG_PATH}: \`${field || '(root)'}\`: ${message}`, field || undefined);
+  }
+  return parsed.data;
+}
+
+/** Reads the config from a cloned repository; a missing file means the defaults. */
+export async function loadRepoConfig(repoDir: string): Promise<{ config: RepoConfig; found: boolean }> {
+  const file = path.join(repoDir, REPO_CONFIG_PATH);
+  const st = await fs.lstat(file).catch(() => null);
+  if (!st) return { config: defaultRepoConfig(), found: false };
+  if (!st.isFile()) throw new RepoConfigError(`${REPO_CONFIG_PATH} must be a regular file`);
+  if (st.size > MAX_CONFIG_BYTES) throw new RepoConfigError(`${REPO_CONFIG_PATH} is larger than ${MAX_CONFIG_BYTES} bytes`);
+  return { config: parseRepoConfig(await fs.readFile(file, 'utf8')), found: true };
+}
