@@ -1,0 +1,53 @@
+import { parseCommandArgs } from '../args.js';
+import { formatCheck, guarded, type CheckResult } from '../doctor/check.js';
+import { checkGitHubApp } from '../doctor/githubApp.js';
+import { checkNode, checkRedis } from '../doctor/system.js';
+import { EXIT, UsageError } from '../exitCodes.js';
+import { DOCTOR_HELP } from '../help.js';
+import { writeLine, type CliIo } from '../io.js';
+
+const OPTIONS = {
+  sandbox: { type: 'string' },
+  'model-dir': { type: 'string' },
+  endpoint: { type: 'string' },
+  model: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** `frognano doctor`: one line per check; exit 1 when a required one fails. */
+export async function doctorCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('doctor', args, OPTIONS);
+  if (values.help) {
+    io.stdout.write(DOCTOR_HELP);
+    return EXIT.OK;
+  }
+  if (positionals.length > 0) {
+    throw new UsageError(`doctor takes no arguments, got '${positionals[0]}'.`, 'doctor');
+  }
+
+  // Independent checks run concurrently: a slow Docker daemon must not add to a Redis timeout.
+  const checks: CheckResult[] = await Promise.all([
+    guarded('Node.js', true, () => checkNode()),
+    guarded('Redis', true, () => checkRedis(io.env)),
+    guarded('GitHub App', true, () => checkGitHubApp(io.env, io.cwd)),
+  ]);
+
+  const failed = checks.filter((c) => c.status === 'fail' && c.required);
+  const code = failed.length > 0 ? EXIT.NO_PATCH : EXIT.OK;
+  if (values.json) {
+    writeLine(io.stdout, JSON.stringify({ ok: failed.length === 0, checks }, null, 2));
+    return code;
+  }
+  const width = Math.max(...checks.map((c) => c.name.length));
+  for (const c of checks) writeLine(io.stdout, formatCheck(c, width));
+  const warnings = checks.filter((c) => c.status === 'warn' || (c.status === 'fail' && !c.required)).length;
+  writeLine(io.stdout);
+  writeLine(
+    io.stdout,
+    failed.length > 0
+      ? `${failed.length} required check${failed.length === 1 ? '' : 's'} failed: ${failed.map((c) => c.name).join(', ')}.`
+      : `All required checks passed${warnings ? ` (${warnings} warning${warnings === 1 ? '' : 's'})` : ''}.`,
+  );
+  return code;
+}

@@ -1,0 +1,46 @@
+/**
+ * Exit codes of `frognano` (documented in `frognano --help` and the README), and the error type that
+ * carries one up to main() so every failure ends with one clear line and the right code.
+ */
+export const EXIT = {
+  /** solve: a patch was produced. doctor: every required check passed. */
+  OK: 0,
+  /** solve: the run finished but changed nothing. doctor: a required check failed. */
+  NO_PATCH: 1,
+  /** Bad command line (unknown option, missing argument, conflicting flags). */
+  USAGE: 2,
+  /** Setup problem before the model ran: missing model dir, unreadable repo, no sandbox, unreachable issue. */
+  SETUP: 3,
+  /** The model backend or the run itself failed. */
+  RUNTIME: 4,
+  /** Interrupted (Ctrl-C / SIGINT, SIGTERM). 128 + SIGINT, as shells report it. */
+  INTERRUPTED: 130,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode,
+    /** A line telling the user what to do about it. */
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export class UsageError extends CliError {
+  constructor(
+    message: string,
+    /** Which command's usage to print with the error. */
+    readonly command?: string,
+  ) {
+    super(message, EXIT.USAGE);
+    this.name = 'UsageError';
+  }
+}
+
+export const setupError = (message: string, hint?: string) => new CliError(message, EXIT.SETUP, hint);
+export const runtimeError = (message: string, hint?: string) => new CliError(message, EXIT.RUNTIME, hint);

@@ -1,0 +1,47 @@
+/** Small text helpers shared by the progress line, the summaries and `replay`. */
+
+/** 65_000 -> "1m05s", 3_725_000 -> "1h02m", 4_200 -> "4.2s". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '?';
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
+  const s = Math.floor(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** 950 -> "950", 12_345 -> "12.3k", 131_072 -> "131k". */
+export function formatTokens(n: number): string {
+  if (!Number.isFinite(n)) return '?';
+  if (n < 1000) return String(Math.round(n));
+  if (n < 100_000) return `${(n / 1000).toFixed(1)}k`;
+  return `${Math.round(n / 1000)}k`;
+}
+
+/** One line, at most `max` characters, with an ellipsis when cut. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, Math.max(0, max - 1))}…`;
+}
+
+/** Keeps the head and tail of long text and says how much was left out. */
+export function trimMiddle(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const head = Math.ceil(maxChars * 0.6);
+  const tail = maxChars - head;
+  return `${text.slice(0, head)}\n[… ${text.length - maxChars} chars trimmed …]\n${text.slice(text.length - tail)}`;
+}
+
+/** Indents every line of a block. */
+export function indent(text: string, prefix: string): string {
+  return text.split('\n').map((l) => prefix + l).join('\n');
+}
+
+/** `+12 -3` with a simple bar, as git's --stat does. */
+export function statBar(additions: number, deletions: number, width = 20): string {
+  const total = additions + deletions;
+  if (total === 0) return '';
+  const scale = total > width ? width / total : 1;
+  const plus = Math.round(additions * scale);
+  const minus = Math.round(deletions * scale);
+  return `${'+'.repeat(plus)}${'-'.repeat(minus)}`;
+}

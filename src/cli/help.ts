@@ -1,0 +1,104 @@
+/** Usage text for `frognano` and each command; printed by --help and after a usage error. */
+
+export const MAIN_HELP = `frognano — run the FrogNano-4B coding agent on a repository from the command line
+
+Usage:
+  frognano solve <repo-dir> (--issue-file FILE | --issue TEXT | --github OWNER/REPO#N) [options]
+  frognano doctor [options]
+  frognano replay <trajectory.json> [--markdown]
+  frognano <command> --help
+
+Commands:
+  solve    Let the model work on an issue in a sandboxed copy of a repository; writes patch + trajectory.
+  doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, model, GitHub App credentials.
+  replay   Print a trajectory written by solve (or by the runner) readably.
+
+Exit codes:
+  0    solve produced a patch / doctor: every required check passed
+  1    solve finished without a patch / doctor: a required check failed
+  2    usage error (unknown option, missing argument)
+  3    setup error (missing model dir, unreadable or non-git repo, no sandbox, issue not found)
+  4    model or runtime error during the run
+  130  interrupted (Ctrl-C); the partial trajectory is still written
+`;
+
+export const SOLVE_HELP = `Usage: frognano solve <repo-dir> (--issue-file FILE | --issue TEXT | --github OWNER/REPO#N) [options]
+
+Runs the Leaf agent loop on an issue. The repository is never modified: the model works on a copy
+inside the sandbox, and the result is written to --out.
+
+The issue (exactly one):
+  --issue-file FILE        Markdown file; its first line is the title, the rest the body
+  --issue TEXT             The issue as text; first line title, rest body
+  --github OWNER/REPO#N    Fetch title and body from GitHub (GITHUB_TOKEN for private repositories)
+
+The model (one of; default from the environment: FROGNANO_MODEL_DIR, FROGNANO_ENDPOINT, ...):
+  --model-dir DIR          Local ONNX model directory (onnxruntime-node)
+  --endpoint URL           OpenAI-compatible server (vLLM, llama.cpp), with --model NAME
+  --model NAME             Model name to request from --endpoint
+  --replay FILE            Replay scripted turns or an earlier trajectory instead of a model
+
+The sandbox:
+  --sandbox KIND           docker | bwrap | local (default: docker if usable, else bwrap; local only when asked)
+
+Limits:
+  --max-turns N            Assistant turns before the run stops (default 100)
+  --wall-time DURATION     Whole-run time limit, e.g. 30m, 1h30m, 900 (seconds)
+  --max-new-tokens N       Tokens the model may generate per turn (default 8192)
+  --context-tokens N       Context window (default 131072)
+  --bash-timeout DURATION  Default timeout of one Bash tool call (default 120s)
+
+Checks (run in the sandbox, may be repeated):
+  --setup CMD              Command run before the model starts (e.g. "npm ci")
+  --test CMD               Command run on the result; its outcome goes into the summary
+
+Output:
+  --out DIR                Where patch.diff, trajectory.json and trajectory.md go
+                           (default ./frognano-out/<timestamp>)
+  --json                   Print a machine-readable summary on stdout (progress stays on stderr)
+  -h, --help               This text
+
+Examples:
+  frognano solve . --issue "Fix the off-by-one in range()" --endpoint http://localhost:8000/v1 --model frognano-4b
+  frognano solve ~/src/app --github acme/app#123 --model-dir ~/models/frognano-4b --sandbox docker --max-turns 40
+  frognano solve ./repo --issue-file bug.md --replay turns.json --sandbox bwrap --out /tmp/run1 --json
+`;
+
+export const DOCTOR_HELP = `Usage: frognano doctor [options]
+
+Checks what frognano needs and prints one line per check (✓ ok, ✗ failed, ! warning) with a fix hint.
+Exits 1 when a required check fails.
+
+Options:
+  --sandbox KIND     Check this sandbox kind (docker | bwrap | local) instead of every kind
+  --model-dir DIR    Check this ONNX model directory (loads it and generates one token)
+  --endpoint URL     Check this OpenAI-compatible endpoint (with --model NAME)
+  --model NAME       Model name for --endpoint
+  --json             Machine-readable result on stdout
+  -h, --help         This text
+
+Environment read: REDIS_URL, SANDBOX and its settings, FROGNANO_MODEL_DIR / FROGNANO_ENDPOINT,
+APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET.
+
+Examples:
+  frognano doctor
+  REDIS_URL=redis://redis:6379 frognano doctor --sandbox docker --model-dir /models/frognano-4b
+  frognano doctor --json | jq '.checks[] | select(.status != "ok")'
+`;
+
+export const REPLAY_HELP = `Usage: frognano replay <trajectory.json> [options]
+
+Prints a trajectory readably: each turn's tool calls with their arguments, trimmed observations,
+exit reason, tokens and the patch's file stat.
+
+Options:
+  --markdown         Print the Markdown rendering instead (the same as trajectory.md)
+  --full             Do not trim long observations
+  -h, --help         This text
+
+Examples:
+  frognano replay frognano-out/2026-01-01T10-00-00Z/trajectory.json
+  frognano replay run/trajectory.json --markdown > run.md
+`;
+
+export const HELP: Record<string, string> = { solve: SOLVE_HELP, doctor: DOCTOR_HELP, replay: REPLAY_HELP };
