@@ -1,0 +1,77 @@
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { defaultRepoConfig, loadRepoConfig, parseRepoConfig, RepoConfigError } from '../../src/github/repoConfig.js';
+
+describe('.github/frognano.yml', () => {
+  it('parses a full config', () => {
+    const cfg = parseRepoConfig(`
+baseBranch: develop
+sandboxImage: frognano-sandbox:node20
+setupCommands: [npm ci]
+testCommands:
+  - npm test
+limits:
+  maxTurns: 40
+  wallTimeMinutes: 30
+  maxFilesChanged: 5
+  maxLinesChanged: 200
+forbiddenPaths: ['secrets/**', '*.lock']
+allowWorkflowChanges: true
+`);
+    expect(cfg).toEqual({
+      baseBranch: 'develop',
+      sandboxImage: 'frognano-sandbox:node20',
+      setupCommands: ['npm ci'],
+      testCommands: ['npm test'],
+      limits: { maxTurns: 40, wallTimeMinutes: 30, maxFilesChanged: 5, maxLinesChanged: 200 },
+      forbiddenPaths: ['secrets/**', '*.lock'],
+      allowWorkflowChanges: true,
+    });
+  });
+
+  it('fills defaults for an empty file', () => {
+    expect(parseRepoConfig('')).toEqual(defaultRepoConfig());
+    expect(defaultRepoConfig()).toMatchObject({ allowWorkflowChanges: false, limits: { maxFilesChanged: 20, maxLinesChanged: 1000 } });
+  });
+
+  it.each([
+    ['limits:\n  maxTurns: lots\n', 'limits.maxTurns', /`limits\.maxTurns`: .*number/i],
+    ['limits:\n  maxTurn: 4\n', 'limits.maxTurn', /`limits\.maxTurn`: unknown setting/],
+    ['testComands: [make]\n', 'testComands', /`testComands`: unknown setting/],
+    ['allowWorkflowChanges: "yes please"\n', 'allowWorkflowChanges', /`allowWorkflowChanges`: .*boolean/i],
+    ['forbiddenPaths: [ok, 3]\n', 'forbiddenPaths.1', /`forbiddenPaths\.1`/],
+    ['baseBranch: "bad branch"\n', 'baseBranch', /not a valid branch name/],
+  ])('names the bad field in %j', (text, field, msg) => {
+    let err: unknown;
+    try {
+      parseRepoConfig(text);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(RepoConfigError);
+    expect((err as RepoConfigError).field).toBe(field);
+    expect((err as Error).message).toMatch(msg);
+    expect((err as Error).message).toMatch(/^\.github\/frognano\.yml/);
+  });
+
+  it('reports YAML syntax errors and non-mapping documents', () => {
+    expect(() => parseRepoConfig('limits: [unclosed\n')).toThrow(/is not valid YAML/);
+    expect(() => parseRepoConfig('- a\n- b\n')).toThrow(/must be a mapping of settings, not a list/);
+    expect(() => parseRepoConfig('a: 1\na: 2\n')).toThrow(/not valid YAML/);
+  });
+
+  it('loads from a repository directory, defaulting when the file is absent', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-cfg-'));
+    try {
+      expect(await loadRepoConfig(dir)).toEqual({ config: defaultRepoConfig(), found: false });
+      await fs.mkdir(path.join(dir, '.github'));
+      await fs.writeFile(path.join(dir, '.github/frognano.yml'), 'testCommands: [make test]\n');
+      const { config, found } = await loadRepoConfig(dir);
+      expect(found).toBe(true);
+      expect(config.testCommands).toEqual(['make test']);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
