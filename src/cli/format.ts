@@ -36,12 +36,3 @@ export function indent(text: string, prefix: string): string {
   return text.split('\n').map((l) => prefix + l).join('\n');
 }
 
-/** `+12 -3` with a simple bar, as git's --stat does. */
-export function statBar(additions: number, deletions: number, width = 20): string {
-  const total = additions + deletions;
-  if (total === 0) return '';
-  const scale = total > width ? width / total : 1;
-  const plus = Math.round(additions * scale);
-  const minus = Math.round(deletions * scale);
-  return `${'+'.repeat(plus)}${'-'.repeat(minus)}`;
-}

@@ -53,6 +53,8 @@ export async function taskFromGitHub(ref: GitHubIssueRef, env: NodeJS.ProcessEnv
     baseUrl: env.GITHUB_API_URL || undefined,
     userAgent: 'frognano-cli',
     request: { retries: 0 },
+    // Failures are reported once, as a CliError with a hint; Octokit's own request log would repeat them.
+    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
   });
   const name = `${ref.owner}/${ref.repo}#${ref.issueNumber}`;
   try {
