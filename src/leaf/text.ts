@@ -1,0 +1,36 @@
+/** Text helpers shared by the tools, the loop and the trajectory renderer. */
+
+/**
+ * Keeps the first `limit` characters and says how many were dropped. This exact marker is what the
+ * model saw during training (`[truncated K chars]`); `extraDropped` adds bytes a stream cap already dropped.
+ */
+export function truncateHead(text: string, limit: number, extraDropped = 0): string {
+  if (text.length <= limit && extraDropped === 0) return text;
+  const dropped = Math.max(0, text.length - limit) + extraDropped;
+  return `${text.slice(0, limit)}\n[truncated ${dropped} chars]`;
+}
+
+/** Keeps the start and the end (where errors and results usually are) and elides the middle. */
+export function elideMiddle(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  const marker = (n: number) => `\n… [${n} chars elided] …\n`;
+  const room = Math.max(0, limit - marker(text.length).length);
+  const head = Math.ceil(room / 2);
+  const tail = room - head;
+  const elided = text.length - head - tail;
+  return `${text.slice(0, head)}${marker(elided)}${tail > 0 ? text.slice(text.length - tail) : ''}`;
+}
+
+/** Last `limit` characters, for command output tails. */
+export function tail(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  return `[${text.length - limit} earlier chars omitted]\n${text.slice(text.length - limit)}`;
+}
+
+/**
+ * Rough token count: UTF-8 bytes / 4 (the usual fallback of chat harnesses). Used only where no
+ * tokenizer is at hand: the replay backend, and the loop when a backend cannot count tokens itself.
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
+}

@@ -1,0 +1,110 @@
+import { summarizeToolCall } from './tools.js';
+import { elideMiddle } from './text.js';
+import { EXIT_REASON_TEXT, redactDeep, type Trajectory, type TrajectoryStep } from './trajectory.js';
+
+/**
+ * Renders a trajectory as Markdown for a pull request body or comment (GitHub allows 65,536 chars).
+ * Everything the model or a command wrote goes into code blocks, so it cannot @mention people, embed
+ * images or inject HTML. Long blocks are elided in the middle; if that is not enough, middle turns are
+ * dropped; the result never exceeds maxChars.
+ */
+export function renderTrajectoryMarkdown(trajectory: Trajectory, maxChars = 60_000): string {
+  const t = redactDeep(trajectory);
+  const header = renderHeader(t);
+  const footer = renderFinal(t);
+  // Try generous block sizes first, shrink until everything fits.
+  for (const cap of [6000, 3000, 1500, 800, 400, 200]) {
+    const body = t.steps.map((s) => renderStep(s, cap)).join('\n');
+    const doc = join(header, body, footer(cap));
+    if (doc.length <= maxChars) return doc;
+  }
+  // Still too long: keep as many first and last turns as fit, with smallest blocks.
+  const cap = 200;
+  const rendered = t.steps.map((s) => renderStep(s, cap));
+  const fixed = header.length + footer(cap).length + 200;
+  let lo = 0;
+  let hi = rendered.length;
+  let best = '';
+  while (lo <= hi) {
+    const keep = Math.floor((lo + hi) / 2);
+    const first = rendered.slice(0, Math.ceil(keep / 2));
+    const last = rendered.slice(rendered.length - Math.floor(keep / 2));
+    const skipped = rendered.length - first.length - last.length;
+    const body = [...first, `\n_… ${skipped} turns not shown (see the trajectory JSON) …_\n`, ...last].join('\n');
+    if (fixed + body.length <= maxChars) {
+      best = body;
+      lo = keep + 1;
+    } else hi = keep - 1;
+  }
+  const doc = join(header, best, footer(cap));
+  if (doc.length <= maxChars) return doc;
+  // Pathological header (a gigantic task title): hard cut, still valid enough to read.
+  const marker = '\n\n_… cut to fit the size limit …_\n';
+  return doc.slice(0, Math.max(0, maxChars - marker.length)) + marker;
+}
+
+function join(header: string, body: string, footer: string): string {
+  return `${header}\n${body}\n${footer}`;
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** A fenced block that the content cannot close early. */
+function fence(content: string, cap: number, lang = 'text'): string {
+  const text = elideMiddle(content, cap);
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((m) => m.length));
+  const ticks = '`'.repeat(Math.max(3, longest + 1));
+  return `${ticks}${lang}\n${text}\n${ticks}`;
+}
+
+function formatDuration(sec: number): string {
+  if (sec < 60) return `${sec.toFixed(1)}s`;
+  const m = Math.floor(sec / 60);
+  const s = Math.round(sec % 60);
+  return m < 60 ? `${m}m ${s}s` : `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+function renderHeader(t: Trajectory): string {
+  const task = t.task.issueNumber ? `#${t.task.issueNumber} ${t.task.title}` : t.task.title;
+  const rows = [
+    ['Task', escapeHtml(elideMiddle(task.replace(/\s+/g, ' '), 300))],
+    ['Model', `${escapeHtml(t.model.model)} (${escapeHtml(t.model.backend)})`],
+    ['Result', `\`${t.exit_reason}\`: ${EXIT_REASON_TEXT[t.exit_reason] ?? t.exit_reason}`],
+    ['Turns', String(t.n_steps)],
+    ['Tokens', `${t.context_tokens.toLocaleString('en-US')} in context, ${t.total_completion_tokens.toLocaleString('en-US')} generated`],
+    ['Time', formatDuration(t.elapsed_sec)],
+  ];
+  const table = ['| | |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v.replace(/\|/g, '\\|')} |`)].join('\n');
+  const error = t.error ? `\n\n**Error**\n\n${fence(t.error, 2000)}` : '';
+  return `### FrogNano trajectory\n\n${table}${error}\n`;
+}
+
+function renderFinal(t: Trajectory): (cap: number) => string {
+  return (cap) => (t.final_message.trim() ? `\n**Final message**\n\n${fence(t.final_message, Math.max(cap, 2000))}\n` : '');
+}
+
+function stepSummary(s: TrajectoryStep): string {
+  const calls = s.assistant.tool_calls ?? [];
+  const parts = calls.slice(0, 3).map((c) => `${c.name} ${summarizeToolCall(c)}`.trim());
+  if (calls.length > 3) parts.push(`+${calls.length - 3} more`);
+  if (s.parse_errors.length) parts.push(`${s.parse_errors.length} malformed tool call${s.parse_errors.length === 1 ? '' : 's'}`);
+  if (!parts.length) parts.push(s.finish_reason === 'length' ? 'cut off at the token limit' : 'answer');
+  const label = elideMiddle(parts.join(' · '), 160);
+  return `Turn ${s.step + 1}: ${escapeHtml(label)} <sub>(${s.completion_tokens} tokens, ${(s.generate_ms / 1000).toFixed(1)}s)</sub>`;
+}
+
+function renderStep(s: TrajectoryStep, cap: number): string {
+  const out: string[] = [`<details><summary>${stepSummary(s)}</summary>`, ''];
+  if (s.assistant.reasoning?.trim()) out.push('Reasoning:', '', fence(s.assistant.reasoning, cap), '');
+  if (s.assistant.content?.trim()) out.push('Assistant:', '', fence(s.assistant.content, cap), '');
+  for (const call of s.assistant.tool_calls ?? []) {
+    out.push(`Call \`${call.name}\`:`, '', fence(JSON.stringify(call.arguments, null, 1), cap, 'json'), '');
+    const obs = s.observations.find((o) => o.tool_call_id === call.id);
+    if (obs) out.push(obs.is_error ? 'Error:' : 'Result:', '', fence(obs.observation, cap), '');
+  }
+  if (s.parse_errors.length) out.push('Malformed tool calls:', '', fence(s.parse_errors.join('\n'), cap), '');
+  out.push('</details>');
+  return out.join('\n');
+}
