@@ -1,0 +1,252 @@
+/**
+ * In-process model backend: onnxruntime-node runs the exported graph, @huggingface/transformers provides the
+ * tokenizer and the model's own chat template. Works offline against a local model directory
+ * (see modelFiles.ts for the accepted layouts).
+ */
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { parseAssistantOutput } from '../toolCallParser.js';
+import {
+  ModelError,
+  type BackendInfo,
+  type ChatMessage,
+  type FinishReason,
+  type GenerateOptions,
+  type GenerateResult,
+  type ModelBackend,
+  type ToolSpec,
+} from '../types.js';
+import { decodeLoop, OnnxDecoder } from './decode.js';
+import { IncrementalDetokenizer } from './detokenize.js';
+import { locateModelFiles, type ModelConfig } from './modelFiles.js';
+import { PrefixCache } from './prefixCache.js';
+import { createRng } from './sampling.js';
+import { encodePrompt, loadTokenizer, renderPrompt, singleTokenId, type HfTokenizer } from './tokenizer.js';
+
+export interface OnnxBackendOptions {
+  /** Graph file relative to the model directory, when the export has several (e.g. quantized variants). */
+  modelFile?: string;
+  /** onnxruntime execution providers, in order of preference. Default: ['cpu']. */
+  executionProviders?: string[];
+  intraOpNumThreads?: number;
+  /** Keep decoder state between calls and prefill only the new part of the prompt. Default: true. */
+  prefixCache?: boolean;
+  /** States kept for reuse (each holds a KV copy). Default: 2 (end of prompt, end of generation). */
+  prefixCacheEntries?: number;
+  /** Prompt tokens per prefill run. Default: 512. */
+  prefillChunkSize?: number;
+  /** Overrides config.json's max_position_embeddings. */
+  contextLength?: number;
+  /** Name reported by info(); default: the model directory's name. */
+  modelName?: string;
+}
+
+const DEFAULT_MAX_NEW_TOKENS = 8192;
+
+function toIdList(v: unknown): number[] {
+  if (typeof v === 'number') return [v];
+  if (Array.isArray(v)) return v.filter((x): x is number => typeof x === 'number');
+  return [];
+}
+
+export class OnnxBackend implements ModelBackend {
+  private readonly cache?: PrefixCache;
+  private readonly eosTokenIds: ReadonlySet<number>;
+  private readonly contextLength: number;
+  /** One generation at a time: the session and the prefix cache are shared state. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private turn = 0;
+  private closed = false;
+
+  private constructor(
+    readonly decoder: OnnxDecoder,
+    readonly tokenizer: HfTokenizer,
+    private readonly config: ModelConfig,
+    eosIds: number[],
+    private readonly meta: { model: string; device: string; sessions: ort.InferenceSession[] },
+    opts: OnnxBackendOptions,
+  ) {
+    this.eosTokenIds = new Set(eosIds);
+    this.contextLength = opts.contextLength ?? config.max_position_embeddings ?? 131072;
+    if (opts.prefixCache !== false) {
+      this.cache = new PrefixCache(decoder.specs, decoder.rewindable, opts.prefixCacheEntries ?? 2);
+    }
+  }
+
+  static async load(modelDir: string, opts: OnnxBackendOptions = {}): Promise<OnnxBackend> {
+    const files = await locateModelFiles(modelDir, opts.modelFile);
+    const tokenizer = await loadTokenizer(files.dir);
+    const sessionOptions: ort.InferenceSession.SessionOptions = {
+      executionProviders: opts.executionProviders ?? ['cpu'],
+      graphOptimizationLevel: 'all',
+      ...(opts.intraOpNumThreads ? { intraOpNumThreads: opts.intraOpNumThreads } : {}),
+    };
+    const create = async (file: string) => {
+      try {
+        return await ort.InferenceSession.create(file, sessionOptions);
+      } catch (err) {
+        throw new ModelError(`onnxruntime cannot load ${file}: ${(err as Error).message}`);
+      }
+    };
+    const session = await create(files.decoderPath);
+    const embedSession =
+      files.embedPath && !session.inputNames.includes('input_ids') ? await create(files.embedPath) : undefined;
+    const decoder = new OnnxDecoder(session, files.config, embedSession, { prefillChunkSize: opts.prefillChunkSize });
+
+    // End of turn: what the configs declare, plus Qwen's turn/document markers when the vocabulary has them.
+    const eos = new Set([...toIdList(files.generationConfig.eos_token_id), ...toIdList(files.config.eos_token_id)]);
+    for (const marker of ['<|im_end|>', '<|endoftext|>']) {
+      const id = singleTokenId(tokenizer, marker);
+      if (id !== undefined) eos.add(id);
+    }
+    if (eos.size === 0) throw new ModelError(`no end-of-turn token found in ${files.dir} (config eos_token_id, <|im_end|>)`);
+
+    return new OnnxBackend(
+      decoder,
+      tokenizer,
+      files.config,
+      [...eos],
+      {
+        model: opts.modelName ?? path.basename(files.dir),
+        device: (opts.executionProviders ?? ['cpu']).join(','),
+        sessions: embedSession ? [session, embedSession] : [session],
+      },
+      opts,
+    );
+  }
+
+  info(): BackendInfo {
+    return { backend: 'onnx', model: this.meta.model, contextLength: this.contextLength, device: this.meta.device };
+  }
+
+  /** The exact prompt text the model sees for this conversation (chat template with the generation prompt). */
+  renderPrompt(messages: ChatMessage[], tools: ToolSpec[]): string {
+    return renderPrompt(this.tokenizer, messages, tools);
+  }
+
+  async countTokens(messages: ChatMessage[], tools: ToolSpec[]): Promise<number> {
+    return encodePrompt(this.tokenizer, this.renderPrompt(messages, tools)).length;
+  }
+
+  generate(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions = {}): Promise<GenerateResult> {
+    const run = () => this.generateNow(messages, tools, options);
+    const result = this.queue.then(run, run);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private async generateNow(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions): Promise<GenerateResult> {
+    if (this.closed) throw new ModelError('the onnx backend was closed');
+    const started = Date.now();
+    const prompt = this.renderPrompt(messages, tools);
+    const promptIds = encodePrompt(this.tokenizer, prompt);
+    const promptTokens = promptIds.length;
+    if (promptTokens === 0) throw new ModelError('the chat template rendered an empty prompt');
+    if (promptTokens >= this.contextLength) {
+      throw new ModelError(`prompt of ${promptTokens} tokens does not fit the ${this.contextLength}-token context`);
+    }
+    const maxNewTokens = Math.min(options.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS, this.contextLength - promptTokens);
+    const startsInThinking = /<think>\s*$/.test(prompt);
+    const base = {
+      promptTokens,
+      parseErrors: [] as string[],
+    };
+    if (options.signal?.aborted) {
+      return { ...base, message: { role: 'assistant', content: '' }, finishReason: 'aborted', prefillTokens: 0, completionTokens: 0, rawText: '', elapsedMs: Date.now() - started };
+    }
+
+    // Prefill: only what the cache does not already hold.
+    const hit = this.cache?.lookup(promptIds) ?? { reused: 0 };
+    const prefillTokens = promptTokens - hit.reused;
+    let prefilled;
+    try {
+      prefilled = await this.decoder.forward(promptIds.slice(hit.reused), hit.state ?? this.decoder.newState());
+    } catch (err) {
+      throw new ModelError(`onnxruntime failed during prefill: ${(err as Error).message}`);
+    }
+    this.cache?.store(promptIds, prefilled.state);
+
+    // Decode, streaming text and watching for stop strings.
+    const stops = (options.stop ?? []).filter((s) => s.length > 0);
+    const holdBack = stops.length ? Math.max(...stops.map((s) => s.length)) - 1 : 0;
+    const detok = new IncrementalDetokenizer((ids) => this.tokenizer.decode(ids, { skip_special_tokens: false }));
+    let text = '';
+    let streamed = 0;
+    let stopAt = -1;
+    const stream = (final: boolean) => {
+      const end = stopAt >= 0 ? stopAt : final ? text.length : Math.max(streamed, text.length - holdBack);
+      if (end > streamed) {
+        options.onToken?.(text.slice(streamed, end));
+        streamed = end;
+      }
+    };
+    const rng = createRng(options.seed ?? 0);
+    let loop;
+    try {
+      loop = await decodeLoop(this.decoder, prefilled.logits, prefilled.state, {
+        maxNewTokens,
+        eosTokenIds: this.eosTokenIds,
+        temperature: options.temperature,
+        topK: options.topK,
+        topP: options.topP,
+        rng,
+        signal: options.signal,
+        onTokenId: (id) => {
+          const searchFrom = Math.max(0, text.length - holdBack);
+          text += detok.push(id);
+          for (const s of stops) {
+            const at = text.indexOf(s, searchFrom);
+            if (at >= 0 && (stopAt < 0 || at < stopAt)) stopAt = at;
+          }
+          stream(false);
+          return stopAt >= 0;
+        },
+      });
+    } catch (err) {
+      throw new ModelError(`onnxruntime failed while decoding: ${(err as Error).message}`);
+    }
+    if (stopAt < 0) text += detok.flush();
+    if (stopAt >= 0) text = text.slice(0, stopAt);
+    stream(true);
+
+    // Keep the post-generation state too: when the template re-renders this turn exactly, next turn reuses it.
+    const fedIds = [...promptIds, ...loop.tokens].slice(0, loop.state.length);
+    this.cache?.store(fedIds, loop.state);
+
+    const parsed = parseAssistantOutput(text, { idPrefix: `onnx${++this.turn}`, tools, startsInThinking });
+    const message: ChatMessage = { role: 'assistant', content: parsed.content };
+    if (parsed.reasoning) message.reasoning = parsed.reasoning;
+    if (parsed.toolCalls.length) message.tool_calls = parsed.toolCalls;
+    let finishReason: FinishReason;
+    if (loop.reason === 'aborted') finishReason = 'aborted';
+    else if (loop.reason === 'length') finishReason = 'length';
+    else finishReason = parsed.toolCalls.length ? 'tool_calls' : 'stop';
+    return {
+      ...base,
+      message,
+      finishReason,
+      prefillTokens,
+      completionTokens: loop.tokens.length,
+      parseErrors: parsed.errors,
+      rawText: text,
+      elapsedMs: Date.now() - started,
+    };
+  }
+
+  /** Drops every kept state (e.g. between unrelated jobs on a long-lived runner). */
+  resetPrefixCache(): void {
+    this.cache?.clear();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue.catch(() => undefined);
+    this.cache?.clear();
+    for (const s of this.meta.sessions) await s.release();
+  }
+
+  get modelConfig(): ModelConfig {
+    return this.config;
+  }
+}

@@ -1,0 +1,174 @@
+/** @jest-environment ./test/inference/onnx-environment.cjs */
+/**
+ * The generic decoding machinery on a real (tiny) ONNX model built by scripts/build-tiny-model.ts:
+ * state discovery, prefix reuse vs full recomputation, chunked prefill, sampling, streaming detokenization.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { buildTinyModel, type TinyModelConfig } from '../../scripts/build-tiny-model.js';
+import { OnnxDecoder } from '../../src/inference/onnx/decode.js';
+import { IncrementalDetokenizer } from '../../src/inference/onnx/detokenize.js';
+import { locateModelFiles } from '../../src/inference/onnx/modelFiles.js';
+import { PrefixCache } from '../../src/inference/onnx/prefixCache.js';
+import { argmax, createRng, sampleToken } from '../../src/inference/onnx/sampling.js';
+import { loadTokenizer } from '../../src/inference/onnx/tokenizer.js';
+
+let root: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'onnx-decode-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function decoderFor(name: string, cfg: Partial<TinyModelConfig> = {}, prefillChunkSize?: number) {
+  const dir = path.join(root, name);
+  await buildTinyModel(dir, cfg);
+  const files = await locateModelFiles(dir);
+  const session = await ort.InferenceSession.create(files.decoderPath);
+  return { dir, decoder: new OnnxDecoder(session, files.config, undefined, { prefillChunkSize }) };
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+const PROMPT = [12, 40, 41, 99, 7, 250, 3, 18, 77, 120, 5, 66, 201, 33];
+
+describe('tiny hybrid model (linear attention + full attention)', () => {
+  test('state pairs are discovered from the session with Qwen3.5 export names', async () => {
+    const { decoder } = await decoderFor('hybrid-specs');
+    expect(decoder.specs.map((s) => [s.input, s.output, s.kind])).toEqual([
+      ['past_conv.0', 'present_conv.0', 'fixed'],
+      ['past_recurrent.0', 'present_recurrent.0', 'fixed'],
+      ['past_key_values.1.key', 'present.1.key', 'sequence'],
+      ['past_key_values.1.value', 'present.1.value', 'sequence'],
+    ]);
+    expect(decoder.rewindable).toBe(false);
+    const empty = decoder.newState();
+    expect(empty.tensors.get('past_key_values.1.key')!.dims).toEqual([1, 4, 0, 16]);
+    expect(empty.tensors.get('past_recurrent.0')!.dims).toEqual([1, 4, 16, 16]);
+  });
+
+  test('prefilling only the new tokens on a cached state gives the logits of a full re-run', async () => {
+    const { decoder } = await decoderFor('hybrid-prefix');
+    const full = await decoder.forward(PROMPT, decoder.newState());
+
+    const cache = new PrefixCache(decoder.specs, decoder.rewindable);
+    const first = await decoder.forward(PROMPT.slice(0, 9), decoder.newState());
+    cache.store(PROMPT.slice(0, 9), first.state);
+    const hit = cache.lookup(PROMPT);
+    expect(hit.reused).toBe(9);
+    const resumed = await decoder.forward(PROMPT.slice(hit.reused), hit.state!);
+
+    expect(resumed.state.length).toBe(PROMPT.length);
+    expect(maxAbsDiff(full.logits, resumed.logits)).toBeLessThan(1e-4);
+    // The logits depend on the history at all (otherwise the comparison above would prove nothing).
+    const noHistory = await decoder.forward(PROMPT.slice(9), decoder.newState());
+    expect(maxAbsDiff(full.logits, noHistory.logits)).toBeGreaterThan(1e-2);
+  });
+
+  test('recurrent state is never rewound: a cached sequence that diverges is not reused', async () => {
+    const { decoder } = await decoderFor('hybrid-diverge');
+    const cache = new PrefixCache(decoder.specs, decoder.rewindable);
+    const other = [...PROMPT.slice(0, 6), 300, 301, 302];
+    cache.store(other, (await decoder.forward(other, decoder.newState())).state);
+    expect(cache.lookup(PROMPT).reused).toBe(0);
+    // An exact prefix is reused; the whole prompt never is, one token is left to produce logits.
+    cache.store(PROMPT, (await decoder.forward(PROMPT, decoder.newState())).state);
+    expect(cache.lookup([...PROMPT, 9]).reused).toBe(PROMPT.length);
+    expect(cache.lookup(PROMPT).reused).toBe(0);
+  });
+
+  test('chunked prefill equals a single run', async () => {
+    const { dir, decoder } = await decoderFor('hybrid-chunked');
+    const chunked = new OnnxDecoder(decoder.session, (await locateModelFiles(dir)).config, undefined, { prefillChunkSize: 3 });
+    const a = await decoder.forward(PROMPT, decoder.newState());
+    const b = await chunked.forward(PROMPT, chunked.newState());
+    expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-4);
+  });
+
+  test('M-RoPE exports ([3, batch, seq] position_ids) are fed correctly', async () => {
+    const plain = await decoderFor('plain-pos');
+    const mrope = await decoderFor('mrope-pos', { mropePositionIds: true });
+    expect((mrope.decoder.session.inputMetadata.find((m) => m.name === 'position_ids') as { shape: unknown[] }).shape).toHaveLength(3);
+    const a = await plain.decoder.forward(PROMPT, plain.decoder.newState());
+    const b = await mrope.decoder.forward(PROMPT, mrope.decoder.newState());
+    expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-5);
+  });
+});
+
+describe('tiny attention-only model', () => {
+  test('KV caches are truncated to the common prefix and match a full re-run', async () => {
+    const { decoder } = await decoderFor('kv-only', { layerTypes: ['full_attention', 'full_attention'] });
+    expect(decoder.rewindable).toBe(true);
+    const cache = new PrefixCache(decoder.specs, decoder.rewindable);
+    const diverging = [...PROMPT.slice(0, 10), 300, 301, 302, 303];
+    cache.store(diverging, (await decoder.forward(diverging, decoder.newState())).state);
+    const hit = cache.lookup(PROMPT);
+    expect(hit.reused).toBe(10);
+    expect(hit.state!.tensors.get('past_key_values.0.key')!.dims).toEqual([1, 4, 10, 16]);
+    const resumed = await decoder.forward(PROMPT.slice(10), hit.state!);
+    const full = await decoder.forward(PROMPT, decoder.newState());
+    expect(maxAbsDiff(full.logits, resumed.logits)).toBeLessThan(1e-4);
+  });
+});
+
+describe('sampling', () => {
+  const logits = Float32Array.from([1.0, 3.0, 2.5, -1.0, 2.9]);
+
+  test('greedy is argmax, and top-k 1 is greedy at any temperature', () => {
+    expect(sampleToken(logits, {}, createRng(1))).toBe(1);
+    expect(argmax(logits)).toBe(1);
+    for (let s = 0; s < 20; s++) expect(sampleToken(logits, { temperature: 2, topK: 1 }, createRng(s))).toBe(1);
+  });
+
+  test('same seed, same draws; different seeds, different draws', () => {
+    const draw = (seed: number) => {
+      const rng = createRng(seed);
+      return Array.from({ length: 50 }, () => sampleToken(logits, { temperature: 1 }, rng));
+    };
+    expect(draw(7)).toEqual(draw(7));
+    expect(draw(7)).not.toEqual(draw(8));
+  });
+
+  test('frequencies follow the softmax; top-p and top-k cut the tail', () => {
+    const rng = createRng(42);
+    const counts = new Array(5).fill(0);
+    const n = 20000;
+    for (let i = 0; i < n; i++) counts[sampleToken(logits, { temperature: 1 }, rng)]++;
+    const z = Array.from(logits, (l) => Math.exp(l));
+    const sum = z.reduce((a, b) => a + b, 0);
+    z.forEach((p, i) => expect(Math.abs(counts[i] / n - p / sum)).toBeLessThan(0.02));
+
+    // Sorted probabilities ~ [0.35, 0.32, 0.21, 0.08, 0.01]: top-p 0.6 keeps the first two.
+    const seen = new Set<number>();
+    for (let i = 0; i < 2000; i++) seen.add(sampleToken(logits, { temperature: 1, topP: 0.6 }, rng));
+    expect([...seen].sort()).toEqual([1, 4]);
+    seen.clear();
+    for (let i = 0; i < 2000; i++) seen.add(sampleToken(logits, { temperature: 1, topK: 3 }, rng));
+    expect([...seen].sort()).toEqual([1, 2, 4]);
+  });
+});
+
+describe('incremental detokenization', () => {
+  test('multi-byte characters split over tokens are released whole and the pieces add up', async () => {
+    const dir = path.join(root, 'tok');
+    await buildTinyModel(dir);
+    const tokenizer = await loadTokenizer(dir);
+    const text = 'héllo 🐸 wörld <tool_call>\nRead</tool_call> ∑ done';
+    const ids = tokenizer.encode(text, { add_special_tokens: false });
+    const detok = new IncrementalDetokenizer((x) => tokenizer.decode(x, { skip_special_tokens: false }));
+    const pieces = ids.map((id) => detok.push(id));
+    pieces.push(detok.flush());
+    expect(pieces.join('')).toBe(text);
+    expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(false);
+    expect(pieces).toContain('<tool_call>');
+  });
+});
