@@ -11,7 +11,11 @@ export class HostFiles {
   readonly root: string;
   private realRoot: string | undefined;
 
-  constructor(root: string) {
+  /**
+   * `owner`: uid/gid given to every file and directory this writes, for sandboxes whose commands run as another
+   * uid than the runner (a root runner writing into a workspace the sandbox user must be able to change).
+   */
+  constructor(root: string, private readonly owner?: { uid: number; gid: number }) {
     this.root = path.resolve(root);
   }
 
@@ -66,10 +70,21 @@ export class HostFiles {
   async writeFile(rel: string, data: string | Buffer, workdirAlias?: string): Promise<void> {
     const abs = await this.resolve(rel, workdirAlias);
     if (abs === this.root) throw new SandboxPathError('cannot write to the repository root');
-    await fs.mkdir(path.dirname(abs), { recursive: true });
+    // mkdir returns the first directory it had to create; everything from there down is new.
+    const firstNew = await fs.mkdir(path.dirname(abs), { recursive: true });
     const st = await fs.lstat(abs).catch(() => null);
     if (st?.isDirectory()) throw new Error(`${rel} is a directory, not a file`);
     await fs.writeFile(abs, data);
+    if (this.owner) {
+      const { uid, gid } = this.owner;
+      if (firstNew) {
+        for (let d = path.dirname(abs); d.startsWith(firstNew); d = path.dirname(d)) {
+          await fs.lchown(d, uid, gid);
+          if (d === firstNew) break;
+        }
+      }
+      await fs.lchown(abs, uid, gid);
+    }
   }
 
   async listFiles(dir = '.', limit = 100_000, workdirAlias?: string): Promise<{ files: FileEntry[]; truncated: boolean }> {

@@ -13,8 +13,8 @@ export interface RunProcessOptions {
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 
-/** Collects at most `cap` bytes of a stream and counts the rest. */
-class CappedBuffer {
+/** Collects at most `cap` bytes of a stream and counts the rest (shared with the docker sandbox's exec streams). */
+export class CappedBuffer {
   private chunks: Buffer[] = [];
   private size = 0;
   dropped = 0;

@@ -1,0 +1,203 @@
+import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BwrapSandboxConfigSchema, parseUser, type BwrapSandboxConfig } from './config.js';
+import { HostFiles } from './hostFiles.js';
+import { baseEnv } from './local.js';
+import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
+import { runProcess } from './process.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+
+export const BWRAP_WORKDIR = '/workspace';
+const BWRAP_HOME = '/home/agent';
+
+/**
+ * What of the host's /etc commands may see. Binding all of /etc would show shadow files, ssh host keys, docker and
+ * cloud credentials; these are only what dynamic linking, TLS roots, locale/time and shells need.
+ */
+const ETC_ALLOW = [
+  'alternatives', 'bash.bashrc', 'ca-certificates', 'ca-certificates.conf', 'debian_version', 'environment.d',
+  'gitattributes', 'host.conf', 'inputrc', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'locale.alias', 'localtime',
+  'mime.types', 'nsswitch.conf', 'os-release', 'profile', 'profile.d', 'protocols', 'pki', 'services', 'ssl',
+  'timezone', 'xdg',
+];
+
+/** Top-level directories with the host's programs and libraries, bound read-only (symlinks recreated as such). */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+function systemBinds(): string[] {
+  const args: string[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    let st;
+    try {
+      st = lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
+    else if (st.isDirectory()) args.push('--ro-bind', dir, dir);
+  }
+  for (const name of ETC_ALLOW) {
+    const p = `/etc/${name}`;
+    if (existsSync(p)) args.push('--ro-bind', p, p);
+  }
+  // Python's per-version config directories (/etc/python3.11 ...) are read at start-up.
+  for (const name of readdirSync('/etc')) {
+    if (/^python3(\.\d+)?$/.test(name)) args.push('--ro-bind', `/etc/${name}`, `/etc/${name}`);
+  }
+  return args;
+}
+
+/**
+ * bubblewrap sandbox for hosts without a Docker engine: every namespace unshared (network: only `lo`), the host's
+ * /usr and a few /etc files read-only, tmpfs /tmp and HOME, the workspace as the only writable bind (at /workspace),
+ * an empty environment, all capabilities dropped, and rlimits for processes, memory, file size and open files
+ * (there are no cgroups to use). Each exec is a fresh bwrap; a timeout kills bwrap's process group, and with
+ * --die-with-parent and the PID namespace that takes every process of the command with it.
+ * A root runner starts bwrap as the sandbox uid (setpriv) so that the process limit applies: the kernel never
+ * enforces RLIMIT_NPROC for real uid 0, even inside a user namespace.
+ */
+export class BwrapSandbox implements Sandbox {
+  readonly kind = 'bwrap' as const;
+  readonly workdir = BWRAP_WORKDIR;
+  private readonly files: HostFiles;
+  private readonly deadline: number;
+  private closing: Promise<void> | undefined;
+  private readonly running = new Map<AbortController, Promise<ExecResult>>();
+
+  private constructor(
+    private readonly cfg: BwrapSandboxConfig,
+    readonly hostDir: string,
+    private readonly owner: WorkspaceOwner,
+    /** Holds the generated passwd/group files. */
+    private readonly stateDir: string,
+  ) {
+    this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
+    this.deadline = Date.now() + cfg.jobTimeoutMs;
+  }
+
+  static async create(workspaceDir: string, config: Partial<Omit<BwrapSandboxConfig, 'kind'>> = {}): Promise<BwrapSandbox> {
+    const cfg = BwrapSandboxConfigSchema.parse({ ...config, kind: 'bwrap' });
+    const st = await fs.stat(workspaceDir).catch(() => null);
+    if (!st?.isDirectory()) throw new Error(`workspace ${workspaceDir} is not a directory`);
+    const hostDir = await fs.realpath(workspaceDir);
+    const owner = await claimWorkspace(hostDir, parseUser(cfg.user));
+    const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-bwrap-'));
+    try {
+      // Only the sandbox user is named, so `id`, git and python find a user without seeing the host's accounts.
+      await fs.writeFile(
+        path.join(stateDir, 'passwd'),
+        `root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:${owner.uid}:${owner.gid}:FrogNano sandbox:${BWRAP_HOME}:/bin/bash\n` +
+          `nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+      );
+      await fs.writeFile(path.join(stateDir, 'group'), `root:x:0:\nagent:x:${owner.gid}:\nnogroup:x:65534:\n`);
+      await fs.chmod(stateDir, 0o755);
+    } catch (err) {
+      await fs.rm(stateDir, { recursive: true, force: true });
+      await owner.restore();
+      throw err;
+    }
+    return new BwrapSandbox(cfg, hostDir, owner, stateDir);
+  }
+
+  /** The complete command line for one command (exported for checkSandbox and the tests' inspection). */
+  argv(command: string, cwdInside: string, env: Record<string, string>): string[] {
+    const isRoot = (process.getuid?.() ?? 0) === 0;
+    const prefix = isRoot
+      ? ['setpriv', `--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all']
+      : [];
+    const setenv = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
+    // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash).
+    const limits =
+      `ulimit -S -H -u ${this.cfg.pidsLimit} -v ${this.cfg.memoryMb * 1024} -f ${this.cfg.fileSizeMb * 1024} ` +
+      `-n ${this.cfg.nofile} -c 0 || exit 125; exec bash -lc "$1"`;
+    return [
+      ...prefix,
+      this.cfg.bwrapPath,
+      '--unshare-all',
+      '--die-with-parent',
+      '--new-session',
+      '--uid', String(this.owner.uid),
+      '--gid', String(this.owner.gid),
+      '--hostname', 'sandbox',
+      ...systemBinds(),
+      '--ro-bind', path.join(this.stateDir, 'passwd'), '/etc/passwd',
+      '--ro-bind', path.join(this.stateDir, 'group'), '/etc/group',
+      '--proc', '/proc',
+      '--dev', '/dev',
+      '--tmpfs', '/tmp',
+      '--tmpfs', '/var/tmp',
+      '--tmpfs', BWRAP_HOME,
+      '--bind', this.hostDir, BWRAP_WORKDIR,
+      '--chdir', cwdInside,
+      '--clearenv',
+      ...setenv,
+      '--',
+      'bash', '-c', limits, 'frognano-sandbox', command,
+    ];
+  }
+
+  private assertUsable(): void {
+    if (this.closing) throw new Error('sandbox is closed');
+    if (Date.now() >= this.deadline) {
+      throw new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
+    }
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertUsable();
+    let cwdInside = BWRAP_WORKDIR;
+    if (options.cwd) {
+      const abs = await this.files.resolve(options.cwd, BWRAP_WORKDIR);
+      const rel = path.relative(this.hostDir, abs).split(path.sep).join('/');
+      if (rel) cwdInside = `${BWRAP_WORKDIR}/${rel}`;
+    }
+    const env = { ...baseEnv(BWRAP_HOME), ...options.env };
+    // The job deadline bounds every command too; close() aborts whatever still runs.
+    const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.cfg.defaultTimeoutMs, this.deadline - Date.now()));
+    const ac = new AbortController();
+    const onAbort = () => ac.abort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) ac.abort();
+    const run = runProcess(this.argv(command, cwdInside, env), {
+        cwd: '/',
+        // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
+        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+        timeoutMs,
+        signal: ac.signal,
+        maxOutputBytes: options.maxOutputBytes ?? this.cfg.maxOutputBytes,
+        stdin: options.stdin,
+      });
+    this.running.set(ac, run);
+    try {
+      return await run;
+    } finally {
+      this.running.delete(ac);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  readFile(p: string): Promise<Buffer> {
+    return this.files.readFile(p, BWRAP_WORKDIR);
+  }
+
+  writeFile(p: string, data: string | Buffer): Promise<void> {
+    this.assertUsable();
+    return this.files.writeFile(p, data, BWRAP_WORKDIR);
+  }
+
+  listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
+    return this.files.listFiles(dir, limit, BWRAP_WORKDIR);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const ac of this.running.keys()) ac.abort();
+      await Promise.allSettled([...this.running.values()]);
+      await fs.rm(this.stateDir, { recursive: true, force: true });
+      await this.owner.restore();
+    })();
+    return this.closing;
+  }
+}

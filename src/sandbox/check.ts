@@ -1,0 +1,141 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import Docker from 'dockerode';
+import {
+  BwrapSandboxConfigSchema,
+  DockerSandboxConfigSchema,
+  SandboxConfigSchema,
+  type BwrapSandboxConfig,
+  type DockerSandboxConfig,
+  type SandboxConfigInput,
+} from './config.js';
+import { BwrapSandbox } from './bwrap.js';
+import { ensureDockerImage, SandboxUnavailableError } from './docker.js';
+
+export interface SandboxCheckResult {
+  kind: 'docker' | 'bwrap' | 'local';
+  ok: boolean;
+  /** What was found, e.g. "Docker 20.10.24, image frognano-sandbox:latest present". */
+  message: string;
+  /** How to fix it, when not ok (or when ok but unsafe, for local). */
+  hint?: string;
+}
+
+export interface SandboxCheck {
+  /** The sandbox that would be used (for auto: the first usable one; docker when none is). */
+  kind: 'docker' | 'bwrap' | 'local';
+  ok: boolean;
+  /** Every kind that was checked, in order. */
+  checks: SandboxCheckResult[];
+}
+
+function dockerFor(cfg: DockerSandboxConfig): Docker {
+  return new Docker(cfg.socketPath ? { socketPath: cfg.socketPath } : undefined);
+}
+
+export async function checkDocker(cfg: DockerSandboxConfig, docker = dockerFor(cfg)): Promise<SandboxCheckResult> {
+  let version: string;
+  try {
+    version = (await docker.version()).Version;
+  } catch (err) {
+    return {
+      kind: 'docker',
+      ok: false,
+      message: `Docker engine not reachable: ${(err as Error).message}`,
+      hint: 'start dockerd (or set DOCKER_HOST), make the runner a member of the docker group, or use FROGNANO_SANDBOX=bwrap',
+    };
+  }
+  try {
+    await ensureDockerImage(docker, cfg.image);
+  } catch (err) {
+    const msg = (err as Error).message;
+    return { kind: 'docker', ok: false, message: `Docker ${version}: ${msg}`, hint: msg.split(': ').slice(1).join(': ') || undefined };
+  }
+  return { kind: 'docker', ok: true, message: `Docker ${version}, image ${cfg.image} present` };
+}
+
+/** Runs `true` in a real bwrap sandbox on a temp directory: proves user namespaces, binds and setpriv all work. */
+export async function checkBwrap(cfg: BwrapSandboxConfig): Promise<SandboxCheckResult> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'frognano-check-'));
+  try {
+    const sb = await BwrapSandbox.create(dir, cfg);
+    try {
+      const r = await sb.exec('echo ok', { timeoutMs: 15_000 });
+      if (r.exitCode === 0 && r.stdout.trim() === 'ok') {
+        return { kind: 'bwrap', ok: true, message: `bubblewrap works (${cfg.bwrapPath})` };
+      }
+      const why = (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ') || (r.timedOut ? 'timed out' : `exit ${r.exitCode}`);
+      return {
+        kind: 'bwrap',
+        ok: false,
+        message: `bubblewrap failed: ${why}`,
+        hint: /No such file|not found/i.test(why)
+          ? 'install bubblewrap (apt-get install bubblewrap)'
+          : 'bwrap needs user namespaces: sysctl kernel.unprivileged_userns_clone=1 (and, in a container, a seccomp/AppArmor profile that allows them)',
+      };
+    } finally {
+      await sb.close();
+    }
+  } catch (err) {
+    const msg = (err as Error).message;
+    return {
+      kind: 'bwrap',
+      ok: false,
+      message: `bubblewrap unavailable: ${msg}`,
+      hint: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'install bubblewrap (apt-get install bubblewrap)' : undefined,
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** For `frognano doctor`: is the configured sandbox usable here, and if not, how to fix it. */
+export async function checkSandbox(input: SandboxConfigInput): Promise<SandboxCheck> {
+  const cfg = SandboxConfigSchema.parse(input);
+  switch (cfg.kind) {
+    case 'docker': {
+      const r = await checkDocker(cfg);
+      return { kind: 'docker', ok: r.ok, checks: [r] };
+    }
+    case 'bwrap': {
+      const r = await checkBwrap(cfg);
+      return { kind: 'bwrap', ok: r.ok, checks: [r] };
+    }
+    case 'local':
+      return {
+        kind: 'local',
+        ok: true,
+        checks: [{
+          kind: 'local',
+          ok: true,
+          message: 'local sandbox: commands run on this machine with no isolation',
+          hint: 'use only with trusted repositories and models; prefer docker or bwrap',
+        }],
+      };
+    case 'auto': {
+      const d = await checkDocker(DockerSandboxConfigSchema.parse({ ...cfg.docker, kind: 'docker' }));
+      if (d.ok) return { kind: 'docker', ok: true, checks: [d] };
+      const b = await checkBwrap(BwrapSandboxConfigSchema.parse({ ...cfg.bwrap, kind: 'bwrap' }));
+      return { kind: b.ok ? 'bwrap' : 'docker', ok: b.ok, checks: [d, b] };
+    }
+  }
+}
+
+/** Turns `auto` into the concrete config to use: docker when usable, else bwrap, never local. */
+export async function resolveSandboxConfig(
+  input: SandboxConfigInput,
+): Promise<DockerSandboxConfig | BwrapSandboxConfig | Extract<ReturnType<typeof SandboxConfigSchema.parse>, { kind: 'local' }>> {
+  const cfg = SandboxConfigSchema.parse(input);
+  if (cfg.kind !== 'auto') return cfg;
+  const docker = DockerSandboxConfigSchema.parse({ ...cfg.docker, kind: 'docker' });
+  const d = await checkDocker(docker);
+  if (d.ok) return docker;
+  const bwrap = BwrapSandboxConfigSchema.parse({ ...cfg.bwrap, kind: 'bwrap' });
+  const b = await checkBwrap(bwrap);
+  if (b.ok) return bwrap;
+  throw new SandboxUnavailableError(
+    `no isolating sandbox is usable: ${d.message}${d.hint ? ` (${d.hint})` : ''}; ${b.message}${b.hint ? ` (${b.hint})` : ''}. ` +
+      'Set FROGNANO_SANDBOX=local only to run without isolation.',
+  );
+}

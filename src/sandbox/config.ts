@@ -1,0 +1,138 @@
+import { z } from 'zod';
+
+/** Default image name; build it with runner/sandbox.Dockerfile (or scripts/build-sandbox-image.sh offline). */
+export const DEFAULT_SANDBOX_IMAGE = 'frognano-sandbox:latest';
+
+const uidGid = z
+  .string()
+  .regex(/^[1-9]\d*:[1-9]\d*$/, 'user must be "UID:GID" with both non-zero (the sandbox never runs as root)');
+
+/** Limits shared by the isolating sandboxes. Every one has a finite default: nothing a model runs is unbounded. */
+const limits = {
+  /** Memory the job's commands may use (docker: cgroup limit, no swap; bwrap: address-space limit per process). */
+  memoryMb: z.number().int().min(64).default(4096),
+  /** Processes/threads at once (docker: pids cgroup; bwrap: RLIMIT_NPROC in the sandbox's user namespace). */
+  pidsLimit: z.number().int().min(8).default(512),
+  /** Largest file a command may write. */
+  fileSizeMb: z.number().int().min(1).default(1024),
+  /** Size of the tmpfs mounted at /tmp and HOME (docker; bwrap's tmpfs is bounded by memory). */
+  tmpSizeMb: z.number().int().min(1).default(1024),
+  /** Timeout of one command when the caller gives none. */
+  defaultTimeoutMs: z.number().int().positive().default(120_000),
+  /** Whole-sandbox lifetime: after this every process is killed and further commands fail. */
+  jobTimeoutMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
+  /** Cap on captured bytes per stream when the caller gives none. */
+  maxOutputBytes: z.number().int().positive().default(1024 * 1024),
+  /** uid:gid commands run as when the runner itself is root (a non-root runner maps its own uid). */
+  user: uidGid.default('1000:1000'),
+};
+
+export const DockerSandboxConfigSchema = z.object({
+  kind: z.literal('docker'),
+  image: z.string().min(1).default(DEFAULT_SANDBOX_IMAGE),
+  cpus: z.number().positive().max(256).default(2),
+  /** Docker engine socket; unset: dockerode's default (DOCKER_HOST or /var/run/docker.sock). */
+  socketPath: z.string().optional(),
+  /** Extra labels on the container (e.g. the job id), besides the ones every frognano sandbox gets. */
+  labels: z.record(z.string(), z.string()).default({}),
+  ...limits,
+});
+
+export const BwrapSandboxConfigSchema = z.object({
+  kind: z.literal('bwrap'),
+  /** Path of the bwrap binary. */
+  bwrapPath: z.string().default('bwrap'),
+  /** Open files per process. */
+  nofile: z.number().int().min(64).default(4096),
+  ...limits,
+});
+
+export const LocalSandboxConfigSchema = z.object({
+  kind: z.literal('local'),
+  defaultTimeoutMs: z.number().int().positive().default(120_000),
+});
+
+/** `auto`: docker when the engine and image are there, else bwrap; never the unisolated local sandbox. */
+export const AutoSandboxConfigSchema = z.object({
+  kind: z.literal('auto'),
+  docker: DockerSandboxConfigSchema.omit({ kind: true }).partial().default({}),
+  bwrap: BwrapSandboxConfigSchema.omit({ kind: true }).partial().default({}),
+});
+
+export const SandboxConfigSchema = z.discriminatedUnion('kind', [
+  DockerSandboxConfigSchema,
+  BwrapSandboxConfigSchema,
+  LocalSandboxConfigSchema,
+  AutoSandboxConfigSchema,
+]);
+
+export type DockerSandboxConfig = z.infer<typeof DockerSandboxConfigSchema>;
+export type BwrapSandboxConfig = z.infer<typeof BwrapSandboxConfigSchema>;
+export type LocalSandboxConfig = z.infer<typeof LocalSandboxConfigSchema>;
+export type AutoSandboxConfig = z.infer<typeof AutoSandboxConfigSchema>;
+export type SandboxConfig = z.infer<typeof SandboxConfigSchema>;
+export type SandboxConfigInput = z.input<typeof SandboxConfigSchema>;
+
+/**
+ * Reads the sandbox configuration from the environment:
+ * FROGNANO_SANDBOX=docker|bwrap|local|auto (default auto), FROGNANO_SANDBOX_IMAGE, FROGNANO_SANDBOX_MEMORY_MB,
+ * FROGNANO_SANDBOX_CPUS, FROGNANO_SANDBOX_PIDS, FROGNANO_SANDBOX_FILE_SIZE_MB, FROGNANO_SANDBOX_TMP_MB,
+ * FROGNANO_SANDBOX_TIMEOUT_MS (per command), FROGNANO_SANDBOX_JOB_TIMEOUT_MS, FROGNANO_SANDBOX_USER (uid:gid),
+ * FROGNANO_SANDBOX_BWRAP (binary path). Invalid values throw with the variable's name in the message.
+ */
+export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxConfig {
+  const kind = (env.FROGNANO_SANDBOX ?? 'auto').trim().toLowerCase() || 'auto';
+  const num = (name: string): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') return undefined;
+    const n = Number(raw);
+    if (!Number.isFinite(n)) throw new Error(`${name}=${raw} is not a number`);
+    return n;
+  };
+  const str = (name: string): string | undefined => {
+    const raw = env[name]?.trim();
+    return raw ? raw : undefined;
+  };
+  const common = {
+    memoryMb: num('FROGNANO_SANDBOX_MEMORY_MB'),
+    pidsLimit: num('FROGNANO_SANDBOX_PIDS'),
+    fileSizeMb: num('FROGNANO_SANDBOX_FILE_SIZE_MB'),
+    tmpSizeMb: num('FROGNANO_SANDBOX_TMP_MB'),
+    defaultTimeoutMs: num('FROGNANO_SANDBOX_TIMEOUT_MS'),
+    jobTimeoutMs: num('FROGNANO_SANDBOX_JOB_TIMEOUT_MS'),
+    user: str('FROGNANO_SANDBOX_USER'),
+  };
+  const docker = { ...common, image: str('FROGNANO_SANDBOX_IMAGE'), cpus: num('FROGNANO_SANDBOX_CPUS') };
+  const bwrap = { ...common, bwrapPath: str('FROGNANO_SANDBOX_BWRAP') };
+  const drop = <T extends object>(o: T): Partial<T> =>
+    Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+  let input: unknown;
+  switch (kind) {
+    case 'docker':
+      input = { kind, ...drop(docker) };
+      break;
+    case 'bwrap':
+      input = { kind, ...drop(bwrap) };
+      break;
+    case 'local':
+      input = { kind, ...drop({ defaultTimeoutMs: common.defaultTimeoutMs }) };
+      break;
+    case 'auto':
+      input = { kind, docker: drop(docker), bwrap: drop(bwrap) };
+      break;
+    default:
+      throw new Error(`FROGNANO_SANDBOX=${kind} is not one of docker, bwrap, local, auto`);
+  }
+  const parsed = SandboxConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    const msg = parsed.error.issues.map((i) => `${i.path.join('.') || 'config'}: ${i.message}`).join('; ');
+    throw new Error(`invalid sandbox configuration from environment: ${msg}`);
+  }
+  return parsed.data;
+}
+
+/** Parses "UID:GID". */
+export function parseUser(user: string): { uid: number; gid: number } {
+  const [uid, gid] = user.split(':').map(Number);
+  return { uid, gid };
+}

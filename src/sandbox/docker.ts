@@ -1,0 +1,429 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable, type Duplex } from 'node:stream';
+import Docker from 'dockerode';
+import { DockerSandboxConfigSchema, parseUser, type DockerSandboxConfig } from './config.js';
+import { HostFiles } from './hostFiles.js';
+import { baseEnv } from './local.js';
+import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
+import { CappedBuffer } from './process.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+
+/** Labels on every sandbox container, so the reaper can find the ones a crashed runner left behind. */
+export const SANDBOX_LABEL = 'dev.frognano.sandbox';
+const LABEL_HOST = 'dev.frognano.host';
+const LABEL_PID = 'dev.frognano.pid';
+const LABEL_INSTANCE = 'dev.frognano.instance';
+const LABEL_CREATED = 'dev.frognano.created-ms';
+const LABEL_WORKSPACE = 'dev.frognano.workspace';
+/** Distinguishes this runner process from an earlier one that had the same pid (restarted container). */
+const INSTANCE_ID = randomUUID();
+
+export const CONTAINER_WORKDIR = '/workspace';
+const CONTAINER_HOME = '/home/agent';
+/** Where each exec records its process-group id, so a timeout can kill the command's whole tree. */
+const EXEC_STATE_DIR = '/tmp/.frognano-exec';
+/** After a kill, how long the exec's output stream may stay open (a setsid'd daemon holding it) before we stop reading. */
+const KILL_GRACE_MS = 3000;
+
+/** The engine or the image is missing: the message says how to fix it. */
+export class SandboxUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxUnavailableError';
+  }
+}
+
+interface DockerError {
+  statusCode?: number;
+  code?: string;
+  message?: string;
+  json?: { message?: string };
+}
+
+function engineUnreachable(e: DockerError): boolean {
+  return ['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(e.code ?? '');
+}
+
+function describeEngine(docker: Docker): string {
+  const m = docker.modem as unknown as { socketPath?: string; host?: string; port?: number };
+  return m.socketPath ? String(m.socketPath) : `${m.host ?? 'localhost'}:${m.port ?? ''}`;
+}
+
+export function imageBuildHint(image: string): string {
+  return (
+    `build it with \`docker build -t ${image} -f runner/sandbox.Dockerfile runner/\`, ` +
+    `or without a registry \`scripts/build-sandbox-image.sh ${image}\``
+  );
+}
+
+/** Throws SandboxUnavailableError with a fix when the engine is unreachable or the image is not there. */
+export async function ensureDockerImage(docker: Docker, image: string): Promise<void> {
+  try {
+    await docker.getImage(image).inspect();
+  } catch (err) {
+    const e = err as DockerError;
+    if (e.statusCode === 404) throw new SandboxUnavailableError(`image ${image} not found: ${imageBuildHint(image)}`);
+    if (engineUnreachable(e)) {
+      throw new SandboxUnavailableError(
+        `Docker engine not reachable at ${describeEngine(docker)} (${e.code}): start dockerd, set DOCKER_HOST, ` +
+          `or use FROGNANO_SANDBOX=bwrap`,
+      );
+    }
+    throw err;
+  }
+}
+
+function isGone(e: DockerError): boolean {
+  // 404: no such container; 409: removal already in progress (AutoRemove racing us).
+  return e.statusCode === 404 || e.statusCode === 409;
+}
+
+/** A Writable that feeds a CappedBuffer (the exec stream is demultiplexed into two of them). */
+function sink(buf: CappedBuffer): Writable {
+  return new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      buf.push(chunk);
+      cb();
+    },
+  });
+}
+
+function waitForEnd(stream: Duplex): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => resolve();
+    stream.once('end', done);
+    stream.once('close', done);
+    stream.once('error', done);
+  });
+}
+
+/**
+ * One container per job: the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs
+ * /tmp and HOME; no network, no capabilities, no privilege gain, a non-root user, memory/CPU/pids limits, no host
+ * environment. The container's main process is `sleep <job time limit>`, so even a runner that dies without
+ * closing it cannot leave it running longer than that (and `reapStaleSandboxes` removes it sooner).
+ * Commands are `docker exec`s; file operations go straight to the bind-mounted directory on the host.
+ */
+export class DockerSandbox implements Sandbox {
+  readonly kind = 'docker' as const;
+  readonly workdir = CONTAINER_WORKDIR;
+  private readonly files: HostFiles;
+  private readonly jobTimer: NodeJS.Timeout;
+  private expired = false;
+  private closing: Promise<void> | undefined;
+  private execSeq = 0;
+
+  private constructor(
+    private readonly docker: Docker,
+    private readonly container: Docker.Container,
+    private readonly cfg: DockerSandboxConfig,
+    /** Workspace directory on the host (real path). */
+    readonly hostDir: string,
+    private readonly owner: WorkspaceOwner,
+  ) {
+    this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
+    this.jobTimer = setTimeout(() => {
+      this.expired = true;
+      void this.container.kill().catch(() => {});
+    }, cfg.jobTimeoutMs);
+    this.jobTimer.unref();
+  }
+
+  get containerId(): string {
+    return this.container.id;
+  }
+
+  static async create(
+    workspaceDir: string,
+    config: Partial<Omit<DockerSandboxConfig, 'kind'>> = {},
+    opts: { docker?: Docker } = {},
+  ): Promise<DockerSandbox> {
+    const cfg = DockerSandboxConfigSchema.parse({ ...config, kind: 'docker' });
+    const docker = opts.docker ?? new Docker(cfg.socketPath ? { socketPath: cfg.socketPath } : undefined);
+    await ensureDockerImage(docker, cfg.image);
+    const st = await fs.stat(workspaceDir).catch(() => null);
+    if (!st?.isDirectory()) throw new Error(`workspace ${workspaceDir} is not a directory`);
+    const hostDir = await fs.realpath(workspaceDir);
+    const owner = await claimWorkspace(hostDir, parseUser(cfg.user));
+    const user = `${owner.uid}:${owner.gid}`;
+    const mb = 1024 * 1024;
+    let container: Docker.Container | undefined;
+    try {
+      container = await docker.createContainer({
+        Image: cfg.image,
+        Entrypoint: [],
+        Cmd: ['sleep', String(Math.ceil(cfg.jobTimeoutMs / 1000))],
+        User: user,
+        WorkingDir: CONTAINER_WORKDIR,
+        // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
+        Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
+        Hostname: 'sandbox',
+        NetworkDisabled: true,
+        Labels: {
+          ...cfg.labels,
+          [SANDBOX_LABEL]: '1',
+          [LABEL_HOST]: os.hostname(),
+          [LABEL_PID]: String(process.pid),
+          [LABEL_INSTANCE]: INSTANCE_ID,
+          [LABEL_CREATED]: String(Date.now()),
+          [LABEL_WORKSPACE]: hostDir,
+        },
+        StopTimeout: 1,
+        HostConfig: {
+          NetworkMode: 'none',
+          Binds: [`${hostDir}:${CONTAINER_WORKDIR}:rw`],
+          ReadonlyRootfs: true,
+          Tmpfs: {
+            '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
+            [CONTAINER_HOME]: `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,uid=${owner.uid},gid=${owner.gid},mode=0700`,
+          },
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          Memory: cfg.memoryMb * mb,
+          MemorySwap: cfg.memoryMb * mb, // equal to Memory: no swap
+          NanoCpus: Math.round(cfg.cpus * 1e9),
+          PidsLimit: cfg.pidsLimit,
+          Ulimits: [
+            { Name: 'fsize', Soft: cfg.fileSizeMb * mb, Hard: cfg.fileSizeMb * mb },
+            { Name: 'nofile', Soft: 4096, Hard: 4096 },
+          ],
+          IpcMode: 'private',
+          Init: true, // reaps the orphans of killed commands
+          AutoRemove: true,
+        },
+      });
+      await container.start();
+    } catch (err) {
+      if (container) await container.remove({ force: true }).catch(() => {});
+      await owner.restore();
+      throw err;
+    }
+    return new DockerSandbox(docker, container, cfg, hostDir, owner);
+  }
+
+  private async containerPath(cwd: string | undefined): Promise<string> {
+    if (!cwd) return CONTAINER_WORKDIR;
+    const abs = await this.files.resolve(cwd, CONTAINER_WORKDIR);
+    const rel = path.relative(this.hostDir, abs).split(path.sep).join('/');
+    return rel ? `${CONTAINER_WORKDIR}/${rel}` : CONTAINER_WORKDIR;
+  }
+
+  private assertUsable(): void {
+    if (this.closing) throw new Error('sandbox is closed');
+    if (this.expired) {
+      throw new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
+    }
+  }
+
+  private userSpec(): string {
+    return `${this.owner.uid}:${this.owner.gid}`;
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertUsable();
+    const started = Date.now();
+    const cap = options.maxOutputBytes ?? this.cfg.maxOutputBytes;
+    if (options.signal?.aborted) {
+      return {
+        exitCode: null, stdout: '', stderr: '', timedOut: false, cancelled: true,
+        stdoutTruncated: 0, stderrTruncated: 0, durationMs: 0,
+      };
+    }
+    const cwd = await this.containerPath(options.cwd);
+    const pidFile = `${EXEC_STATE_DIR}/${++this.execSeq}-${randomBytes(4).toString('hex')}.pid`;
+    const env = { ...baseEnv(CONTAINER_HOME), ...options.env };
+    const hasStdin = options.stdin !== undefined;
+    // The command runs in a session of its own whose id is written to pidFile. A timeout kills exactly that
+    // process tree, and when the command ends whatever it left running in the background is killed too (as the
+    // local and bwrap sandboxes do), so nothing eats the pids limit and the container stays usable.
+    // The wrapper's own stderr goes to /dev/null (fd 3 carries the command's), so its "Killed" notices stay out.
+    const wrapper =
+      'exec 3>&2 2>/dev/null; mkdir -p "${1%/*}" || exit 125; ' +
+      'setsid bash -c \'echo $$ > "$1" || exit 125; exec bash -lc "$2"\' sandbox "$1" "$2" 2>&3 3>&-; ' +
+      'rc=$?; pg=$(cat "$1") && kill -KILL -- "-$pg"; rm -f "$1"; exit $rc';
+    let exec: Docker.Exec;
+    let stream: Duplex;
+    try {
+      exec = await this.container.exec({
+        Cmd: ['bash', '-c', wrapper, 'sandbox', pidFile, command],
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        WorkingDir: cwd,
+        User: this.userSpec(),
+        AttachStdin: hasStdin,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+      });
+      stream = (await exec.start({ hijack: hasStdin, stdin: hasStdin })) as Duplex;
+    } catch (err) {
+      throw this.explainExecError(err);
+    }
+    const out = new CappedBuffer(cap);
+    const errBuf = new CappedBuffer(cap);
+    this.docker.modem.demuxStream(stream, sink(out), sink(errBuf));
+    const ended = waitForEnd(stream);
+    if (hasStdin) stream.end(options.stdin);
+
+    let timedOut = false;
+    let cancelled = false;
+    let killing: Promise<void> | undefined;
+    const kill = () => {
+      killing ??= (async () => {
+        await this.killExecGroup(pidFile);
+        // Normally the stream ends as soon as the group is dead; a daemon that escaped the session could
+        // hold it open forever, so stop reading after a grace period (close() kills it with the container).
+        const grace = setTimeout(() => stream.destroy(), KILL_GRACE_MS);
+        await ended;
+        clearTimeout(grace);
+      })();
+    };
+    const timeoutMs = options.timeoutMs ?? this.cfg.defaultTimeoutMs;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, timeoutMs);
+    const onAbort = () => {
+      cancelled = true;
+      kill();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    await ended;
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+    if (killing) await killing;
+
+    let exitCode: number | null = null;
+    if (!timedOut && !cancelled) {
+      const info = await exec.inspect().catch(() => null);
+      exitCode = info && !info.Running && typeof info.ExitCode === 'number' ? info.ExitCode : null;
+    }
+    return {
+      exitCode,
+      stdout: out.text(),
+      stderr: errBuf.text(),
+      timedOut,
+      cancelled: cancelled && !timedOut,
+      stdoutTruncated: out.dropped,
+      stderrTruncated: errBuf.dropped,
+      durationMs: Date.now() - started,
+    };
+  }
+
+  /** Kills the process group recorded in pidFile (waits briefly for a command that has not written it yet). */
+  private async killExecGroup(pidFile: string): Promise<void> {
+    const script =
+      'for i in $(seq 20); do [ -s "$1" ] && break; sleep 0.05; done; ' +
+      'pg=$(cat "$1" 2>/dev/null) || exit 0; kill -KILL -- "-$pg" 2>/dev/null; exit 0';
+    try {
+      const k = await this.container.exec({
+        Cmd: ['bash', '-c', script, 'sandbox', pidFile],
+        User: this.userSpec(),
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const s = (await k.start({})) as Duplex;
+      s.resume();
+      await waitForEnd(s);
+    } catch {
+      /* container gone (job limit, closed): its processes are gone too */
+    }
+  }
+
+  private explainExecError(err: unknown): Error {
+    const e = err as DockerError;
+    if (this.expired) {
+      return new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
+    }
+    if (e.statusCode === 404 || e.statusCode === 409) {
+      return new Error(`sandbox container ${this.container.id.slice(0, 12)} is no longer running: ${e.json?.message ?? e.message}`);
+    }
+    if (engineUnreachable(e)) return new SandboxUnavailableError(`Docker engine not reachable (${e.code})`);
+    return err instanceof Error ? err : new Error(String(err));
+  }
+
+  readFile(p: string): Promise<Buffer> {
+    return this.files.readFile(p, CONTAINER_WORKDIR);
+  }
+
+  writeFile(p: string, data: string | Buffer): Promise<void> {
+    this.assertUsable();
+    return this.files.writeFile(p, data, CONTAINER_WORKDIR);
+  }
+
+  listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
+    return this.files.listFiles(dir, limit, CONTAINER_WORKDIR);
+  }
+
+  /** Removes the container (killing everything in it) and gives the workspace back to its owner. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearTimeout(this.jobTimer);
+      await removeContainer(this.container);
+      await this.owner.restore();
+    })();
+    return this.closing;
+  }
+}
+
+async function removeContainer(container: Docker.Container): Promise<void> {
+  try {
+    await container.remove({ force: true });
+  } catch (err) {
+    if (!isGone(err as DockerError)) throw err;
+  }
+  // With AutoRemove the engine may still be removing it; wait until it is really gone.
+  for (let i = 0; i < 100; i++) {
+    try {
+      await container.inspect();
+    } catch (err) {
+      if ((err as DockerError).statusCode === 404) return;
+      throw err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`sandbox container ${container.id.slice(0, 12)} was not removed within 10s`);
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes sandbox containers left behind: those older than maxAgeMs, and those made on this host by a runner
+ * process that no longer exists (crashed mid-job). Call it when a runner starts. `labels` narrows the search
+ * (e.g. to one deployment). Returns the ids removed.
+ */
+export async function reapStaleSandboxes(
+  docker: Docker,
+  maxAgeMs: number,
+  opts: { labels?: Record<string, string>; now?: number } = {},
+): Promise<string[]> {
+  const now = opts.now ?? Date.now();
+  const label = [`${SANDBOX_LABEL}=1`, ...Object.entries(opts.labels ?? {}).map(([k, v]) => `${k}=${v}`)];
+  const list = await docker.listContainers({ all: true, filters: { label } });
+  const removed: string[] = [];
+  for (const c of list) {
+    const created = Number(c.Labels[LABEL_CREATED]) || c.Created * 1000;
+    const pid = Number(c.Labels[LABEL_PID]);
+    const fromHere = c.Labels[LABEL_HOST] === os.hostname();
+    const ownerGone =
+      fromHere && (!processAlive(pid) || (pid === process.pid && c.Labels[LABEL_INSTANCE] !== INSTANCE_ID));
+    if (now - created < maxAgeMs && !ownerGone) continue;
+    try {
+      await removeContainer(docker.getContainer(c.Id));
+      removed.push(c.Id);
+    } catch {
+      /* another runner reaped it first, or the engine refused: the next start tries again */
+    }
+  }
+  return removed;
+}

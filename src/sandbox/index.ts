@@ -1,0 +1,43 @@
+/**
+ * Sandbox selection: `createSandbox(cfg, workspaceDir)` returns the configured implementation; `auto` picks docker
+ * when the engine and image are there, else bwrap, and never falls back to the unisolated local sandbox.
+ */
+import { BwrapSandbox } from './bwrap.js';
+import { resolveSandboxConfig } from './check.js';
+import type { SandboxConfigInput } from './config.js';
+import { DockerSandbox } from './docker.js';
+import { LocalSandbox } from './local.js';
+import type { Sandbox } from './types.js';
+
+export {
+  SandboxConfigSchema,
+  DockerSandboxConfigSchema,
+  BwrapSandboxConfigSchema,
+  LocalSandboxConfigSchema,
+  AutoSandboxConfigSchema,
+  DEFAULT_SANDBOX_IMAGE,
+  sandboxConfigFromEnv,
+  type SandboxConfig,
+  type SandboxConfigInput,
+  type DockerSandboxConfig,
+  type BwrapSandboxConfig,
+  type LocalSandboxConfig,
+  type AutoSandboxConfig,
+} from './config.js';
+export { checkSandbox, checkDocker, checkBwrap, resolveSandboxConfig, type SandboxCheck, type SandboxCheckResult } from './check.js';
+export { DockerSandbox, reapStaleSandboxes, SandboxUnavailableError, SANDBOX_LABEL } from './docker.js';
+export { BwrapSandbox } from './bwrap.js';
+export { LocalSandbox } from './local.js';
+export { SandboxPathError, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult, type FileEntry } from './types.js';
+
+export async function createSandbox(cfg: SandboxConfigInput, workspaceDir: string): Promise<Sandbox> {
+  const resolved = await resolveSandboxConfig(cfg);
+  switch (resolved.kind) {
+    case 'docker':
+      return DockerSandbox.create(workspaceDir, resolved);
+    case 'bwrap':
+      return BwrapSandbox.create(workspaceDir, resolved);
+    case 'local':
+      return new LocalSandbox(workspaceDir, resolved.defaultTimeoutMs);
+  }
+}
