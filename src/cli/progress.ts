@@ -69,11 +69,10 @@ export class ProgressReporter {
         this.contextTokens = e.promptTokens + e.completionTokens;
         this.activity = e.toolCalls > 0 ? `${e.toolCalls} tool call${e.toolCalls === 1 ? '' : 's'}` : 'answered';
         if (!this.opts.tty) {
-          const errs = e.parseErrors > 0 ? ` · ${e.parseErrors} malformed tool call${e.parseErrors === 1 ? '' : 's'}` : '';
-          const rate = e.generateMs > 0 ? ` (${(e.completionTokens / (e.generateMs / 1000)).toFixed(1)} tok/s)` : '';
-          this.line(
-            `  generated ${formatTokens(e.completionTokens)} tokens in ${formatDuration(e.generateMs)}${rate} · ${this.activity}${errs}`,
-          );
+          // turn_end comes after the turn's tools ran, so the line names its turn.
+          const errs = e.parseErrors > 0 ? `, ${e.parseErrors} malformed tool call${e.parseErrors === 1 ? '' : 's'}` : '';
+          const rate = e.generateMs >= 100 ? ` (${(e.completionTokens / (e.generateMs / 1000)).toFixed(1)} tok/s)` : '';
+          this.line(`  turn ${e.turn}: generated ${formatTokens(e.completionTokens)} tokens in ${formatDuration(e.generateMs)}${rate}, ${this.activity}${errs}`);
         }
         break;
       }

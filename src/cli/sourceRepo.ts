@@ -8,7 +8,8 @@ function git(args: string[], cwd: string): Promise<{ code: number; stdout: strin
   return new Promise((resolve) => {
     execFile(
       'git',
-      args,
+      // Only reads; safe.directory=* so a checkout owned by another user can still be inspected (solve copies it).
+      ['-c', 'safe.directory=*', '-c', 'core.fsmonitor=false', ...args],
       { cwd, timeout: 30_000, maxBuffer: 1024 * 1024, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', LC_ALL: 'C' } },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 127) : 0;
@@ -22,7 +23,7 @@ export interface SourceRepo {
   /** Absolute path of the repository's top level. */
   dir: string;
   head: string;
-  /** Files with uncommitted changes (they are part of the copy the model works on). */
+  /** Files with uncommitted changes: they are part of the copy the model works on, so of the patch too. */
   dirtyFiles: number;
 }
 
@@ -48,9 +49,6 @@ export async function checkSourceRepo(input: string, cwd: string): Promise<Sourc
   const top = await git(['rev-parse', '--show-toplevel'], dir);
   if (top.code !== 0) {
     const why = top.stderr.trim().split('\n').pop() ?? '';
-    if (/dubious ownership/.test(top.stderr)) {
-      throw setupError(`${dir} belongs to another user and git refuses to read it`, `run: git config --global --add safe.directory ${dir}`);
-    }
     throw setupError(`${dir} is not a git repository${why ? ` (${why})` : ''}`, 'solve needs a git checkout to diff against: run `git init && git add -A && git commit -m base` there first');
   }
   const topDir = path.resolve(top.stdout.trim());

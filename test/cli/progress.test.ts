@@ -34,7 +34,7 @@ describe('ProgressReporter', () => {
     expect(out.text.split('\n')).toEqual([
       '[0.0s] copying repository',
       '[0.0s] turn 1/30 · context 2.1k tokens',
-      '[4.0s]   generated 200 tokens in 4.0s (50.0 tok/s) · 1 tool call · 1 malformed tool call',
+      '[4.0s]   turn 1: generated 200 tokens in 4.0s (50.0 tok/s), 1 tool call, 1 malformed tool call',
       '[4.0s]   → Bash npm test --silent',
       '[1m05s]   ✗ Bash failed after 1m01s',
       '[1m05s] finished after 1 turn: max_turns',

@@ -1,10 +1,14 @@
 import { parseCommandArgs } from '../args.js';
 import { formatCheck, guarded, type CheckResult } from '../doctor/check.js';
 import { checkGitHubApp } from '../doctor/githubApp.js';
+import { checkModel } from '../doctor/model.js';
+import { checkSandboxes } from '../doctor/sandbox.js';
 import { checkNode, checkRedis } from '../doctor/system.js';
-import { EXIT, UsageError } from '../exitCodes.js';
+import { CliError, EXIT, UsageError } from '../exitCodes.js';
 import { DOCTOR_HELP } from '../help.js';
 import { writeLine, type CliIo } from '../io.js';
+import { backendConfigFromFlags } from '../modelConfig.js';
+import type { BackendConfig } from '../../inference/index.js';
 
 const OPTIONS = {
   sandbox: { type: 'string' },
@@ -26,12 +30,30 @@ export async function doctorCommand(args: string[], io: CliIo): Promise<number> 
     throw new UsageError(`doctor takes no arguments, got '${positionals[0]}'.`, 'doctor');
   }
 
+  if (values.sandbox !== undefined && !['docker', 'bwrap', 'local', 'auto'].includes(values.sandbox)) {
+    throw new UsageError(`--sandbox must be one of docker, bwrap, local (or auto), got '${values.sandbox}'.`, 'doctor');
+  }
+  // Usage mistakes (two models at once) still exit 2; a broken model environment becomes a failed line.
+  let modelCfg: BackendConfig | undefined;
+  let modelError: string | undefined;
+  try {
+    modelCfg = backendConfigFromFlags(values, io.env, io.cwd, 'doctor');
+  } catch (err) {
+    if (err instanceof UsageError || !(err instanceof CliError)) throw err;
+    modelError = err.message;
+  }
+
   // Independent checks run concurrently: a slow Docker daemon must not add to a Redis timeout.
-  const checks: CheckResult[] = await Promise.all([
+  const [node, redis, sandboxes, model, app] = await Promise.all([
     guarded('Node.js', true, () => checkNode()),
     guarded('Redis', true, () => checkRedis(io.env)),
+    checkSandboxes(values.sandbox, io.env).catch((err: Error) => [
+      { name: 'Sandbox', status: 'fail' as const, detail: err.message, hint: 'unexpected error while checking', required: true },
+    ]),
+    guarded('Model', true, () => checkModel(modelCfg, modelError)),
     guarded('GitHub App', true, () => checkGitHubApp(io.env, io.cwd)),
   ]);
+  const checks: CheckResult[] = [node, redis, ...sandboxes, model, app];
 
   const failed = checks.filter((c) => c.status === 'fail' && c.required);
   const code = failed.length > 0 ? EXIT.NO_PATCH : EXIT.OK;

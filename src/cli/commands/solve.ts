@@ -1,0 +1,259 @@
+import path from 'node:path';
+import { createBackend } from '../../inference/index.js';
+import type { ModelBackend } from '../../inference/types.js';
+import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
+import { solve, type SolveResult } from '../../leaf/solve.js';
+import { EXIT_REASON_TEXT } from '../../leaf/trajectory.js';
+import { checkSandbox, createSandbox, resolveSandboxConfig, sandboxConfigFromEnv, type SandboxConfig } from '../../sandbox/index.js';
+import { parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
+import { diffStat, renderDiffStat } from '../diffStat.js';
+import { CliError, EXIT, setupError, UsageError, type ExitCode } from '../exitCodes.js';
+import { formatDuration, formatTokens, oneLine } from '../format.js';
+import { SOLVE_HELP } from '../help.js';
+import { writeLine, type CliIo } from '../io.js';
+import { taskFromFile, taskFromGitHub, taskFromText, type IssueTask } from '../issueSource.js';
+import { backendConfigFromFlags, describeBackend, precheckBackend } from '../modelConfig.js';
+import { prepareOutDir } from '../outDir.js';
+import { ProgressReporter } from '../progress.js';
+import { checkSourceRepo } from '../sourceRepo.js';
+
+const OPTIONS = {
+  'issue-file': { type: 'string' },
+  issue: { type: 'string' },
+  github: { type: 'string' },
+  sandbox: { type: 'string' },
+  'model-dir': { type: 'string' },
+  endpoint: { type: 'string' },
+  model: { type: 'string' },
+  replay: { type: 'string' },
+  'max-turns': { type: 'string' },
+  'wall-time': { type: 'string' },
+  'max-new-tokens': { type: 'string' },
+  'context-tokens': { type: 'string' },
+  'bash-timeout': { type: 'string' },
+  setup: { type: 'string', multiple: true },
+  test: { type: 'string', multiple: true },
+  out: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const SANDBOX_KINDS = ['docker', 'bwrap', 'local', 'auto'];
+
+type Values = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>['values'];
+
+/** `frognano solve`: B's solve() — the runner's very code path — with a local repo, sandbox and model. */
+export async function solveCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('solve', args, OPTIONS);
+  if (values.help) {
+    io.stdout.write(SOLVE_HELP);
+    return EXIT.OK;
+  }
+
+  // 1. Everything the command line alone can get wrong: exit 2 before touching anything.
+  if (positionals.length !== 1) {
+    throw new UsageError(positionals.length === 0 ? 'solve needs the repository directory.' : `solve takes one repository directory, got ${positionals.length} arguments.`, 'solve');
+  }
+  const sources = (['issue-file', 'issue', 'github'] as const).filter((k) => values[k] !== undefined);
+  if (sources.length !== 1) {
+    throw new UsageError(
+      sources.length === 0 ? 'solve needs the issue: --issue-file FILE, --issue TEXT or --github OWNER/REPO#N.' : `give the issue once: ${sources.map((s) => `--${s}`).join(' and ')} were both given.`,
+      'solve',
+    );
+  }
+  const limits = limitsFromFlags(values);
+  const githubRef = values.github !== undefined ? parseIssueRef(values.github, 'solve') : undefined;
+  if (values.sandbox !== undefined && !SANDBOX_KINDS.includes(values.sandbox)) {
+    throw new UsageError(`--sandbox must be one of docker, bwrap, local (or auto), got '${values.sandbox}'.`, 'solve');
+  }
+  const backendCfg = backendConfigFromFlags(values, io.env, io.cwd, 'solve');
+
+  // 2. Setup: repository, model files, sandbox, issue. Failures exit 3 and nothing has run yet.
+  const repo = await checkSourceRepo(positionals[0], io.cwd);
+  if (!backendCfg) {
+    throw setupError('no model configured', 'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE (or set the FROGNANO_MODEL_* environment variables; see frognano solve --help)');
+  }
+  await precheckBackend(backendCfg);
+  const sandboxCfg = await usableSandbox(values.sandbox, io.env);
+  const task = await loadTask(values, githubRef, io);
+  const out = await prepareOutDir({ out: values.out, cwd: io.cwd, sourceDir: repo.dir });
+
+  const progress = new ProgressReporter(io.stderr, { tty: Boolean(io.stderr.isTTY), columns: io.stderr.columns });
+  if (sandboxCfg.kind === 'local') progress.note('warning: local sandbox: the model\'s commands run on this machine with no isolation (use docker or bwrap for untrusted code)');
+  if (out.movedFromCwd) progress.note(`note: writing results to ${out.dir} (the current directory is inside the repository, which solve never writes to)`);
+  if (repo.dirtyFiles > 0) {
+    progress.note(`note: ${repo.dirtyFiles} uncommitted file${repo.dirtyFiles === 1 ? '' : 's'} in ${repo.dir} ${repo.dirtyFiles === 1 ? 'is' : 'are'} copied too and will show up in the patch (commit or stash first to keep them out)`);
+  }
+  progress.phase(`loading model: ${describeBackend(backendCfg)}`);
+  let backend: ModelBackend;
+  try {
+    backend = await createBackend(backendCfg);
+  } catch (err) {
+    progress.stop();
+    throw setupError(`could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`, 'run `frognano doctor` with the same model options for details');
+  }
+
+  // 3. The run. Ctrl-C aborts it; solve() still returns (exit reason `cancelled`) and writes what it has.
+  const controller = new AbortController();
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) {
+      progress.stop();
+      writeLine(io.stderr, `\nfrognano: ${signal} again — quitting without waiting.`);
+      process.exit(EXIT.INTERRUPTED);
+    }
+    interrupted = true;
+    progress.note(`Interrupted (${signal}): stopping the run and writing the partial trajectory… (Ctrl-C again to quit at once)`);
+    controller.abort(new Error(`interrupted by ${signal}`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  progress.phase(`copying ${repo.dir} into a ${sandboxCfg.kind} sandbox`);
+  let result: SolveResult;
+  try {
+    result = await solve({
+      sourceDir: repo.dir,
+      sandboxFactory: (workspaceDir: string) => createSandbox(sandboxCfg, workspaceDir),
+      backend,
+      task,
+      limits,
+      setupCommands: values.setup ?? [],
+      testCommands: values.test ?? [],
+      outDir: out.dir,
+      signal: controller.signal,
+      onEvent: progress.onEvent,
+    });
+  } catch (err) {
+    progress.stop();
+    if (interrupted) {
+      writeLine(io.stderr, `frognano: interrupted before the run produced a trajectory (${(err as Error).message})`);
+      return EXIT.INTERRUPTED;
+    }
+    const name = (err as Error).name;
+    // The copy or the sandbox could not be set up: nothing ran, it is the environment (exit 3).
+    if (name === 'WorkspaceError' || name === 'SandboxUnavailableError') throw setupError((err as Error).message);
+    throw new CliError(`the run failed: ${(err as Error).message}`, EXIT.RUNTIME, `partial results, if any, are in ${out.dir}`);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await backend.close?.().catch(() => undefined);
+  }
+  progress.stop();
+
+  const code = exitCodeFor(result, interrupted);
+  if (values.json) writeLine(io.stdout, JSON.stringify(summaryJson(result, code, out.dir, describeBackend(backendCfg), sandboxCfg.kind), null, 2));
+  else io.stdout.write(summaryText(result, code, out.dir));
+  return code;
+}
+
+function limitsFromFlags(v: Values): Partial<LeafLimits> {
+  const limits: Partial<LeafLimits> = {};
+  if (v['max-turns'] !== undefined) limits.maxTurns = parsePositiveInt('max-turns', v['max-turns'], 'solve');
+  if (v['max-new-tokens'] !== undefined) limits.maxNewTokens = parsePositiveInt('max-new-tokens', v['max-new-tokens'], 'solve');
+  if (v['context-tokens'] !== undefined) limits.contextTokens = parsePositiveInt('context-tokens', v['context-tokens'], 'solve');
+  if (v['wall-time'] !== undefined) limits.wallTimeMs = parseDuration('wall-time', v['wall-time'], 'solve');
+  if (v['bash-timeout'] !== undefined) limits.bashTimeoutMs = parseDuration('bash-timeout', v['bash-timeout'], 'solve');
+  try {
+    resolveLimits(limits);
+  } catch (err) {
+    throw new UsageError((err as Error).message, 'solve');
+  }
+  return limits;
+}
+
+type ConcreteSandboxConfig = Awaited<ReturnType<typeof resolveSandboxConfig>>;
+
+/**
+ * The sandbox config to create, checked to work here before the model is loaded: `auto` is resolved once
+ * (docker, else bwrap) so every sandbox of the run is the same kind; an explicit kind is checked as is.
+ */
+async function usableSandbox(kind: string | undefined, env: NodeJS.ProcessEnv): Promise<ConcreteSandboxConfig> {
+  let cfg: SandboxConfig;
+  try {
+    cfg = sandboxConfigFromEnv(kind ? { ...env, FROGNANO_SANDBOX: kind } : env);
+  } catch (err) {
+    throw setupError((err as Error).message, 'fix the FROGNANO_SANDBOX* environment variables');
+  }
+  if (cfg.kind === 'auto') {
+    try {
+      return await resolveSandboxConfig(cfg);
+    } catch (err) {
+      throw setupError(`no sandbox available: ${(err as Error).message}`, 'run `frognano doctor` for details, or choose one with --sandbox');
+    }
+  }
+  const check = await checkSandbox(cfg);
+  if (!check.ok) {
+    const failed = check.checks.find((c) => !c.ok) ?? check.checks[0];
+    throw setupError(`the ${cfg.kind} sandbox is not usable: ${failed?.message ?? 'unknown reason'}`, failed?.hint ?? 'run `frognano doctor` for details');
+  }
+  return cfg;
+}
+
+async function loadTask(v: Values, ref: ReturnType<typeof parseIssueRef> | undefined, io: CliIo): Promise<IssueTask> {
+  if (v['issue-file'] !== undefined) return taskFromFile(path.resolve(io.cwd, v['issue-file']));
+  if (ref) return taskFromGitHub(ref, io.env);
+  return taskFromText(v.issue ?? '');
+}
+
+/** 130 interrupted > 4 model/sandbox failure > 0 patch > 1 no patch. */
+export function exitCodeFor(r: SolveResult, interrupted: boolean): ExitCode {
+  const reason = r.trajectory.exit_reason;
+  if (interrupted || reason === 'cancelled') return EXIT.INTERRUPTED;
+  if (reason === 'llm_query_error' || reason === 'tool_error') return EXIT.RUNTIME;
+  return r.patch.trim() ? EXIT.OK : EXIT.NO_PATCH;
+}
+
+function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
+  const t = r.trajectory;
+  const lines: string[] = [];
+  const verdict =
+    code === EXIT.OK ? 'Patch produced' : code === EXIT.NO_PATCH ? 'No patch' : code === EXIT.INTERRUPTED ? 'Interrupted' : 'Run failed';
+  lines.push(
+    `${verdict}: ${EXIT_REASON_TEXT[t.exit_reason] ?? t.exit_reason} after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'} in ` +
+      `${formatDuration(t.elapsed_sec * 1000)} (${formatTokens(t.context_tokens)} tokens in context, ${formatTokens(t.total_completion_tokens)} generated).`,
+  );
+  if (t.error) lines.push(`Error: ${oneLine(t.error, 500)}`);
+  if (r.patch.trim()) {
+    lines.push('', ...renderDiffStat(r.changedFiles.length ? r.changedFiles : diffStat(r.patch)));
+  }
+  for (const [title, results] of [['Setup', r.setupResults], ['Tests', r.testResults]] as const) {
+    if (!results.length) continue;
+    lines.push('', `${title}:`);
+    for (const c of results) {
+      const status = c.timedOut ? '✗ timed out' : c.exitCode === 0 ? '✓ passed' : `✗ exit ${c.exitCode ?? 'killed'}`;
+      lines.push(`  ${status}  ${c.command}  (${formatDuration(c.durationMs)})`);
+    }
+  }
+  lines.push('', `Results in ${outDir}:`);
+  if (r.patchPath) lines.push(`  patch       ${r.patchPath}`);
+  if (r.trajectoryJsonPath) lines.push(`  trajectory  ${r.trajectoryJsonPath}`);
+  if (r.trajectoryMarkdownPath) lines.push(`  readable    ${r.trajectoryMarkdownPath}`);
+  if (r.trajectoryJsonPath) lines.push(`Review it with: frognano replay ${r.trajectoryJsonPath}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function summaryJson(r: SolveResult, code: ExitCode, outDir: string, model: string, sandbox: string) {
+  const t = r.trajectory;
+  return {
+    exitCode: code,
+    patchProduced: Boolean(r.patch.trim()),
+    exitReason: t.exit_reason,
+    error: t.error,
+    turns: t.n_steps,
+    elapsedSec: t.elapsed_sec,
+    contextTokens: t.context_tokens,
+    completionTokens: t.total_completion_tokens,
+    model,
+    sandbox,
+    baseCommit: r.baseCommit,
+    changedFiles: r.changedFiles,
+    setupResults: r.setupResults,
+    testResults: r.testResults,
+    outDir,
+    patchPath: r.patchPath ?? null,
+    trajectoryJsonPath: r.trajectoryJsonPath ?? null,
+    trajectoryMarkdownPath: r.trajectoryMarkdownPath ?? null,
+    finalMessage: t.final_message,
+  };
+}

@@ -1,0 +1,62 @@
+import { createBackend, type BackendConfig } from '../../inference/index.js';
+import type { ModelBackend } from '../../inference/types.js';
+import { formatDuration } from '../format.js';
+import { describeBackend } from '../modelConfig.js';
+import { check, type CheckResult } from './check.js';
+
+const NAME = 'Model';
+
+/** What generate() is asked in the one-token smoke test. */
+const PROBE = [{ role: 'user' as const, content: 'Say OK.' }];
+
+/**
+ * The configured model really works: an ONNX directory has its files, loads in onnxruntime and generates
+ * one token; an OpenAI-compatible endpoint answers and serves the model (C2's ping); a replay file parses.
+ * `cfg` undefined means no model is configured, which only matters for running jobs: a warning.
+ */
+export async function checkModel(cfg: BackendConfig | undefined, configError?: string): Promise<CheckResult> {
+  if (configError) return check.fail(NAME, configError, 'fix the model options or the FROGNANO_BACKEND / FROGNANO_MODEL_DIR / FROGNANO_OPENAI_* variables');
+  if (!cfg) {
+    return check.warn(
+      NAME,
+      'no model configured',
+      'runners need one: --model-dir DIR (or FROGNANO_MODEL_DIR), or --endpoint URL --model NAME (or FROGNANO_OPENAI_BASE_URL + FROGNANO_OPENAI_MODEL)',
+    );
+  }
+  const what = describeBackend(cfg);
+  const started = Date.now();
+  let backend: ModelBackend;
+  try {
+    if (cfg.kind === 'onnx') {
+      // Fails fast with the name of the missing file before onnxruntime is even loaded.
+      const { locateModelFiles } = await import('../../inference/onnx/modelFiles.js');
+      await locateModelFiles(cfg.modelDir);
+    }
+    backend = await createBackend(cfg);
+  } catch (err) {
+    return check.fail(NAME, `${what}: ${(err as Error).message}`, cfg.kind === 'onnx'
+      ? 'the directory needs the ONNX graph (model.onnx or onnx/model.onnx), tokenizer.json, tokenizer_config.json and config.json'
+      : 'check the model options');
+  }
+  const loadMs = Date.now() - started;
+  try {
+    if (cfg.kind === 'openai') {
+      const ping = await (backend as ModelBackend & { ping(): Promise<{ ok: boolean; message: string }> }).ping();
+      return ping.ok
+        ? check.ok(NAME, ping.message)
+        : check.fail(NAME, ping.message, 'start the server or fix --endpoint / --model (FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL)');
+    }
+    if (cfg.kind === 'replay') return check.ok(NAME, `${what}: script parses`);
+    const gen = await backend.generate(PROBE, [], { maxNewTokens: 1 });
+    const info = backend.info();
+    return check.ok(
+      NAME,
+      `${what}: loaded in ${formatDuration(loadMs)}, generated ${gen.completionTokens} token in ${formatDuration(gen.elapsedMs)}` +
+        `${info.contextLength ? `, context ${info.contextLength}` : ''}${info.device ? ` on ${info.device}` : ''}`,
+    );
+  } catch (err) {
+    return check.fail(NAME, `${what}: loaded but generating failed: ${(err as Error).message}`, 'the model files may be incomplete or from an unsupported export');
+  } finally {
+    await backend.close?.().catch(() => undefined);
+  }
+}

@@ -1,0 +1,55 @@
+import { CliError, EXIT, UsageError } from './exitCodes.js';
+import { HELP, MAIN_HELP } from './help.js';
+import { processIo, writeLine, type CliIo } from './io.js';
+import { packageInfo } from './packageInfo.js';
+
+type Command = (args: string[], io: CliIo) => Promise<number>;
+
+/** Commands are imported when used, so `frognano replay` never loads onnxruntime or dockerode. */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  solve: async () => (await import('./commands/solve.js')).solveCommand,
+  doctor: async () => (await import('./commands/doctor.js')).doctorCommand,
+  replay: async () => (await import('./commands/replay.js')).replayCommand,
+};
+
+/** `frognano <command> ...` -> exit code. Never throws: every failure becomes a message and an exit code. */
+export async function runCli(argv: string[], io: CliIo = processIo()): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    const topic = name === 'help' ? rest[0] : undefined;
+    (name === undefined ? io.stderr : io.stdout).write(topic && HELP[topic] ? HELP[topic] : MAIN_HELP);
+    return name === undefined ? EXIT.USAGE : EXIT.OK;
+  }
+  if (name === '--version' || name === '-v') {
+    writeLine(io.stdout, `frognano ${packageInfo().version}`);
+    return EXIT.OK;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    writeLine(io.stderr, `frognano: unknown command '${name}'.`);
+    io.stderr.write(`\n${MAIN_HELP}`);
+    return EXIT.USAGE;
+  }
+  try {
+    const command = await load();
+    return await command(rest, io);
+  } catch (err) {
+    return reportError(err, io);
+  }
+}
+
+export function reportError(err: unknown, io: CliIo): number {
+  if (err instanceof UsageError) {
+    writeLine(io.stderr, `frognano: ${err.message}`);
+    if (err.command && HELP[err.command]) io.stderr.write(`\n${HELP[err.command]}`);
+    return EXIT.USAGE;
+  }
+  if (err instanceof CliError) {
+    writeLine(io.stderr, `frognano: ${err.message}`);
+    if (err.hint) writeLine(io.stderr, `  → ${err.hint}`);
+    return err.exitCode;
+  }
+  // Anything else is a bug or an unforeseen runtime failure: show it whole.
+  writeLine(io.stderr, `frognano: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  return EXIT.RUNTIME;
+}

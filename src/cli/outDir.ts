@@ -1,0 +1,53 @@
+import { mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { UsageError } from './exitCodes.js';
+
+/** 2026-12-02T13:04:18.123Z -> 2026-12-02T13-04-18Z: sortable, and valid on every filesystem. */
+export function timestampName(d = new Date()): string {
+  return d.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * The directory solve writes patch and trajectory to. The source repository is never written to, so an
+ * explicit --out inside it is refused, and the default ./frognano-out/<timestamp> moves to the temp dir
+ * when solve is started from inside the repository. A default name already taken gets a -2, -3 ... suffix;
+ * an explicit --out is used as it is.
+ */
+export async function prepareOutDir(opts: { out?: string; cwd: string; sourceDir: string; now?: Date }): Promise<{ dir: string; movedFromCwd: boolean }> {
+  let base: string;
+  let movedFromCwd = false;
+  if (opts.out) {
+    base = path.resolve(opts.cwd, opts.out);
+    if (isInside(base, opts.sourceDir)) {
+      throw new UsageError(`--out ${base} is inside the repository ${opts.sourceDir}; solve never writes into the repository.`, 'solve');
+    }
+  } else {
+    base = path.join(opts.cwd, 'frognano-out', timestampName(opts.now));
+    if (isInside(base, opts.sourceDir)) {
+      base = path.join(os.tmpdir(), 'frognano-out', timestampName(opts.now));
+      movedFromCwd = true;
+    }
+  }
+  if (opts.out) {
+    // An explicit directory is used as it is (created if missing); earlier results in it are overwritten.
+    await mkdir(base, { recursive: true });
+    return { dir: base, movedFromCwd };
+  }
+  await mkdir(path.dirname(base), { recursive: true });
+  for (let i = 1; i < 1000; i++) {
+    const dir = i === 1 ? base : `${base}-${i}`;
+    try {
+      await mkdir(dir);
+      return { dir, movedFromCwd };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  throw new Error(`could not create an output directory next to ${base}`);
+}
