@@ -173,7 +173,7 @@ function parseConfig(input: unknown, name: (path: string) => string, env?: NodeJ
   const problems = parsed.error.issues.map((issue) => {
     const path = issue.path.join('.') || 'kind';
     const label = name(path);
-    const raw = env?.[label];
+    const raw = env?.[label]?.trim() || undefined;
     // Never echo the key back, even when it is the value at fault.
     const shown = raw && label !== 'FROGNANO_OPENAI_API_KEY' ? ` (got ${JSON.stringify(raw)})` : '';
     const message = raw === undefined && env && issue.code === 'too_small' ? 'is not set' : issue.message;
