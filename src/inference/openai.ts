@@ -494,7 +494,7 @@ export class OpenAIBackend implements ModelBackend {
     };
   }
 
-  /** One short unauthenticated-error-tolerant POST for the tokenizer probes; null on any failure. */
+  /** One short POST for the tokenizer probes: the parsed JSON body, or null on any failure. */
   private async probe(url: string, body: unknown): Promise<unknown> {
     try {
       const res = await this.fetchImpl(url, {
