@@ -3,14 +3,17 @@ import { access, constants, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setupError } from './exitCodes.js';
 
-/** git with nothing from the user's environment that could redirect it (GIT_DIR, hooks paths, pagers). */
+/**
+ * Read-only git with nothing from the user's environment that could redirect it (GIT_DIR, pagers).
+ * GIT_OPTIONAL_LOCKS=0 stops `git status` from refreshing .git/index: the source repository must stay byte-identical.
+ */
 function git(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       'git',
       // Only reads; safe.directory=* so a checkout owned by another user can still be inspected (solve copies it).
       ['-c', 'safe.directory=*', '-c', 'core.fsmonitor=false', ...args],
-      { cwd, timeout: 30_000, maxBuffer: 1024 * 1024, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', LC_ALL: 'C' } },
+      { cwd, timeout: 30_000, maxBuffer: 1024 * 1024, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' } },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 127) : 0;
         resolve({ code, stdout: String(stdout), stderr: String(stderr) });
