@@ -56,6 +56,8 @@ const THINK_CLOSE = '</think>';
 /** End-of-turn tokens a server may leave in the text when it does not strip special tokens. */
 const TRAILING_SPECIAL = /(?:\s*(?:<\|im_end\|>|<\|endoftext\|>))+\s*$/;
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+/** Errors listed one by one; the rest are counted (they all go back to the model as text). */
+const MAX_ERRORS = 10;
 /** How much of a bad fragment an error message quotes. */
 const QUOTE_CHARS = 60;
 
@@ -66,7 +68,10 @@ export function parseAssistantOutput(raw: string, opts: ParseOptions = {}): Pars
   const scan = new Scanner(rest, schemaLookup(opts.tools));
   scan.run();
   const toolCalls = scan.calls.map((c, i) => ({ id: `call_${prefix}_${i}`, name: c.name, arguments: c.arguments }));
-  const result: ParsedAssistantOutput = { content: scan.content.join('').trim(), toolCalls, errors: scan.errors };
+  const errors = scan.errors.length > MAX_ERRORS
+    ? [...scan.errors.slice(0, MAX_ERRORS), `Malformed tool calls: ${scan.errors.length - MAX_ERRORS} more not listed.`]
+    : scan.errors;
+  const result: ParsedAssistantOutput = { content: scan.content.join('').trim(), toolCalls, errors };
   if (reasoning) result.reasoning = reasoning;
   return result;
 }
@@ -156,7 +161,15 @@ function jsonObjectEnd(text: string, start: number): number {
   return -1;
 }
 
-class CallError extends Error {}
+class CallError extends Error {
+  /** Where scanning goes on after this error, when the default resume point is wrong. */
+  constructor(
+    message: string,
+    readonly resumeAt?: number,
+  ) {
+    super(message);
+  }
+}
 
 /** Single pass over the text after reasoning; collects content, calls and errors. */
 class Scanner {
@@ -206,7 +219,7 @@ class Scanner {
     } catch (e) {
       if (!(e instanceof CallError)) throw e;
       this.errors.push(`Malformed tool call #${this.callNumber}: ${e.message}`);
-      this.pos = wrapped ? this.resumeAfterBlock(at) : this.resumeAtNextFunction(at);
+      this.pos = e.resumeAt ?? (wrapped ? this.resumeAfterBlock(at) : this.resumeAtNextFunction(at));
       return false;
     }
   }
@@ -273,7 +286,8 @@ class Scanner {
   private hermesJson(): void {
     const t = this.text;
     const end = jsonObjectEnd(t, this.pos);
-    if (end < 0) throw new CallError('the JSON object inside <tool_call> is never closed (output cut off?).');
+    // Unbalanced to the end of the output: the rest is this cut-off object, not further calls.
+    if (end < 0) throw new CallError('the JSON object inside <tool_call> is never closed (output cut off?).', t.length);
     let value: unknown;
     try {
       value = JSON.parse(t.slice(this.pos, end));

@@ -396,3 +396,38 @@ describe('convertParamValue', () => {
     expect(convertParamValue(value, schema)).toEqual(expected);
   });
 });
+
+describe('robustness', () => {
+  // Deterministic pseudo-random soup of the tags and characters that matter, to show the parser
+  // never throws and never returns a call with an invalid name, whatever the model writes.
+  const PIECES = ['<tool_call>', '</tool_call>', '<function=Read>', '<function=', '</function>', '<parameter=file_path>',
+    '<parameter=', '</parameter>', '<think>', '</think>', '{"name": "Bash", "arguments": {"command": "ls"}}', '{', '}', '"',
+    '\n', ' ', 'x', '>', '<', 'src/a.ts', '<|im_end|>'];
+  test('random tag soup never throws', () => {
+    let seed = 42;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let i = 0; i < 3000; i++) {
+      let raw = '';
+      const n = 1 + Math.floor(rand() * 40);
+      for (let j = 0; j < n; j++) raw += PIECES[Math.floor(rand() * PIECES.length)];
+      const out = parseAssistantOutput(raw, { idPrefix: 'f', tools: TOOLS });
+      for (const c of out.toolCalls) expect(c.name).toMatch(/^[A-Za-z_][A-Za-z0-9_.-]*$/);
+      for (const e of out.errors) expect(e).toMatch(/^Malformed tool call(s: \d+ more not listed\.$| #\d+: )/);
+    }
+  });
+});
+
+describe('caps', () => {
+  test('a flood of malformed calls is summarised after ten errors', () => {
+    const out = parse('<tool_call>\nnope\n</tool_call>\n'.repeat(25));
+    expect(out.errors).toHaveLength(11);
+    expect(out.errors[9]).toMatch(/^Malformed tool call #10: /);
+    expect(out.errors[10]).toBe('Malformed tool calls: 15 more not listed.');
+  });
+
+  test('an unclosed JSON object ends the scan (the rest of the output is inside it)', () => {
+    const out = parse('<tool_call>{"name": "Write", "arguments": {"content": "x <tool_call>{"name": "Bash"}</tool_call>');
+    expect(out.toolCalls).toEqual([]);
+    expect(out.errors).toHaveLength(1);
+  });
+});
