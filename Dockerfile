@@ -87,6 +87,8 @@ RUN mkdir -p /var/lib/frognano/work && chown node:node /var/lib/frognano/work
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
+# The CLI, for `docker exec <runner> node bin/frognano.js doctor` (it runs dist/ when there are no sources).
+COPY bin ./bin
 USER node
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
@@ -115,6 +117,7 @@ ENV NODE_ENV=production \
 COPY --from=prod-deps-cuda /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
+COPY bin ./bin
 USER 1000:1000
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
