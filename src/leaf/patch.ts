@@ -1,0 +1,55 @@
+import type { Sandbox } from '../sandbox/types.js';
+
+/**
+ * The patch is computed INSIDE the sandbox: the model could have written anything into .git/config
+ * (a core.fsmonitor or diff driver command, say), and running git on the host over that tree would
+ * run its code there.
+ */
+
+/** Larger patches are refused rather than cut: a truncated patch does not apply. */
+export const MAX_PATCH_BYTES = 50 * 1024 * 1024;
+
+export interface ChangedFile {
+  path: string;
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+/** git with the settings that change the diff's form pinned, so `git apply` on the host always works. */
+const GIT =
+  "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c 'safe.directory=*' -c core.quotePath=false -c diff.noprefix=false";
+
+function assertSha(sha: string): void {
+  if (!/^[0-9a-f]{40,64}$/.test(sha)) throw new Error(`invalid base commit ${JSON.stringify(sha)}`);
+}
+
+async function git(sandbox: Sandbox, command: string, signal?: AbortSignal): Promise<string> {
+  const r = await sandbox.exec(command, { timeoutMs: 300_000, signal, maxOutputBytes: MAX_PATCH_BYTES });
+  if (r.timedOut) throw new Error(`computing the patch timed out (${command.split(' ').slice(-4).join(' ')})`);
+  if (r.cancelled) throw new Error('computing the patch was cancelled');
+  if (r.exitCode !== 0) throw new Error(`git failed in the sandbox (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 2000)}`);
+  if (r.stdoutTruncated > 0) throw new Error(`the patch is larger than ${MAX_PATCH_BYTES / 1024 / 1024} MB; refusing to use a cut-off patch`);
+  return r.stdout;
+}
+
+/** Stages everything (new files included, ignored files not) and diffs it against the base commit. */
+export async function computePatch(
+  sandbox: Sandbox,
+  baseCommit: string,
+  signal?: AbortSignal,
+): Promise<{ patch: string; changedFiles: ChangedFile[] }> {
+  assertSha(baseCommit);
+  const diffOpts = '--cached --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/';
+  await git(sandbox, `${GIT} add -A`, signal);
+  const patch = await git(sandbox, `${GIT} diff ${diffOpts} --binary --full-index ${baseCommit} --`, signal);
+  const numstat = await git(sandbox, `${GIT} diff ${diffOpts} --no-renames --numstat -z ${baseCommit} --`, signal);
+  const changedFiles: ChangedFile[] = [];
+  for (const rec of numstat.split('\0')) {
+    const m = /^(\d+|-)\t(\d+|-)\t(.+)$/s.exec(rec);
+    if (!m) continue;
+    const binary = m[1] === '-';
+    changedFiles.push({ path: m[3], additions: binary ? 0 : Number(m[1]), deletions: binary ? 0 : Number(m[2]), binary });
+  }
+  return { patch, changedFiles };
+}

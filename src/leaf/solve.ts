@@ -1,0 +1,154 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { GenerateOptions, ModelBackend } from '../inference/types.js';
+import type { Sandbox } from '../sandbox/types.js';
+import { redact } from '../util/redact.js';
+import { safeListener, type LeafEvent } from './events.js';
+import { resolveLimits, type LeafLimits } from './limits.js';
+import { runLeaf } from './loop.js';
+import { computePatch, type ChangedFile } from './patch.js';
+import { tail } from './text.js';
+import { redactDeep, renderTrajectoryMarkdown, serializeTrajectory, type LeafTask, type Trajectory } from './trajectory.js';
+import { prepareWorkspace } from './workspace.js';
+
+/** How much of a setup/test command's output is kept (the end, where failures are reported). */
+export const COMMAND_OUTPUT_TAIL_CHARS = 4_000;
+
+export interface CommandResult {
+  command: string;
+  /** null when the command was killed (timeout, cancel). */
+  exitCode: number | null;
+  timedOut: boolean;
+  /** Last COMMAND_OUTPUT_TAIL_CHARS of stdout then stderr, secrets scrubbed. */
+  outputTail: string;
+  durationMs: number;
+}
+
+export interface SolveOptions {
+  /** A git checkout; copied, never modified. */
+  sourceDir: string;
+  /** Creates the sandbox around the workspace copy; solve closes it. */
+  sandboxFactory: (workspaceDir: string) => Promise<Sandbox>;
+  backend: ModelBackend;
+  task: LeafTask;
+  limits?: Partial<LeafLimits>;
+  /** Run in the sandbox before the model starts (installing dependencies, say); failures are told to the model. */
+  setupCommands?: string[];
+  /** Run after the model finished; their results are reported, they do not change the patch. */
+  testCommands?: string[];
+  /** When given: trajectory.json, trajectory.md and changes.patch are written here. */
+  outDir?: string;
+  signal?: AbortSignal;
+  onEvent?: (e: LeafEvent) => void;
+  sampling?: Pick<GenerateOptions, 'temperature' | 'topP' | 'topK' | 'seed'>;
+}
+
+export interface SolveResult {
+  trajectory: Trajectory;
+  /** `git diff --binary` of everything the run changed against the base commit; '' when nothing changed or cancelled. */
+  patch: string;
+  changedFiles: ChangedFile[];
+  baseCommit: string;
+  setupResults: CommandResult[];
+  testResults: CommandResult[];
+  trajectoryJsonPath?: string;
+  trajectoryMarkdownPath?: string;
+  patchPath?: string;
+}
+
+async function runCommand(sandbox: Sandbox, command: string, timeoutMs: number, signal?: AbortSignal): Promise<CommandResult> {
+  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024 });
+  const output = [r.stdout, r.stderr].filter((s) => s.trim()).join('\n');
+  return {
+    command,
+    exitCode: r.exitCode,
+    timedOut: r.timedOut,
+    outputTail: redact(tail(output, COMMAND_OUTPUT_TAIL_CHARS)),
+    durationMs: r.durationMs,
+  };
+}
+
+function describeFailure(kind: string, r: CommandResult): string {
+  const status = r.timedOut ? 'timed out' : `failed with exit code ${r.exitCode ?? 'unknown'}`;
+  return `Note: the ${kind} command \`${r.command}\` ${status}. Last output:\n${tail(r.outputTail, 1_500)}`;
+}
+
+/**
+ * One job, start to end: copy the repository, open a sandbox on the copy, run the setup commands, let
+ * the model work (the Leaf loop), compute the patch inside the sandbox, run the test commands, write
+ * the artefacts. The patch is taken before the tests run, so files the tests create (caches, reports)
+ * do not end up in the pull request. The workspace and sandbox are always released.
+ */
+export async function solve(opts: SolveOptions): Promise<SolveResult> {
+  const limits = resolveLimits(opts.limits);
+  const emit = safeListener(opts.onEvent);
+  const ws = await prepareWorkspace(opts.sourceDir);
+  let sandbox: Sandbox | undefined;
+  try {
+    sandbox = await opts.sandboxFactory(ws.repoDir);
+
+    const setupResults: CommandResult[] = [];
+    const notes: string[] = [];
+    for (const command of opts.setupCommands ?? []) {
+      if (opts.signal?.aborted) break;
+      const r = await runCommand(sandbox, command, limits.setupTimeoutMs, opts.signal);
+      setupResults.push(r);
+      if (r.exitCode !== 0) notes.push(describeFailure('setup', r));
+    }
+
+    const trajectory = await runLeaf({
+      sandbox,
+      backend: opts.backend,
+      task: opts.task,
+      limits,
+      signal: opts.signal,
+      onEvent: emit,
+      sampling: opts.sampling,
+      notes,
+    });
+
+    let patch = '';
+    let changedFiles: ChangedFile[] = [];
+    const testResults: CommandResult[] = [];
+    if (trajectory.exit_reason !== 'cancelled' && !opts.signal?.aborted) {
+      try {
+        ({ patch, changedFiles } = await computePatch(sandbox, ws.baseCommit, opts.signal));
+      } catch (err) {
+        // Keep the trajectory: it is the only record of what happened. The caller sees the error.
+        trajectory.error = [trajectory.error, `could not compute the patch: ${(err as Error).message}`].filter(Boolean).join('\n');
+        if (opts.outDir) await writeArtefacts(opts.outDir, trajectory, '');
+        throw new Error(`could not compute the patch inside the sandbox: ${(err as Error).message}`);
+      }
+      trajectory.output_patch = patch;
+      for (const command of opts.testCommands ?? []) {
+        if (opts.signal?.aborted) break;
+        testResults.push(await runCommand(sandbox, command, limits.testTimeoutMs, opts.signal));
+      }
+    }
+
+    // The caller may log or store the trajectory: hand out the scrubbed copy only.
+    const result: SolveResult = { trajectory: redactDeep(trajectory), patch, changedFiles, baseCommit: ws.baseCommit, setupResults, testResults };
+    if (opts.outDir) Object.assign(result, await writeArtefacts(opts.outDir, trajectory, patch));
+    return result;
+  } finally {
+    await sandbox?.close().catch(() => undefined);
+    await ws.cleanup().catch(() => undefined);
+  }
+}
+
+/** trajectory.json (secrets scrubbed), trajectory.md and, when there is one, changes.patch (verbatim: it must apply). */
+async function writeArtefacts(
+  outDir: string,
+  trajectory: Trajectory,
+  patch: string,
+): Promise<Pick<SolveResult, 'trajectoryJsonPath' | 'trajectoryMarkdownPath' | 'patchPath'>> {
+  await fs.mkdir(outDir, { recursive: true });
+  const trajectoryJsonPath = path.join(outDir, 'trajectory.json');
+  const trajectoryMarkdownPath = path.join(outDir, 'trajectory.md');
+  await fs.writeFile(trajectoryJsonPath, serializeTrajectory(trajectory));
+  await fs.writeFile(trajectoryMarkdownPath, renderTrajectoryMarkdown(trajectory));
+  if (!patch) return { trajectoryJsonPath, trajectoryMarkdownPath };
+  const patchPath = path.join(outDir, 'changes.patch');
+  await fs.writeFile(patchPath, patch);
+  return { trajectoryJsonPath, trajectoryMarkdownPath, patchPath };
+}
