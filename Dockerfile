@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1.7
 #
 # frognano-bot images. One file, several targets:
 #
@@ -9,6 +8,7 @@
 # Stages: deps (npm ci, all dependencies) -> build (npm run build = tsc) -> prod-deps (npm ci --omit=dev)
 # -> the runtime targets, which hold only dist/, production node_modules, package.json and app.yml.
 # The sandbox image that jobs run in is separate: runner/sandbox.Dockerfile.
+# Needs BuildKit (the default builder since Docker 23; DOCKER_BUILDKIT=1 before) for the npm cache mounts.
 
 ARG NODE_VERSION=20.20
 # CUDA 12 + cuDNN 9: what onnxruntime-node 1.30's CUDA execution provider is built against.
