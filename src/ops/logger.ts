@@ -94,10 +94,13 @@ function scrubField(key: string, v: unknown, depth: number, seen: WeakSet<object
   return scrubValue(v, depth + 1, seen);
 }
 
+/** GitHub token shapes: letters, digits and `_` only, so replacing them can never break JSON. */
+const JSON_SAFE_TOKEN = /\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})/g;
+
 /**
  * Final pass over a serialized line. redact() works on text, so on a whole JSON line a pattern could
- * in theory match across two fields and break the JSON; such a line is kept as the field-level scrub
- * left it (which already ran redact() on every string) instead of being corrupted.
+ * in theory match across two fields and break the JSON; such a line keeps what the field-level scrub
+ * left (which already ran redact() on every string) with only the JSON-safe token patterns applied.
  */
 export function scrubLine(line: string): string {
   const cleaned = redact(line);
@@ -107,7 +110,7 @@ export function scrubLine(line: string): string {
     JSON.parse(body);
     return cleaned;
   } catch {
-    return line;
+    return line.replace(JSON_SAFE_TOKEN, REDACTED);
   }
 }
 

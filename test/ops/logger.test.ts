@@ -117,5 +117,10 @@ describe('ops logger', () => {
     expect(() => JSON.parse(scrubLine(line))).not.toThrow();
     const withToken = `{"k${GH_TOKEN}":1}\n`;
     expect(scrubLine(withToken)).toBe('{"k[REDACTED]":1}\n');
+    // Both at once: the URL pattern would break the line, the token is still removed.
+    const both = `{"a":"http://host:8080","b":"x@y","c${GH_TOKEN}":1}\n`;
+    const out = scrubLine(both);
+    expect(() => JSON.parse(out)).not.toThrow();
+    expect(out).not.toContain(GH_TOKEN);
   });
 });
