@@ -14,7 +14,8 @@
  * (tools in the system turn, qwen3_coder XML tool calls, grouped tool responses, `<think>` reasoning),
  * `config.json` and `generation_config.json`.
  *
- * Usage: npx tsx scripts/build-tiny-model.ts <outDir> [--hidden 256 --layers 4 --heads 4 --merges 200]
+ * Usage: npx tsx scripts/build-tiny-model.ts <outDir> [--hidden 256] [--layers 4] [--heads 4] [--merges 200]
+ *        [--mrope] [--split-embedding]
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -45,6 +46,18 @@ export interface TinyModelConfig {
   numMerges: number;
   /** Qwen3.5 (a VL model) takes position_ids as [3, batch, seq] (M-RoPE); plain text exports take [batch, seq]. */
   mropePositionIds: boolean;
+  /**
+   * Write the transformers.js multimodal layout instead of one graph: onnx/embed_tokens.onnx (input_ids ->
+   * inputs_embeds) and onnx/decoder_model_merged.onnx taking inputs_embeds, as the Qwen3.5 export does.
+   */
+  splitEmbedding: boolean;
+  /**
+   * Makes the model say a fixed token sequence: the logits computed at absolute position p >= `startPosition`
+   * (which pick the token for position p + 1) get a large bonus for `tokenIds[p - startPosition]`; so
+   * `startPosition = promptTokens - 1` scripts the answer to a known prompt. Tests use it to drive real generations that contain
+   * tool calls and end-of-turn tokens; the rest of the graph is unchanged.
+   */
+  script?: { startPosition: number; tokenIds: number[] };
   seed: number;
 }
 
@@ -60,6 +73,7 @@ export const DEFAULT_TINY_CONFIG: TinyModelConfig = {
   linearConvKernel: 4,
   numMerges: 120,
   mropePositionIds: false,
+  splitEmbedding: false,
   seed: 1234,
 };
 
@@ -186,7 +200,7 @@ class GraphWriter {
 // ---------------------------------------------------------------------------------------------------------
 // The model graph
 
-function buildGraph(cfg: TinyModelConfig, vocabSize: number): GraphProto {
+function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: GraphProto; embed?: GraphProto } {
   const g = new GraphWriter();
   const rand = prng(cfg.seed);
   const H = cfg.hiddenSize;
@@ -208,8 +222,11 @@ function buildGraph(cfg: TinyModelConfig, vocabSize: number): GraphProto {
     g.weight(name, [inDim, outDim], uniform(inDim * outDim, Math.sqrt(3 / inDim)));
   const ones = (name: string, n: number) => g.weight(name, [n], new Float32Array(n).fill(1));
 
+  const tokensInput = cfg.splitEmbedding ? 'inputs_embeds' : 'input_ids';
   const inputs: ValueInfoProto[] = [
-    valueInfo('input_ids', I64, ['batch_size', 'sequence_length']),
+    cfg.splitEmbedding
+      ? valueInfo('inputs_embeds', F32, ['batch_size', 'sequence_length', H])
+      : valueInfo('input_ids', I64, ['batch_size', 'sequence_length']),
     valueInfo('attention_mask', I64, ['batch_size', 'total_sequence_length']),
     valueInfo(
       'position_ids',
@@ -230,8 +247,23 @@ function buildGraph(cfg: TinyModelConfig, vocabSize: number): GraphProto {
     g.o('Gather', [g.o('Shape', [shapeOf]), g.i64([index], [])], { axis: 0 });
 
   // Embedding.
-  const emb = g.weight('model.embed_tokens.weight', [vocabSize, H], uniform(vocabSize * H, 1));
-  let x = g.o('Gather', [emb, 'input_ids'], { axis: 0 });
+  const embWeights = uniform(vocabSize * H, 1);
+  let x: string;
+  let embed: GraphProto | undefined;
+  if (cfg.splitEmbedding) {
+    x = 'inputs_embeds';
+    const e = new GraphWriter();
+    e.o('Gather', [e.weight('model.embed_tokens.weight', [vocabSize, H], embWeights), 'input_ids'], { axis: 0 }, 'inputs_embeds');
+    embed = onnx.GraphProto.create({
+      name: 'tiny_embed_tokens',
+      node: e.nodes,
+      initializer: e.initializers,
+      input: [valueInfo('input_ids', I64, ['batch_size', 'sequence_length'])],
+      output: [valueInfo('inputs_embeds', F32, ['batch_size', 'sequence_length', H])],
+    });
+  } else {
+    x = g.o('Gather', [g.weight('model.embed_tokens.weight', [vocabSize, H], embWeights), 'input_ids'], { axis: 0 });
+  }
 
   // RoPE tables from position_ids: [B,1,S,D/2]. M-RoPE exports repeat the text position in all 3 rows.
   const pos = cfg.mropePositionIds ? g.o('Gather', ['position_ids', g.i64([0], [])], { axis: 0 }) : 'position_ids';
@@ -244,7 +276,7 @@ function buildGraph(cfg: TinyModelConfig, vocabSize: number): GraphProto {
   const sin = g.o('Sin', [angles]);
 
   // Additive attention mask [B,1,S,T]: causal over absolute positions (past length P = T - S) and padding.
-  const S = scalarAt('input_ids', 1);
+  const S = scalarAt(tokensInput, 1);
   const T = scalarAt('attention_mask', 1);
   const zero = g.i64([0], []);
   const one = g.i64([1], []);
@@ -366,15 +398,30 @@ function buildGraph(cfg: TinyModelConfig, vocabSize: number): GraphProto {
   });
 
   const final = rmsNorm(x, 'model.norm.weight', H);
-  g.o('MatMul', [final, linear('lm_head.weight', H, vocabSize)], {}, 'logits');
+  const lmHead = linear('lm_head.weight', H, vocabSize);
+  if (cfg.script) {
+    const { startPosition, tokenIds } = cfg.script;
+    const rows = startPosition + tokenIds.length + 1; // the last row (no bonus) covers every later position
+    const table = new Float32Array(rows * vocabSize);
+    tokenIds.forEach((id, i) => {
+      if (id < 0 || id >= vocabSize) throw new Error(`script token ${id} is outside the vocabulary`);
+      table[(startPosition + i) * vocabSize + id] = 1000;
+    });
+    const clamped = g.o('Min', [pos, g.i64([rows - 1], [])]);
+    const bonus = g.o('Gather', [g.weight('script.bonus', [rows, vocabSize], table), clamped], { axis: 0 });
+    g.o('Add', [g.o('MatMul', [final, lmHead]), bonus], {}, 'logits');
+  } else {
+    g.o('MatMul', [final, lmHead], {}, 'logits');
+  }
 
-  return onnx.GraphProto.create({
+  const decoder = onnx.GraphProto.create({
     name: 'tiny_qwen3_5_text',
     node: g.nodes,
     initializer: g.initializers,
     input: inputs,
     output: outputs,
   });
+  return { decoder, embed };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -601,14 +648,16 @@ export function resolveConfig(overrides: Partial<TinyModelConfig> = {}): TinyMod
 export async function buildTinyModel(outDir: string, overrides: Partial<TinyModelConfig> = {}): Promise<void> {
   const cfg = resolveConfig(overrides);
   const tok = buildTokenizer(cfg.numMerges);
-  const graph = buildGraph(cfg, tok.vocabSize);
-  const model = onnx.ModelProto.create({
-    irVersion: 7,
-    opsetImport: [{ domain: '', version: 14 }],
-    producerName: 'frognano-bot scripts/build-tiny-model.ts',
-    graph,
-  });
-  const bytes = onnx.ModelProto.encode(model).finish();
+  const graphs = buildGraph(cfg, tok.vocabSize);
+  const encode = (graph: GraphProto) =>
+    onnx.ModelProto.encode(
+      onnx.ModelProto.create({
+        irVersion: 7,
+        opsetImport: [{ domain: '', version: 14 }],
+        producerName: 'frognano-bot scripts/build-tiny-model.ts',
+        graph,
+      }),
+    ).finish();
 
   const imEnd = tok.specialIds['<|im_end|>'];
   const eot = tok.specialIds['<|endoftext|>'];
@@ -660,8 +709,14 @@ export async function buildTinyModel(outDir: string, overrides: Partial<TinyMode
   };
 
   await mkdir(outDir, { recursive: true });
+  if (graphs.embed) {
+    await mkdir(path.join(outDir, 'onnx'), { recursive: true });
+    await writeFile(path.join(outDir, 'onnx', 'embed_tokens.onnx'), encode(graphs.embed));
+    await writeFile(path.join(outDir, 'onnx', 'decoder_model_merged.onnx'), encode(graphs.decoder));
+  } else {
+    await writeFile(path.join(outDir, 'model.onnx'), encode(graphs.decoder));
+  }
   await Promise.all([
-    writeFile(path.join(outDir, 'model.onnx'), bytes),
     writeFile(path.join(outDir, 'tokenizer.json'), JSON.stringify(tok.tokenizer)),
     writeFile(path.join(outDir, 'tokenizer_config.json'), JSON.stringify(tokenizerConfig, null, 2)),
     writeFile(path.join(outDir, 'config.json'), JSON.stringify(config, null, 2)),
@@ -672,7 +727,7 @@ export async function buildTinyModel(outDir: string, overrides: Partial<TinyMode
 function parseCliArgs(argv: string[]): { outDir: string; overrides: Partial<TinyModelConfig> } {
   const [outDir, ...rest] = argv;
   if (!outDir || outDir.startsWith('--')) {
-    throw new Error('usage: build-tiny-model.ts <outDir> [--hidden N] [--layers N] [--heads N] [--merges N] [--mrope]');
+    throw new Error('usage: build-tiny-model.ts <outDir> [--hidden N] [--layers N] [--heads N] [--merges N] [--mrope] [--split-embedding]');
   }
   const overrides: Partial<TinyModelConfig> = {};
   for (let i = 0; i < rest.length; i++) {
@@ -706,6 +761,9 @@ function parseCliArgs(argv: string[]): { outDir: string; overrides: Partial<Tiny
         break;
       case '--mrope':
         overrides.mropePositionIds = true;
+        break;
+      case '--split-embedding':
+        overrides.splitEmbedding = true;
         break;
       default:
         throw new Error(`unknown option ${flag}`);

@@ -97,7 +97,7 @@ describe('tiny hybrid model (linear attention + full attention)', () => {
   test('M-RoPE exports ([3, batch, seq] position_ids) are fed correctly', async () => {
     const plain = await decoderFor('plain-pos');
     const mrope = await decoderFor('mrope-pos', { mropePositionIds: true });
-    expect((mrope.decoder.session.inputMetadata.find((m) => m.name === 'position_ids') as { shape: unknown[] }).shape).toHaveLength(3);
+    expect((mrope.decoder.session.inputMetadata.find((m) => m.name === 'position_ids') as unknown as { shape: unknown[] }).shape).toHaveLength(3);
     const a = await plain.decoder.forward(PROMPT, plain.decoder.newState());
     const b = await mrope.decoder.forward(PROMPT, mrope.decoder.newState());
     expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-5);

@@ -85,7 +85,12 @@ export class OnnxBackend implements ModelBackend {
       try {
         return await ort.InferenceSession.create(file, sessionOptions);
       } catch (err) {
-        throw new ModelError(`onnxruntime cannot load ${file}: ${(err as Error).message}`);
+        const message = (err as Error).message;
+        // The npm package ships CPU binaries only; the CUDA provider is a separate download.
+        const hint = sessionOptions.executionProviders!.includes('cuda') && /cuda|provider/i.test(message)
+          ? ' (the CUDA provider needs onnxruntime-node\'s CUDA 12 binaries: run `ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js` on the runner, or use device cpu)'
+          : '';
+        throw new ModelError(`onnxruntime cannot load ${file}: ${message}${hint}`);
       }
     };
     const session = await create(files.decoderPath);
