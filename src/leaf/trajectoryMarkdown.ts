@@ -10,18 +10,19 @@ import { EXIT_REASON_TEXT, redactDeep, type Trajectory, type TrajectoryStep } fr
  */
 export function renderTrajectoryMarkdown(trajectory: Trajectory, maxChars = 60_000): string {
   const t = redactDeep(trajectory);
-  const header = renderHeader(t);
-  const footer = renderFinal(t);
-  // Try generous block sizes first, shrink until everything fits.
-  for (const cap of [6000, 3000, 1500, 800, 400, 200]) {
+  // The error and the final answer matter most, but may not crowd out the turns.
+  const keyCap = Math.max(200, Math.min(2000, Math.floor(maxChars / 12)));
+  const header = renderHeader(t, keyCap);
+  const footer = renderFinal(t, keyCap);
+  // Try generous block sizes first and shrink until everything fits; 0 = only each turn's summary line.
+  for (const cap of [6000, 3000, 1500, 800, 400, 200, 0]) {
     const body = t.steps.map((s) => renderStep(s, cap)).join('\n');
-    const doc = join(header, body, footer(cap));
+    const doc = join(header, body, footer);
     if (doc.length <= maxChars) return doc;
   }
-  // Still too long: keep as many first and last turns as fit, with smallest blocks.
-  const cap = 200;
-  const rendered = t.steps.map((s) => renderStep(s, cap));
-  const fixed = header.length + footer(cap).length + 200;
+  // Still too long: keep as many first and last turns as fit (summary lines only).
+  const rendered = t.steps.map((s) => renderStep(s, 0));
+  const fixed = header.length + footer.length + 100;
   let lo = 0;
   let hi = rendered.length;
   let best = '';
@@ -36,9 +37,9 @@ export function renderTrajectoryMarkdown(trajectory: Trajectory, maxChars = 60_0
       lo = keep + 1;
     } else hi = keep - 1;
   }
-  const doc = join(header, best, footer(cap));
+  const doc = join(header, best, footer);
   if (doc.length <= maxChars) return doc;
-  // Pathological header (a gigantic task title): hard cut, still valid enough to read.
+  // Only for absurdly small limits: a hard cut.
   const marker = '\n\n_… cut to fit the size limit …_\n';
   return doc.slice(0, Math.max(0, maxChars - marker.length)) + marker;
 }
@@ -66,10 +67,11 @@ function formatDuration(sec: number): string {
   return m < 60 ? `${m}m ${s}s` : `${Math.floor(m / 60)}h ${m % 60}m`;
 }
 
-function renderHeader(t: Trajectory): string {
+function renderHeader(t: Trajectory, errorCap: number): string {
   const task = t.task.issueNumber ? `#${t.task.issueNumber} ${t.task.title}` : t.task.title;
   const rows = [
-    ['Task', escapeHtml(elideMiddle(task.replace(/\s+/g, ' '), 300))],
+    // A zero-width space after @ keeps the title from notifying people all over again.
+    ['Task', escapeHtml(elideMiddle(task.replace(/\s+/g, ' '), 300)).replace(/@/g, '@\u200b')],
     ['Model', `${escapeHtml(t.model.model)} (${escapeHtml(t.model.backend)})`],
     ['Result', `\`${t.exit_reason}\`: ${EXIT_REASON_TEXT[t.exit_reason] ?? t.exit_reason}`],
     ['Turns', String(t.n_steps)],
@@ -77,25 +79,29 @@ function renderHeader(t: Trajectory): string {
     ['Time', formatDuration(t.elapsed_sec)],
   ];
   const table = ['| | |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v.replace(/\|/g, '\\|')} |`)].join('\n');
-  const error = t.error ? `\n\n**Error**\n\n${fence(t.error, 2000)}` : '';
+  const error = t.error ? `\n\n**Error**\n\n${fence(t.error, errorCap)}` : '';
   return `### FrogNano trajectory\n\n${table}${error}\n`;
 }
 
-function renderFinal(t: Trajectory): (cap: number) => string {
-  return (cap) => (t.final_message.trim() ? `\n**Final message**\n\n${fence(t.final_message, Math.max(cap, 2000))}\n` : '');
+function renderFinal(t: Trajectory, cap: number): string {
+  return t.final_message.trim() ? `\n**Final message**\n\n${fence(t.final_message, cap)}\n` : '';
 }
 
 function stepSummary(s: TrajectoryStep): string {
   const calls = s.assistant.tool_calls ?? [];
-  const parts = calls.slice(0, 3).map((c) => `${c.name} ${summarizeToolCall(c)}`.trim());
+  // Arguments go in <code>, where GitHub links no @mentions or #references.
+  const parts = calls.slice(0, 3).map((c) => {
+    const arg = summarizeToolCall(c);
+    return `${escapeHtml(c.name)}${arg ? ` <code>${escapeHtml(elideMiddle(arg, 60))}</code>` : ''}`;
+  });
   if (calls.length > 3) parts.push(`+${calls.length - 3} more`);
   if (s.parse_errors.length) parts.push(`${s.parse_errors.length} malformed tool call${s.parse_errors.length === 1 ? '' : 's'}`);
   if (!parts.length) parts.push(s.finish_reason === 'length' ? 'cut off at the token limit' : 'answer');
-  const label = elideMiddle(parts.join(' · '), 160);
-  return `Turn ${s.step + 1}: ${escapeHtml(label)} <sub>(${s.completion_tokens} tokens, ${(s.generate_ms / 1000).toFixed(1)}s)</sub>`;
+  return `Turn ${s.step + 1}: ${parts.join(' · ')} <sub>(${s.completion_tokens} tokens, ${(s.generate_ms / 1000).toFixed(1)}s)</sub>`;
 }
 
 function renderStep(s: TrajectoryStep, cap: number): string {
+  if (cap === 0) return `<details><summary>${stepSummary(s)}</summary>\n\n_(details elided to fit; see the trajectory JSON)_\n</details>`;
   const out: string[] = [`<details><summary>${stepSummary(s)}</summary>`, ''];
   if (s.assistant.reasoning?.trim()) out.push('Reasoning:', '', fence(s.assistant.reasoning, cap), '');
   if (s.assistant.content?.trim()) out.push('Assistant:', '', fence(s.assistant.content, cap), '');
