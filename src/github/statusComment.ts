@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { redact } from '../util/redact.js';
+import { withRedisLock } from '../queue/lock.js';
 
 /** Hidden marker that identifies the bot's single status comment on an issue. */
 export const STATUS_MARKER = '<!-- frognano:status -->';
@@ -151,7 +152,6 @@ export function statusCacheKey(ref: IssueRef): string {
 }
 
 const CACHE_TTL_SECONDS = 90 * 24 * 3600;
-const LOCK_TTL_MS = 15_000;
 
 function isNotFound(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { status?: number }).status === 404;
@@ -178,26 +178,16 @@ async function findStatusComment(octokit: StatusOctokit, ref: IssueRef): Promise
   return null;
 }
 
-async function withLock<T>(redis: Redis, key: string, fn: () => Promise<T>): Promise<T> {
-  const token = `${process.pid}:${Math.random().toString(36).slice(2)}`;
-  const deadline = Date.now() + LOCK_TTL_MS;
-  while ((await redis.set(key, token, 'PX', LOCK_TTL_MS, 'NX')) !== 'OK') {
-    if (Date.now() > deadline) break; // a crashed holder's lock expires; proceed rather than hang
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  try {
-    return await fn();
-  } finally {
-    // Release only our own lock.
-    await redis.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, key, token);
-  }
+export interface UpsertResult {
+  id: number;
+  url?: string;
+  created: boolean;
 }
 
 /**
  * Creates or edits the single status comment on an issue. The comment id is cached in Redis; when
  * the cache is empty (or the comment was deleted) the issue's comments are searched for the marker,
  * and only then is a new comment created. A per-issue lock keeps concurrent updates from creating two.
- * Returns the comment id and its html_url.
  */
 export async function upsertStatusComment(
   octokit: StatusOctokit,
@@ -205,11 +195,27 @@ export async function upsertStatusComment(
   ref: IssueRef,
   state: StatusState,
   meta: StatusMeta = {},
-): Promise<{ id: number; url?: string; created: boolean }> {
-  const body = renderStatusComment(state, meta);
+): Promise<UpsertResult> {
+  return (await updateStatusComment(octokit, redis, ref, async () => ({ state, meta })))!;
+}
+
+/**
+ * Like upsertStatusComment, but decides the state while holding the issue's lock: the app reads the
+ * job's live state here, so it can never overwrite a newer state a runner wrote meanwhile.
+ * `compute` returning null leaves the comment alone.
+ */
+export async function updateStatusComment(
+  octokit: StatusOctokit,
+  redis: Redis,
+  ref: IssueRef,
+  compute: () => Promise<{ state: StatusState; meta?: StatusMeta } | null>,
+): Promise<UpsertResult | null> {
   const key = statusCacheKey(ref);
-  return withLock(redis, `${key}:lock`, async () => {
-    const update = async (id: number) => {
+  return withRedisLock(redis, `${key}:lock`, async () => {
+    const next = await compute();
+    if (!next) return null;
+    const body = renderStatusComment(next.state, next.meta ?? {});
+    const update = async (id: number): Promise<UpsertResult> => {
       const { data } = await octokit.request('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}', {
         owner: ref.owner,
         repo: ref.repo,
@@ -243,7 +249,7 @@ export async function upsertStatusComment(
   });
 }
 
-/** Cached status comment URL-free id, for linking from replies. */
+/** The cached status comment id, if known (for linking from replies). */
 export async function cachedStatusCommentId(redis: Redis, ref: IssueRef): Promise<number | null> {
   const v = Number(await redis.get(statusCacheKey(ref)));
   return Number.isInteger(v) && v > 0 ? v : null;

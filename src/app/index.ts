@@ -1,0 +1,270 @@
+import type { Probot } from 'probot';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { clampIssueBody, jobIdFor, type JobData } from '../queue/schema.js';
+import { enqueueJob, isUnfinishedState, type FrognanoQueue } from '../queue/queue.js';
+import { requestCancel } from '../queue/cancel.js';
+import { claimOnce, withRedisLock } from '../queue/lock.js';
+import { currentAttempt, issueSlug, labelAttempt, nextAttempt, type IssueKey } from '../queue/attempts.js';
+import { getUserPermission } from '../github/permissions.js';
+import {
+  summarizeStatus,
+  updateStatusComment,
+  type StatusMeta,
+  type StatusOctokit,
+} from '../github/statusComment.js';
+import { parseCommand, type Command } from './commands.js';
+import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, isPullRequest } from './payloads.js';
+import { statusOfJob } from './jobStatus.js';
+import * as msg from './messages.js';
+
+export const DEFAULT_LABEL = 'frognano';
+/** How long a handled delivery/comment is remembered, so redeliveries do nothing. */
+const HANDLED_TTL_SECONDS = 7 * 24 * 3600;
+
+export interface AppDeps {
+  queue: FrognanoQueue;
+  /** Plain Redis connection for attempts, locks, status-comment cache and cancel requests. */
+  redis: Redis;
+  /** Trigger label (env FROGNANO_LABEL); compared case-insensitively, like GitHub does. */
+  label?: string;
+  /** Clock, injectable for tests. */
+  now?: () => Date;
+}
+
+type Log = Probot['log'];
+
+export function labelFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  return env.FROGNANO_LABEL?.trim() || DEFAULT_LABEL;
+}
+
+/** The Probot application: label and comment triggers. */
+export function createFrognanoApp(deps: AppDeps) {
+  const label = deps.label ?? DEFAULT_LABEL;
+  const now = deps.now ?? (() => new Date());
+  const { queue, redis } = deps;
+
+  return (app: Probot): void => {
+    app.on('issues.labeled', async (context) => {
+      const p = parse(IssueLabeledPayload, context.payload, app.log, context.id, 'issues.labeled');
+      if (!p) return;
+      if (p.label.name.toLowerCase() !== label.toLowerCase()) return;
+      const log = app.log.child({ delivery: context.id, issue: `${p.repository.owner.login}/${p.repository.name}#${p.issue.number}` });
+      if (isBot(p.sender)) return void log.info(`ignoring label added by bot ${p.sender.login}`);
+      if (isPullRequest(p.issue)) return void log.info('ignoring label on a pull request');
+      if (p.issue.state !== 'open') return void log.info('ignoring label on a closed issue');
+
+      const octokit = context.octokit as unknown as StatusOctokit;
+      const key = issueKey(p);
+      const perm = await getUserPermission(octokit, key.owner, key.repo, p.sender.login);
+      if (!perm.allowed) {
+        log.info({ role: perm.role }, `refusing label from ${p.sender.login}`);
+        // One refusal per delivery, even if GitHub redelivers it.
+        if (await claimOnce(redis, `frognano:refused:${context.id}`, HANDLED_TTL_SECONDS)) {
+          await comment(octokit, key, msg.refusalText(p.sender.login, perm.role, 'label', label));
+        }
+        return;
+      }
+
+      await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
+        const attempt = await labelAttempt(redis, key);
+        const jobId = jobIdFor({ ...key, attempt });
+        const existing = await queue.getJob(jobId);
+        if (existing) {
+          const state = await existing.getState();
+          // Redelivery or a second label while it runs: nothing to do. After it finished, re-running
+          // takes an explicit `/frognano retry` (the status comment says so).
+          log.info({ jobId, state }, 'label: job for the current attempt already exists; not enqueuing again');
+          return;
+        }
+        const data = jobData(p, key, attempt, 'label', context.id, now());
+        const { created, job } = await enqueueJob(queue, data);
+        log.info({ jobId: job.id, created }, 'label: enqueued');
+        if (created) await refreshStatus(octokit, key, attempt, p.sender.login);
+      });
+    });
+
+    app.on('issue_comment.created', async (context) => {
+      const p = parse(IssueCommentCreatedPayload, context.payload, app.log, context.id, 'issue_comment.created');
+      if (!p) return;
+      if (isBot(p.comment.user) || isBot(p.sender)) return; // includes our own comments
+      const command = parseCommand(p.comment.body);
+      if (!command) return;
+      const key = issueKey(p);
+      const log = app.log.child({ delivery: context.id, issue: issueSlug(key), command: command.kind });
+      const claimKey = `frognano:comment:${issueSlug(key)}:${p.comment.id}`;
+      if (!(await claimOnce(redis, claimKey, HANDLED_TTL_SECONDS))) return void log.info('comment already handled (redelivery)');
+      try {
+        await handleCommand(context.octokit as unknown as StatusOctokit, p, key, command, context.id, log);
+      } catch (err) {
+        await redis.del(claimKey); // let GitHub's redelivery try again
+        throw err;
+      }
+    });
+  };
+
+  async function handleCommand(
+    octokit: StatusOctokit,
+    p: IssueCommentCreatedPayload,
+    key: IssueKey,
+    command: Command,
+    deliveryId: string,
+    log: Log,
+  ): Promise<void> {
+    const user = p.comment.user.login;
+    await octokit
+      .request('POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions', {
+        owner: key.owner,
+        repo: key.repo,
+        comment_id: p.comment.id,
+        content: 'eyes',
+      })
+      .catch((err: unknown) => log.warn({ err }, 'could not add the eyes reaction'));
+
+    if (isPullRequest(p.issue)) return void (await comment(octokit, key, msg.notOnPullRequestText()));
+    const perm = await getUserPermission(octokit, key.owner, key.repo, user);
+    if (!perm.allowed) {
+      log.info({ role: perm.role }, `refusing command from ${user}`);
+      return void (await comment(octokit, key, msg.refusalText(user, perm.role, 'command', label)));
+    }
+
+    switch (command.kind) {
+      case 'help':
+        return void (await comment(octokit, key, msg.helpText(label, command.unknown)));
+      case 'status':
+        return handleStatus(octokit, key, user);
+      case 'retry':
+        return handleRetry(octokit, p, key, deliveryId, log);
+      case 'cancel':
+        return handleCancel(octokit, key, user, log);
+    }
+  }
+
+  async function handleStatus(octokit: StatusOctokit, key: IssueKey, user: string): Promise<void> {
+    const attempt = await currentAttempt(redis, key);
+    if (attempt === null) return void (await comment(octokit, key, `@${user} ${msg.statusReplyText(null, null, undefined, label)}`));
+    const job = await queue.getJob(jobIdFor({ ...key, attempt }));
+    const state = job ? await statusOfJob(queue, redis, job) : null;
+    const updated = state ? await refreshStatus(octokit, key, attempt, job?.data.triggeredBy.login) : null;
+    const summary = state ? summarizeStatus(state) : null;
+    await comment(octokit, key, `@${user} ${msg.statusReplyText(attempt, summary, updated?.url, label)}`);
+  }
+
+  async function handleRetry(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log): Promise<void> {
+    if (p.issue.state !== 'open') return void (await comment(octokit, key, msg.closedIssueText()));
+    const outcome = await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
+      const cur = await currentAttempt(redis, key);
+      if (cur !== null) {
+        const job = await queue.getJob(jobIdFor({ ...key, attempt: cur }));
+        if (job && isUnfinishedState(await job.getState())) {
+          const state = await statusOfJob(queue, redis, job);
+          return { kind: 'busy' as const, attempt: cur, summary: state ? summarizeStatus(state) : 'in progress' };
+        }
+      }
+      const attempt = await nextAttempt(redis, key);
+      const data = jobData(p, key, attempt, 'comment', deliveryId, now(), p.comment.id);
+      const { created, job } = await enqueueJob(queue, data);
+      log.info({ jobId: job.id, created, attempt }, 'retry: enqueued');
+      return { kind: 'queued' as const, attempt, summary: '' };
+    });
+    if (outcome.kind === 'busy') {
+      const st = await refreshStatus(octokit, key, outcome.attempt);
+      return void (await comment(octokit, key, msg.busyText(outcome.attempt, outcome.summary, st?.url)));
+    }
+    const st = await refreshStatus(octokit, key, outcome.attempt, p.comment.user.login);
+    await comment(octokit, key, msg.retryStartedText(outcome.attempt, st?.url));
+  }
+
+  async function handleCancel(octokit: StatusOctokit, key: IssueKey, user: string, log: Log): Promise<void> {
+    const attempt = await currentAttempt(redis, key);
+    if (attempt === null) return void (await comment(octokit, key, msg.nothingToCancelText(null)));
+    const jobId = jobIdFor({ ...key, attempt });
+    const job = await queue.getJob(jobId);
+    if (!job) return void (await comment(octokit, key, msg.nothingToCancelText(attempt)));
+    const state = await job.getState();
+    if (!isUnfinishedState(state)) {
+      const st = await statusOfJob(queue, redis, job);
+      return void (await comment(octokit, key, msg.nothingToCancelText(attempt, st ? summarizeStatus(st) : undefined)));
+    }
+    if (state !== 'active') {
+      try {
+        await job.remove();
+        log.info({ jobId }, 'cancel: removed queued job');
+        await updateStatusComment(octokit, redis, key, async () => ({
+          state: { kind: 'cancelled', by: user },
+          meta: metaFor(key, attempt, job.data.triggeredBy.login),
+        }));
+        return void (await comment(octokit, key, msg.cancelledQueuedText(attempt)));
+      } catch (err) {
+        // A runner took (locked) it between our read and the removal: signal it instead.
+        log.info({ jobId, err: String(err) }, 'cancel: job was picked up meanwhile; signalling the runner');
+      }
+    }
+    await requestCancel(redis, jobId, user);
+    await refreshStatus(octokit, key, attempt, job.data.triggeredBy.login);
+    await comment(octokit, key, msg.cancelRequestedText(attempt));
+  }
+
+  /** Rewrites the status comment from the job's live state (read under the issue's status lock). */
+  async function refreshStatus(octokit: StatusOctokit, key: IssueKey, attempt: number, triggeredBy?: string) {
+    return updateStatusComment(octokit, redis, key, async () => {
+      const job = await queue.getJob(jobIdFor({ ...key, attempt }));
+      if (!job) return null;
+      const state = await statusOfJob(queue, redis, job);
+      return state ? { state, meta: metaFor(key, attempt, triggeredBy ?? job.data.triggeredBy.login) } : null;
+    });
+  }
+
+  function metaFor(key: IssueKey, attempt: number, triggeredBy?: string): StatusMeta {
+    return { attempt, jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: now() };
+  }
+}
+
+function issueKey(p: { repository: { owner: { login: string }; name: string }; issue: { number: number } }): IssueKey {
+  return { owner: p.repository.owner.login, repo: p.repository.name, issueNumber: p.issue.number };
+}
+
+function jobData(
+  p: IssueLabeledPayload | IssueCommentCreatedPayload,
+  key: IssueKey,
+  attempt: number,
+  trigger: 'label' | 'comment',
+  deliveryId: string,
+  at: Date,
+  commentId?: number,
+): JobData {
+  const by = 'comment' in p ? p.comment.user : p.sender;
+  return {
+    installationId: p.installation.id,
+    owner: key.owner,
+    repo: key.repo,
+    issueNumber: key.issueNumber,
+    title: p.issue.title.slice(0, 1024),
+    body: clampIssueBody(p.issue.body),
+    defaultBranch: p.repository.default_branch,
+    triggeredBy: { login: by.login, id: by.id },
+    attempt,
+    trigger,
+    ...(commentId ? { commentId } : {}),
+    deliveryId: deliveryId.slice(0, 100),
+    enqueuedAt: at.toISOString(),
+  };
+}
+
+async function comment(octokit: StatusOctokit, key: IssueKey, body: string): Promise<void> {
+  await octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+    owner: key.owner,
+    repo: key.repo,
+    issue_number: key.issueNumber,
+    body,
+  });
+}
+
+function parse<T>(schema: z.ZodType<T>, payload: unknown, log: Log, id: string, event: string): T | null {
+  const r = schema.safeParse(payload);
+  if (r.success) return r.data;
+  log.warn({ delivery: id, event, issues: r.error.issues.slice(0, 5).map((i) => `${i.path.join('.')}: ${i.message}`) }, 'ignoring malformed webhook payload');
+  return null;
+}
+
+export default createFrognanoApp;

@@ -1,0 +1,58 @@
+import type { Redis } from 'ioredis';
+import { JobResultSchema } from '../queue/schema.js';
+import { getCancelRequest } from '../queue/cancel.js';
+import { queuePosition, isPendingState, type FrognanoJob, type FrognanoQueue } from '../queue/queue.js';
+import type { StatusState } from '../github/statusComment.js';
+
+/** Progress a runner may store with `job.updateProgress(...)`; read loosely, it is only shown. */
+interface RunnerProgress {
+  runner?: string;
+  turn?: number;
+  maxTurns?: number;
+  detail?: string;
+}
+
+function readProgress(p: unknown): RunnerProgress {
+  if (typeof p !== 'object' || p === null) return {};
+  const o = p as Record<string, unknown>;
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : undefined);
+  const str = (v: unknown) => (typeof v === 'string' && v ? v.slice(0, 500) : undefined);
+  return { runner: str(o.runner), turn: num(o.turn), maxTurns: num(o.maxTurns), detail: str(o.detail) };
+}
+
+/** Translates a BullMQ job's live state into what the status comment shows. */
+export async function statusOfJob(queue: FrognanoQueue, redis: Redis, job: FrognanoJob): Promise<StatusState | null> {
+  const state = await job.getState();
+  const id = job.id!;
+  if (isPendingState(state)) return { kind: 'queued', position: await queuePosition(queue, id) };
+  if (state === 'active') {
+    const p = readProgress(job.progress);
+    const cancel = await getCancelRequest(redis, id);
+    const detail = cancel
+      ? `Cancellation requested${cancel.by ? ` by @${cancel.by}` : ''}; the runner stops at its next step.`
+      : p.detail;
+    return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail };
+  }
+  if (state === 'completed') {
+    const r = JobResultSchema.safeParse(job.returnvalue);
+    if (!r.success) return { kind: 'failed', reason: 'The runner finished but reported a result I could not read.' };
+    const v = r.data;
+    switch (v.outcome) {
+      case 'pull_request':
+        if (v.pullRequestUrl && v.pullRequestNumber) return { kind: 'pull_request', url: v.pullRequestUrl, number: v.pullRequestNumber };
+        return { kind: 'failed', reason: 'The runner reported a pull request without its address.' };
+      case 'no_patch':
+        return { kind: 'no_patch', reason: v.reason ?? `The run ended (${v.exitReason}) without changes.` };
+      case 'refused':
+        return { kind: 'failed', reason: v.reason ?? v.exitReason };
+      case 'cancelled':
+        return { kind: 'cancelled', by: (await getCancelRequest(redis, id))?.by };
+    }
+  }
+  if (state === 'failed') {
+    const cancel = await getCancelRequest(redis, id);
+    if (cancel) return { kind: 'cancelled', by: cancel.by };
+    return { kind: 'failed', reason: job.failedReason || 'The runner failed without giving a reason.' };
+  }
+  return null; // 'unknown': removed meanwhile
+}

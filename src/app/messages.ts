@@ -1,0 +1,68 @@
+/** Every reply the app posts on an issue, in one place so the wording stays consistent. */
+
+export function helpText(label: string, unknown?: string): string {
+  const intro = unknown
+    ? `I don't know the command \`/frognano ${sanitizeWord(unknown)}\`. Here is what I understand:`
+    : 'Here is what I understand:';
+  return [
+    intro,
+    '',
+    '| Command | What it does |',
+    '| --- | --- |',
+    `| add the \`${label}\` label | queue a first attempt at this issue |`,
+    '| `/frognano retry` | start a new attempt (after the previous one finished, failed or was cancelled) |',
+    '| `/frognano cancel` | withdraw a queued attempt, or stop a running one |',
+    '| `/frognano status` | refresh the status comment and tell you where things stand |',
+    '',
+    'Commands work for people with write, maintain or admin access to this repository. Each attempt ends in a **draft** pull request that a human must review.',
+  ].join('\n');
+}
+
+function sanitizeWord(w: string): string {
+  return w.replace(/[`<>]/g, '');
+}
+
+export function refusalText(user: string, role: string, what: 'command' | 'label', label: string): string {
+  const roleText = role === 'none' || role === 'unknown' ? 'no write access' : `the ${role} role`;
+  const action =
+    what === 'label'
+      ? `Adding the \`${label}\` label starts a model run, so it needs write, maintain or admin access`
+      : 'frognano commands start or stop model runs, so they need write, maintain or admin access';
+  return `@${user}, thanks for the interest! ${action} to this repository, and you have ${roleText}. A maintainer can run it for you.`;
+}
+
+export function notOnPullRequestText(): string {
+  return 'frognano commands work on issues, not on pull requests. Comment on the issue the pull request came from.';
+}
+
+export function closedIssueText(): string {
+  return 'This issue is closed, so I will not start a new attempt. Reopen it first, then comment `/frognano retry`.';
+}
+
+export function busyText(attempt: number, summary: string, statusUrl?: string): string {
+  const link = statusUrl ? ` ([status](${statusUrl}))` : '';
+  return `Attempt ${attempt} is still ${summary}${link}, so I did not start another. Comment \`/frognano cancel\` first if you want to start over.`;
+}
+
+export function retryStartedText(attempt: number, statusUrl?: string): string {
+  return `Queued attempt ${attempt}.${statusUrl ? ` Progress is tracked in the [status comment](${statusUrl}).` : ''}`;
+}
+
+export function nothingToCancelText(attempt: number | null, summary?: string): string {
+  if (attempt === null) return 'There is nothing to cancel: frognano has not run on this issue.';
+  return `There is nothing to cancel: attempt ${attempt} is already ${summary ?? 'finished'}.`;
+}
+
+export function cancelledQueuedText(attempt: number): string {
+  return `Cancelled attempt ${attempt} before it started.`;
+}
+
+export function cancelRequestedText(attempt: number): string {
+  return `Asked the runner to stop attempt ${attempt}; it stops at its next step and the status comment will say when it has.`;
+}
+
+export function statusReplyText(attempt: number | null, summary: string | null, statusUrl: string | undefined, label: string): string {
+  if (attempt === null) return `frognano has not run on this issue yet. Add the \`${label}\` label to start.`;
+  if (summary === null) return `Attempt ${attempt} finished long enough ago that its record has expired. Comment \`/frognano retry\` to run again.`;
+  return `Attempt ${attempt} is ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
+}

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+
+/**
+ * The slices of GitHub webhook payloads the app relies on. Anything that does not match is logged
+ * and ignored instead of failing deep inside a handler.
+ */
+const User = z.object({ login: z.string().min(1), id: z.number().int().nonnegative(), type: z.string() });
+const Repository = z.object({
+  name: z.string().min(1),
+  owner: z.object({ login: z.string().min(1) }),
+  default_branch: z.string().min(1),
+});
+const Issue = z.object({
+  number: z.number().int().positive(),
+  title: z.string(),
+  body: z.string().nullable().optional(),
+  state: z.string(),
+  html_url: z.string().optional(),
+  pull_request: z.unknown().optional(),
+});
+const Installation = z.object({ id: z.number().int().positive() });
+
+export const IssueLabeledPayload = z.object({
+  action: z.literal('labeled'),
+  label: z.object({ name: z.string() }),
+  issue: Issue,
+  repository: Repository,
+  sender: User,
+  installation: Installation,
+});
+export type IssueLabeledPayload = z.infer<typeof IssueLabeledPayload>;
+
+export const IssueCommentCreatedPayload = z.object({
+  action: z.literal('created'),
+  comment: z.object({ id: z.number().int().positive(), body: z.string().nullable(), user: User, html_url: z.string().optional() }),
+  issue: Issue,
+  repository: Repository,
+  sender: User,
+  installation: Installation,
+});
+export type IssueCommentCreatedPayload = z.infer<typeof IssueCommentCreatedPayload>;
+
+/** GitHub Apps act as `name[bot]` users of type Bot; never react to them (including ourselves). */
+export function isBot(user: { login: string; type: string }): boolean {
+  return user.type === 'Bot' || user.login.endsWith('[bot]');
+}
+
+export function isPullRequest(issue: { pull_request?: unknown }): boolean {
+  return issue.pull_request !== undefined && issue.pull_request !== null;
+}

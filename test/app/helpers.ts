@@ -1,0 +1,136 @@
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { Probot, ProbotOctokit } from 'probot';
+import { pino } from 'pino';
+import nock from 'nock';
+import { Redis } from 'ioredis';
+import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
+import { createFrognanoApp } from '../../src/app/index.js';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const API = 'https://api.github.com';
+export const INSTALLATION_ID = 4242;
+
+const require = createRequire(import.meta.url);
+type Example = { name: string; examples: Record<string, any>[] };
+const examples: Example[] = require('@octokit/webhooks-examples/api.github.com/index.json');
+
+/** A real example payload from @octokit/webhooks-examples, deep-copied so tests can adapt fields. */
+export function example(event: string, action: string, pick: (p: any) => boolean = () => true): any {
+  const list = examples.find((e) => e.name === event)?.examples ?? [];
+  const found = list.find((p) => p.action === action && pick(p));
+  if (!found) throw new Error(`no ${event}.${action} example`);
+  return structuredClone(found);
+}
+
+/** issues.labeled example adapted: our label, an installation (the example has none). */
+export function labeledPayload(opts: { label?: string; issueNumber?: number; state?: string; sender?: string } = {}): any {
+  const p = example('issues', 'labeled');
+  p.label.name = opts.label ?? 'frognano';
+  p.issue.labels = [...(p.issue.labels ?? []), p.label];
+  if (opts.issueNumber) p.issue.number = opts.issueNumber;
+  if (opts.state) p.issue.state = opts.state;
+  if (opts.sender) p.sender.login = opts.sender;
+  p.installation = { id: INSTALLATION_ID, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNDI0Mg==' };
+  return p;
+}
+
+/** issue_comment.created example (the one that carries an installation) with our comment text. */
+export function commentPayload(body: string, opts: { issueNumber?: number; commentId?: number; user?: string; userType?: string } = {}): any {
+  const p = example('issue_comment', 'created', (x) => !!x.installation);
+  p.comment.body = body;
+  if (opts.commentId) p.comment.id = opts.commentId;
+  if (opts.issueNumber) p.issue.number = opts.issueNumber;
+  if (opts.user) {
+    p.comment.user.login = opts.user;
+    p.sender.login = opts.user;
+  }
+  if (opts.userType) {
+    p.comment.user.type = opts.userType;
+    p.sender.type = opts.userType;
+  }
+  p.installation = { id: INSTALLATION_ID, node_id: p.installation.node_id };
+  return p;
+}
+
+export function testPrivateKey(): string {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+}
+
+/**
+ * Probot passes its own throttle options to every client it builds, which would replace a plain
+ * `defaults({ throttle: { enabled: false } })`; a defaults function applies after them. Without this,
+ * the throttling plugin spaces comment writes 3 s apart.
+ */
+export const TestOctokit = ProbotOctokit.defaults((opts: any) => ({
+  ...opts,
+  retry: { ...opts?.retry, enabled: false },
+  throttle: { ...opts?.throttle, enabled: false },
+}));
+
+export interface Harness {
+  probot: Probot;
+  queue: FrognanoQueue;
+  /** App connection: every key it touches is under `keyPrefix`, so parallel test files never collide. */
+  redis: Redis;
+  raw: Redis;
+  keyPrefix: string;
+  close(): Promise<void>;
+  reset(): Promise<void>;
+}
+
+export async function createHarness(name: string, privateKey = testPrivateKey()): Promise<Harness> {
+  const ns = `fn-test-${name}-${randomUUID().slice(0, 8)}`;
+  const keyPrefix = `${ns}:`;
+  const queueConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null, keyPrefix });
+  const raw = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = createQueue(queueConn, { prefix: `${ns}-bull` });
+  const probot = new Probot({
+    appId: 123,
+    privateKey,
+    secret: 'test-secret',
+    Octokit: TestOctokit,
+    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+  });
+  await probot.load(createFrognanoApp({ queue, redis }));
+  const reset = async () => {
+    await queue.obliterate({ force: true });
+    const keys = await raw.keys(`${keyPrefix}*`);
+    if (keys.length) await raw.del(...keys);
+  };
+  return {
+    probot,
+    queue,
+    redis,
+    raw,
+    keyPrefix,
+    reset,
+    close: async () => {
+      await reset();
+      const bull = await raw.keys(`${ns}-bull:*`);
+      if (bull.length) await raw.del(...bull);
+      await queue.close();
+      await Promise.all([queueConn.quit(), redis.quit(), raw.quit()]);
+    },
+  };
+}
+
+/** nock for GitHub: the installation token exchange Probot does before any installation call. */
+export function nockInstallationToken(): nock.Scope {
+  return nock(API)
+    .persist()
+    .post(`/app/installations/${INSTALLATION_ID}/access_tokens`)
+    .reply(201, { token: 'ghs_testinstallationtoken000000000000', expires_at: '2099-01-01T00:00:00Z', permissions: {}, repository_selection: 'all' });
+}
+
+export function nockPermission(user: string, permission: string, roleName = permission): nock.Scope {
+  return nock(API)
+    .get(`/repos/Codertocat/Hello-World/collaborators/${user}/permission`)
+    .reply(200, { permission, role_name: roleName, user: { login: user } });
+}
+
+export function receive(probot: Probot, name: string, payload: any, id: string = randomUUID()) {
+  return probot.receive({ id, name, payload } as any);
+}
