@@ -56,8 +56,17 @@ export interface SolveResult {
   patchPath?: string;
 }
 
-async function runCommand(sandbox: Sandbox, command: string, timeoutMs: number, signal?: AbortSignal): Promise<CommandResult> {
+async function runCommand(
+  sandbox: Sandbox,
+  phase: 'setup' | 'test',
+  command: string,
+  timeoutMs: number,
+  emit: (e: LeafEvent) => void,
+  signal?: AbortSignal,
+): Promise<CommandResult> {
+  emit({ type: 'command_start', phase, command });
   const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024 });
+  emit({ type: 'command_end', phase, command, exitCode: r.exitCode, timedOut: r.timedOut, durationMs: r.durationMs });
   const output = [r.stdout, r.stderr].filter((s) => s.trim()).join('\n');
   return {
     command,
@@ -91,7 +100,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
     const notes: string[] = [];
     for (const command of opts.setupCommands ?? []) {
       if (opts.signal?.aborted) break;
-      const r = await runCommand(sandbox, command, limits.setupTimeoutMs, opts.signal);
+      const r = await runCommand(sandbox, 'setup', command, limits.setupTimeoutMs, emit, opts.signal);
       setupResults.push(r);
       if (r.exitCode !== 0) notes.push(describeFailure('setup', r));
     }
@@ -122,7 +131,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       trajectory.output_patch = patch;
       for (const command of opts.testCommands ?? []) {
         if (opts.signal?.aborted) break;
-        testResults.push(await runCommand(sandbox, command, limits.testTimeoutMs, opts.signal));
+        testResults.push(await runCommand(sandbox, 'test', command, limits.testTimeoutMs, emit, opts.signal));
       }
     }
 

@@ -107,7 +107,14 @@ describe('solve', () => {
     expect(workspaces).toHaveLength(1);
     expect(workspaces[0].startsWith(source)).toBe(false);
     await expect(stat(path.dirname(workspaces[0]))).rejects.toThrow();
-    expect(events.at(-1)).toMatchObject({ type: 'finished', exitReason: 'agent' });
+    expect(events.filter((e) => e.type === 'command_end').map((e) => e.type === 'command_end' && [e.phase, e.exitCode])).toEqual([
+      ['setup', 0],
+      ['setup', 4],
+      ['test', 0],
+      ['test', 2],
+      ['test', null],
+    ]);
+    expect(events.findIndex((e) => e.type === 'finished')).toBeLessThan(events.findIndex((e) => e.type === 'command_start' && e.phase === 'test'));
   });
 
   it('replays its own trajectory.json to the same patch', async () => {
