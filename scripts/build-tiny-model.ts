@@ -15,7 +15,7 @@
  * `config.json` and `generation_config.json`.
  *
  * Usage: npx tsx scripts/build-tiny-model.ts <outDir> [--hidden 256] [--layers 4] [--heads 4] [--merges 200]
- *        [--mrope] [--split-embedding]
+ *        [--mrope] [--split-embedding] [--external-data]
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -58,6 +58,8 @@ export interface TinyModelConfig {
    * tool calls and end-of-turn tokens; the rest of the graph is unchanged.
    */
   script?: { startPosition: number; tokenIds: number[] };
+  /** Store the weights in `<graph file>_data` next to the graph, as exports of models over 2 GB must. */
+  externalData: boolean;
   seed: number;
 }
 
@@ -74,6 +76,7 @@ export const DEFAULT_TINY_CONFIG: TinyModelConfig = {
   numMerges: 120,
   mropePositionIds: false,
   splitEmbedding: false,
+  externalData: false,
   seed: 1234,
 };
 
@@ -644,13 +647,36 @@ export function resolveConfig(overrides: Partial<TinyModelConfig> = {}): TinyMod
   return { ...DEFAULT_TINY_CONFIG, ...overrides };
 }
 
-/** Writes model.onnx, tokenizer.json, tokenizer_config.json, config.json and generation_config.json to outDir. */
+/**
+ * Writes model.onnx (or onnx/embed_tokens.onnx + onnx/decoder_model_merged.onnx), tokenizer.json,
+ * tokenizer_config.json, config.json and generation_config.json to outDir.
+ */
 export async function buildTinyModel(outDir: string, overrides: Partial<TinyModelConfig> = {}): Promise<void> {
   const cfg = resolveConfig(overrides);
   const tok = buildTokenizer(cfg.numMerges);
   const graphs = buildGraph(cfg, tok.vocabSize);
-  const encode = (graph: GraphProto) =>
-    onnx.ModelProto.encode(
+  /** Serializes a graph to `file`; with externalData, weights go to `<file>_data` (onnx external-data format). */
+  const writeModel = async (file: string, graph: GraphProto) => {
+    const chunks: Uint8Array[] = [];
+    if (cfg.externalData) {
+      const location = `${path.basename(file)}_data`;
+      let offset = 0;
+      for (const t of graph.initializer) {
+        if (!t.rawData || t.rawData.length < 1024) continue; // small constants stay inline, as exporters do
+        const length = t.rawData.length;
+        chunks.push(t.rawData);
+        t.externalData = [
+          { key: 'location', value: location },
+          { key: 'offset', value: String(offset) },
+          { key: 'length', value: String(length) },
+        ];
+        t.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
+        t.rawData = new Uint8Array(0);
+        offset += length;
+      }
+      await writeFile(`${file}_data`, Buffer.concat(chunks));
+    }
+    const bytes = onnx.ModelProto.encode(
       onnx.ModelProto.create({
         irVersion: 7,
         opsetImport: [{ domain: '', version: 14 }],
@@ -658,6 +684,8 @@ export async function buildTinyModel(outDir: string, overrides: Partial<TinyMode
         graph,
       }),
     ).finish();
+    await writeFile(file, bytes);
+  };
 
   const imEnd = tok.specialIds['<|im_end|>'];
   const eot = tok.specialIds['<|endoftext|>'];
@@ -711,10 +739,10 @@ export async function buildTinyModel(outDir: string, overrides: Partial<TinyMode
   await mkdir(outDir, { recursive: true });
   if (graphs.embed) {
     await mkdir(path.join(outDir, 'onnx'), { recursive: true });
-    await writeFile(path.join(outDir, 'onnx', 'embed_tokens.onnx'), encode(graphs.embed));
-    await writeFile(path.join(outDir, 'onnx', 'decoder_model_merged.onnx'), encode(graphs.decoder));
+    await writeModel(path.join(outDir, 'onnx', 'embed_tokens.onnx'), graphs.embed);
+    await writeModel(path.join(outDir, 'onnx', 'decoder_model_merged.onnx'), graphs.decoder);
   } else {
-    await writeFile(path.join(outDir, 'model.onnx'), encode(graphs.decoder));
+    await writeModel(path.join(outDir, 'model.onnx'), graphs.decoder);
   }
   await Promise.all([
     writeFile(path.join(outDir, 'tokenizer.json'), JSON.stringify(tok.tokenizer)),
@@ -727,7 +755,7 @@ export async function buildTinyModel(outDir: string, overrides: Partial<TinyMode
 function parseCliArgs(argv: string[]): { outDir: string; overrides: Partial<TinyModelConfig> } {
   const [outDir, ...rest] = argv;
   if (!outDir || outDir.startsWith('--')) {
-    throw new Error('usage: build-tiny-model.ts <outDir> [--hidden N] [--layers N] [--heads N] [--merges N] [--mrope] [--split-embedding]');
+    throw new Error('usage: build-tiny-model.ts <outDir> [--hidden N] [--layers N] [--heads N] [--merges N] [--mrope] [--split-embedding] [--external-data]');
   }
   const overrides: Partial<TinyModelConfig> = {};
   for (let i = 0; i < rest.length; i++) {
@@ -764,6 +792,9 @@ function parseCliArgs(argv: string[]): { outDir: string; overrides: Partial<Tiny
         break;
       case '--split-embedding':
         overrides.splitEmbedding = true;
+        break;
+      case '--external-data':
+        overrides.externalData = true;
         break;
       default:
         throw new Error(`unknown option ${flag}`);

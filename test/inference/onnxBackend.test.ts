@@ -3,7 +3,7 @@
  * OnnxBackend end to end on the tiny model: offline loading, the chat template with tools, greedy and seeded
  * sampling, stop strings, end-of-turn tokens, length cap, abort, prefix reuse across turns, bad model dirs.
  */
-import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -203,6 +203,22 @@ test('max new tokens gives finishReason length; an abort gives aborted', async (
   const pre = new AbortController();
   pre.abort();
   expect((await backend.generate(conversation(), TOOLS, { signal: pre.signal })).completionTokens).toBe(0);
+
+  // During a long prefill the signal is honoured between chunks.
+  const chunked = await OnnxBackend.load(modelDir, { prefillChunkSize: 16 });
+  try {
+    const during = new AbortController();
+    const pending = chunked.generate(conversation(), TOOLS, { maxNewTokens: 50, signal: during.signal });
+    setImmediate(() => during.abort());
+    const r = await pending;
+    expect(r.finishReason).toBe('aborted');
+    expect(r.completionTokens).toBe(0);
+    // It stopped inside the prefill: a finished prefill would have left the prompt state in the cache.
+    const after = await chunked.generate(conversation(), TOOLS, { maxNewTokens: 1 });
+    expect(after.prefillTokens).toBe(after.promptTokens);
+  } finally {
+    await chunked.close();
+  }
 });
 
 test('agent turns reuse the cached prefix and produce what a full re-run produces', async () => {
@@ -275,6 +291,21 @@ test('the transformers.js Qwen3.5 layout (embed_tokens + decoder_model_merged, M
     expect(b.decoder.session.inputNames).toContain('inputs_embeds');
     const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 10 });
     const ref = await backend.generate(conversation(), TOOLS, { maxNewTokens: 10 });
+    expect(r.rawText).toBe(ref.rawText);
+  } finally {
+    await b.close();
+  }
+});
+
+test('weights in external data (model.onnx + model.onnx_data) load from the graph directory', async () => {
+  const dir = path.join(root, 'external');
+  await buildTinyModel(dir, { externalData: true });
+  const graphSize = (await stat(path.join(dir, 'model.onnx'))).size;
+  expect((await stat(path.join(dir, 'model.onnx_data'))).size).toBeGreaterThan(10 * graphSize);
+  const b = await OnnxBackend.load(dir);
+  try {
+    const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 8 });
+    const ref = await backend.generate(conversation(), TOOLS, { maxNewTokens: 8 });
     expect(r.rawText).toBe(ref.rawText);
   } finally {
     await b.close();

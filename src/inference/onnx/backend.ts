@@ -16,7 +16,7 @@ import {
   type ModelBackend,
   type ToolSpec,
 } from '../types.js';
-import { decodeLoop, OnnxDecoder } from './decode.js';
+import { decodeLoop, OnnxDecoder, PrefillAborted } from './decode.js';
 import { IncrementalDetokenizer } from './detokenize.js';
 import { locateModelFiles, type ModelConfig } from './modelFiles.js';
 import { PrefixCache } from './prefixCache.js';
@@ -156,17 +156,25 @@ export class OnnxBackend implements ModelBackend {
       promptTokens,
       parseErrors: [] as string[],
     };
-    if (options.signal?.aborted) {
-      return { ...base, message: { role: 'assistant', content: '' }, finishReason: 'aborted', prefillTokens: 0, completionTokens: 0, rawText: '', elapsedMs: Date.now() - started };
-    }
+    const abortedResult = (prefillTokens: number): GenerateResult => ({
+      ...base,
+      message: { role: 'assistant', content: '' },
+      finishReason: 'aborted',
+      prefillTokens,
+      completionTokens: 0,
+      rawText: '',
+      elapsedMs: Date.now() - started,
+    });
+    if (options.signal?.aborted) return abortedResult(0);
 
     // Prefill: only what the cache does not already hold.
     const hit = this.cache?.lookup(promptIds) ?? { reused: 0 };
     const prefillTokens = promptTokens - hit.reused;
     let prefilled;
     try {
-      prefilled = await this.decoder.forward(promptIds.slice(hit.reused), hit.state ?? this.decoder.newState());
+      prefilled = await this.decoder.forward(promptIds.slice(hit.reused), hit.state ?? this.decoder.newState(), options.signal);
     } catch (err) {
+      if (err instanceof PrefillAborted) return abortedResult(prefillTokens);
       throw new ModelError(`onnxruntime failed during prefill: ${(err as Error).message}`);
     }
     this.cache?.store(promptIds, prefilled.state);
@@ -208,7 +216,7 @@ export class OnnxBackend implements ModelBackend {
         },
       });
     } catch (err) {
-      throw new ModelError(`onnxruntime failed while decoding: ${(err as Error).message}`);
+      throw new ModelError(`generation failed while decoding: ${(err as Error).message}`);
     }
     if (stopAt < 0) text += detok.flush();
     if (stopAt >= 0) text = text.slice(0, stopAt);

@@ -57,11 +57,17 @@ export class OnnxDecoder {
    * Consumes `ids` on top of `state` and returns the logits after the last of them plus the new state.
    * The input state is not modified (onnxruntime returns fresh output tensors), so callers may keep it.
    */
-  async forward(ids: number[], state: DecoderState): Promise<{ logits: Float32Array; state: DecoderState }> {
+  async forward(
+    ids: number[],
+    state: DecoderState,
+    signal?: AbortSignal,
+  ): Promise<{ logits: Float32Array; state: DecoderState }> {
     if (ids.length === 0) throw new Error('forward needs at least one token');
     let current = state;
     let logits: Float32Array | undefined;
     for (let start = 0; start < ids.length; start += this.prefillChunkSize) {
+      // A long prompt takes many chunks; a cancelled job should not wait for all of them.
+      if (signal?.aborted) throw new PrefillAborted();
       const chunk = ids.slice(start, start + this.prefillChunkSize);
       ({ logits, state: current } = await this.step(chunk, current));
     }
@@ -100,6 +106,13 @@ export class OnnxDecoder {
     const next = new Map<string, ort.Tensor>();
     for (const spec of this.specs) next.set(spec.input, out[spec.output]!);
     return { logits: lastRow(out.logits!), state: { tensors: next, length: past + n } };
+  }
+}
+
+export class PrefillAborted extends Error {
+  constructor() {
+    super('prefill aborted');
+    this.name = 'PrefillAborted';
   }
 }
 
