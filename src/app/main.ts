@@ -1,0 +1,76 @@
+/**
+ * `npm start`: the webhook server. With APP_ID and a private key (env or .env) it serves Probot's
+ * webhook endpoint, the frognano handlers and the ops routes (/healthz, /readyz, /metrics). Without
+ * them Probot starts in setup mode: open http://localhost:3000 to register the GitHub App from
+ * app.yml (manifest flow), which writes the credentials to .env; then restart.
+ */
+import { run, type Probot, type ApplicationFunctionOptions } from 'probot';
+import type { Redis } from 'ioredis';
+import { createFrognanoApp, labelFromEnv } from './index.js';
+import { handleReviewSubmitted } from './review.js';
+import { createRedisConnection, redisUrlFromEnv } from '../queue/connection.js';
+import { createQueue, type FrognanoQueue } from '../queue/queue.js';
+import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
+import { refreshQueueGauges } from '../ops/metrics.js';
+import { logger } from '../ops/logger.js';
+
+const QUEUE_GAUGE_INTERVAL_MS = 15_000;
+
+let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; timer: NodeJS.Timeout } | undefined;
+
+/** Runs only when Probot has credentials (never in setup mode), so setup needs no Redis. */
+async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
+  const url = redisUrlFromEnv();
+  const queueConnection = createRedisConnection(url);
+  const redis = createRedisConnection(url);
+  for (const c of [queueConnection, redis]) c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  const queue = createQueue(queueConnection);
+  const label = labelFromEnv();
+
+  await createFrognanoApp({ queue, redis, label })(app);
+  // The approval gate on frognano's draft pull requests (src/app/review.ts).
+  app.on('pull_request_review.submitted', async (context) => {
+    await handleReviewSubmitted(context);
+  });
+
+  addReadinessCheck(redisCheck(redis));
+  options.addHandler?.(opsHandler);
+  const timer = setInterval(() => {
+    refreshQueueGauges(queue).catch((err: unknown) => app.log.debug({ err: String(err) }, 'queue gauges not refreshed'));
+  }, QUEUE_GAUGE_INTERVAL_MS);
+  timer.unref();
+  resources = { redis, queueConnection, queue, timer };
+  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${url.replace(/\/\/[^@/]*@/, '//***@')}`);
+}
+
+async function main(): Promise<void> {
+  // Probot's setup mode would otherwise fetch smee-client with npx at runtime to make a webhook proxy.
+  // Opt back in with NO_SMEE_SETUP=false (or set WEBHOOK_PROXY_URL); a value in .env wins.
+  process.env.NO_SMEE_SETUP ??= 'true';
+  const server = await run(frognano, { log: logger.child({ name: 'app' }) });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info(`${signal}: shutting down`);
+    try {
+      await server.stop();
+      if (resources) {
+        clearInterval(resources.timer);
+        await resources.queue.close();
+        await Promise.all([resources.redis.quit(), resources.queueConnection.quit()]);
+      }
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err }, 'error while shutting down');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  logger.fatal({ err }, 'frognano app failed to start');
+  process.exit(1);
+});
