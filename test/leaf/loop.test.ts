@@ -242,6 +242,18 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     expect(t.error).toMatch(/^Bash: the sandbox could not run the command/);
   });
 
+  it('ends with tool_error when a file tool gets no answer from the sandbox', async () => {
+    // A sandbox whose file API hangs (as a wedged container's would); everything else is the real one.
+    const wedged = Object.create(sandbox) as LocalSandbox;
+    wedged.readFile = () => new Promise<Buffer>(() => undefined);
+    const backend = ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] }]);
+    const started = Date.now();
+    const t = await runLeaf({ sandbox: wedged, backend, task, limits: { fileToolTimeoutMs: 300 } });
+    expect(t.exit_reason).toBe('tool_error');
+    expect(t.error).toBe('Read: Read got no answer from the sandbox within 0.3s');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it('treats the end of a replay script as the model finishing', async () => {
     const t = await runLeaf({ sandbox, backend: ReplayBackend.fromTurns(readForever(1)), task });
     expect(t.exit_reason).toBe('agent');
