@@ -812,7 +812,12 @@ function parseCliArgs(argv: string[]): { outDir: string; overrides: Partial<Tiny
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { outDir, overrides } = parseCliArgs(process.argv.slice(2));
-  await buildTinyModel(outDir, overrides);
-  console.log(`tiny model written to ${path.resolve(outDir)}`);
+  try {
+    const { outDir, overrides } = parseCliArgs(process.argv.slice(2));
+    await buildTinyModel(outDir, overrides);
+    console.log(`tiny model written to ${path.resolve(outDir)}`);
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exitCode = 1;
+  }
 }
