@@ -22,15 +22,21 @@ export interface RunLeafOptions {
   notes?: string[];
 }
 
-/** Backends word context overflows differently; these are the usual phrasings (OpenAI, vLLM, llama.cpp). */
+/**
+ * Backends word context overflows differently: OpenAI/vLLM ("maximum context length", "reduce the
+ * length", context_length_exceeded), llama.cpp ("exceeds the available context size"). Kept specific so
+ * that, say, a gRPC "context deadline exceeded" stays a model error.
+ */
 function isContextOverflow(err: unknown): boolean {
   const m = (err instanceof Error ? err.message : String(err)).toLowerCase();
-  return (
-    m.includes('context_length_exceeded') ||
-    m.includes('maximum context length') ||
-    m.includes('reduce the length') ||
-    (m.includes('context') && (m.includes('exceed') || m.includes('too long')))
-  );
+  return [
+    'context_length_exceeded',
+    'maximum context length',
+    'reduce the length',
+    'exceeds the available context size',
+    'exceeds the context window',
+    'prompt is too long',
+  ].some((phrase) => m.includes(phrase));
 }
 
 function errorText(err: unknown): string {

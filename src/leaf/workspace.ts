@@ -113,7 +113,16 @@ export async function prepareWorkspace(sourceDir: string, opts: PrepareWorkspace
     await fs.mkdir(home);
     try {
       // verbatimSymlinks: links are copied as they are, never followed (a link to /etc stays a link).
-      await fs.cp(source, repoDir, { recursive: true, verbatimSymlinks: true, force: true });
+      // Sockets and FIFOs (a dev server's, say) cannot be copied and mean nothing to the patch: skipped.
+      await fs.cp(source, repoDir, {
+        recursive: true,
+        verbatimSymlinks: true,
+        force: true,
+        filter: async (src) => {
+          const s = await fs.lstat(src);
+          return s.isFile() || s.isDirectory() || s.isSymbolicLink();
+        },
+      });
     } catch (err) {
       throw new WorkspaceError(`cannot copy ${source}: ${(err as Error).message}`);
     }

@@ -223,6 +223,8 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
       task,
     });
     expect(t2.exit_reason).toBe('max_context_len');
+    const t3 = await runLeaf({ sandbox, backend: ReplayBackend.fromTurns([{ error: 'rpc error: context deadline exceeded' }]), task });
+    expect(t3.exit_reason).toBe('llm_query_error');
   });
 
   it('ends with tool_error when the sandbox breaks', async () => {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { prepareWorkspace, WorkspaceError, type Workspace } from '../../src/leaf/workspace.js';
@@ -22,7 +23,9 @@ describe('prepareWorkspace', () => {
     git(source, 'add', 'test/math.test.sh');
     git(source, 'commit', '-q', '-m', 'exec bit');
     await symlink('/etc/passwd', path.join(source, 'link-out'));
+    execFileSync('mkfifo', [path.join(source, 'dev.fifo')]);
     ws = await prepareWorkspace(source);
+    await expect(stat(path.join(ws.repoDir, 'dev.fifo'))).rejects.toThrow();
 
     expect(ws.baseCommit).toBe(git(source, 'rev-parse', 'HEAD').trim());
     expect(ws.repoDir).toBe(path.join(ws.root, 'repo'));
