@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { createHmac, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import nock from 'nock';
+import { createNodeMiddleware } from 'probot';
+import {
+  API,
+  createHarness,
+  labeledPayload,
+  nockInstallationToken,
+  nockPermission,
+  type Harness,
+} from './helpers.js';
+
+const SECRET = 'test-secret'; // the harness's Probot secret
+let h: Harness;
+let server: Server;
+let url: string;
+
+beforeAll(async () => {
+  nock.disableNetConnect();
+  nock.enableNetConnect('127.0.0.1');
+  h = await createHarness('http');
+  // The same wiring main.ts gets from Probot's Server: the webhook middleware with signature checks.
+  const middleware = await createNodeMiddleware(() => undefined, { probot: h.probot });
+  server = createServer((req, res) => {
+    void middleware(req, res, () => res.writeHead(404).end('not found'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/github/webhooks`;
+});
+afterAll(async () => {
+  await new Promise<void>((r) => server.close(() => r()));
+  await h.close();
+  nock.cleanAll();
+  nock.enableNetConnect();
+});
+beforeEach(async () => {
+  await h.reset();
+  nock.cleanAll();
+});
+
+function post(body: string, signature: string, event = 'issues') {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': event,
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': signature,
+    },
+    body,
+  });
+}
+
+const sign = (body: string, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+
+describe('webhook endpoint', () => {
+  test('a correctly signed issues.labeled delivery is accepted and enqueues the job', async () => {
+    nockInstallationToken();
+    nockPermission('Codertocat', 'write');
+    nock(API).get('/repos/Codertocat/Hello-World/issues/1/comments').query(true).reply(200, []);
+    nock(API).post('/repos/Codertocat/Hello-World/issues/1/comments').reply(201, { id: 1, html_url: 'https://x' });
+    const body = JSON.stringify(labeledPayload());
+    const res = await post(body, sign(body));
+    expect(res.status).toBe(200);
+    expect((await h.queue.getJob('codertocat/hello-world#1@1'))?.data.trigger).toBe('label');
+  });
+
+  test('a delivery signed with another secret is rejected with 400 and does nothing', async () => {
+    const body = JSON.stringify(labeledPayload());
+    const res = await post(body, sign(body, 'not-the-secret'));
+    expect(res.status).toBe(400);
+    expect(await h.queue.count()).toBe(0);
+  });
+
+  test('a body changed after signing is rejected', async () => {
+    const body = JSON.stringify(labeledPayload());
+    const tampered = body.replace('"number":1,', '"number":2,');
+    expect(tampered).not.toBe(body);
+    const res = await post(tampered, sign(body));
+    expect(res.status).toBe(400);
+    expect(await h.queue.count()).toBe(0);
+  });
+
+  test('a signed but malformed payload is answered without crashing and enqueues nothing', async () => {
+    const body = JSON.stringify({ action: 'labeled', label: { name: 'frognano' } });
+    const res = await post(body, sign(body));
+    expect(res.status).toBeLessThan(500);
+    expect(await h.queue.count()).toBe(0);
+    // The server still answers afterwards.
+    const again = JSON.stringify(labeledPayload({ label: 'bug' }));
+    expect((await post(again, sign(again))).status).toBe(200);
+  });
+});

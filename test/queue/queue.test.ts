@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { Worker } from 'bullmq';
+import { createQueue, enqueueJob, queuePosition, isUnfinishedState, type FrognanoQueue } from '../../src/queue/queue.js';
+import { QUEUE_NAME, jobIdFor, type JobData } from '../../src/queue/schema.js';
+import { currentAttempt, labelAttempt, nextAttempt } from '../../src/queue/attempts.js';
+import { claimOnce, withRedisLock } from '../../src/queue/lock.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ns = `fn-test-queue-${randomUUID().slice(0, 8)}`;
+let conn: Redis;
+let redis: Redis;
+let queue: FrognanoQueue;
+
+function data(over: Partial<JobData> = {}): JobData {
+  return {
+    installationId: 1,
+    owner: 'Octo-Org',
+    repo: 'Hello.World',
+    issueNumber: 7,
+    title: 'Fix the thing',
+    body: 'It is broken.',
+    defaultBranch: 'main',
+    triggeredBy: { login: 'octocat', id: 1 },
+    attempt: 1,
+    trigger: 'label',
+    deliveryId: randomUUID(),
+    enqueuedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+beforeAll(() => {
+  conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  redis = new Redis(REDIS_URL, { keyPrefix: `${ns}:` });
+  queue = createQueue(conn, { prefix: `${ns}-bull` });
+});
+afterAll(async () => {
+  await queue.obliterate({ force: true });
+  await queue.close();
+  const keys = await conn.keys(`${ns}*`);
+  if (keys.length) await conn.del(...keys);
+  await Promise.all([conn.quit(), redis.quit()]);
+});
+beforeEach(async () => {
+  await queue.obliterate({ force: true });
+  const keys = await conn.keys(`${ns}:*`);
+  if (keys.length) await conn.del(...keys);
+});
+
+describe('enqueueJob', () => {
+  test('adds the job under its deterministic id with the validated data', async () => {
+    const d = data();
+    const { created, job } = await enqueueJob(queue, d);
+    expect(created).toBe(true);
+    expect(job.id).toBe('octo-org/hello.world#7@1');
+    const stored = await queue.getJob('octo-org/hello.world#7@1');
+    expect(stored!.data).toEqual(d);
+    expect(stored!.opts.attempts).toBe(1); // never retried automatically
+  });
+
+  test('a second enqueue of the same attempt (redelivery) keeps the first job', async () => {
+    const first = data({ deliveryId: 'first' });
+    await enqueueJob(queue, first);
+    const again = await enqueueJob(queue, data({ deliveryId: 'second' }));
+    expect(again.created).toBe(false);
+    expect(again.job.data.deliveryId).toBe('first');
+    expect(await queue.count()).toBe(1);
+  });
+
+  test('concurrent enqueues of one attempt create exactly one job', async () => {
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => enqueueJob(queue, data({ deliveryId: `d${i}` }))));
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(await queue.count()).toBe(1);
+  });
+
+  test('a finished job with the same id still blocks re-adding it', async () => {
+    await enqueueJob(queue, data());
+    const wconn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const worker = new Worker(QUEUE_NAME, null, { connection: wconn, prefix: `${ns}-bull`, autorun: false });
+    const job = await worker.getNextJob('tok');
+    await job!.moveToCompleted({ outcome: 'no_patch', exitReason: 'done', turns: 1, elapsedSeconds: 1 }, 'tok', false);
+    await worker.close();
+    await wconn.quit();
+    const again = await enqueueJob(queue, data());
+    expect(again.created).toBe(false);
+    expect(await again.job.getState()).toBe('completed');
+    expect(isUnfinishedState(await again.job.getState())).toBe(false);
+    // The next attempt is a new id.
+    expect((await enqueueJob(queue, data({ attempt: 2 }))).created).toBe(true);
+  });
+
+  test('invalid payloads are rejected before reaching Redis', async () => {
+    await expect(enqueueJob(queue, data({ owner: 'bad owner!' }))).rejects.toThrow(/owner/);
+    await expect(enqueueJob(queue, data({ attempt: 0 }))).rejects.toThrow();
+    await expect(enqueueJob(queue, { ...data(), installationId: undefined } as unknown as JobData)).rejects.toThrow();
+    expect(await queue.count()).toBe(0);
+  });
+
+  test('queuePosition counts from the job a runner takes next', async () => {
+    for (const n of [1, 2, 3]) await enqueueJob(queue, data({ issueNumber: n }));
+    expect(await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 1, attempt: 1 }))).toBe(1);
+    expect(await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 3, attempt: 1 }))).toBe(3);
+    expect(await queuePosition(queue, 'missing')).toBeUndefined();
+  });
+});
+
+describe('attempt numbers', () => {
+  const key = { owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 7 };
+
+  test('a label starts attempt 1; retries count up; a later label reuses the latest', async () => {
+    expect(await currentAttempt(redis, key)).toBeNull();
+    expect(await labelAttempt(redis, key)).toBe(1);
+    expect(await labelAttempt(redis, key)).toBe(1);
+    expect(await nextAttempt(redis, key)).toBe(2);
+    expect(await labelAttempt(redis, key)).toBe(2);
+    // Owner/repo case does not split the counter.
+    expect(await currentAttempt(redis, { ...key, owner: 'octo-org', repo: 'hello.world' })).toBe(2);
+  });
+
+  test('retry without a prior label starts at 1', async () => {
+    expect(await nextAttempt(redis, { ...key, issueNumber: 99 })).toBe(1);
+  });
+});
+
+describe('locks and claims', () => {
+  test('claimOnce is true exactly once', async () => {
+    const r = await Promise.all([claimOnce(redis, 'c1', 60), claimOnce(redis, 'c1', 60), claimOnce(redis, 'c1', 60)]);
+    expect(r.filter(Boolean)).toHaveLength(1);
+  });
+
+  test('withRedisLock serialises critical sections', async () => {
+    const events: string[] = [];
+    const section = (name: string) =>
+      withRedisLock(redis, 'lock1', async () => {
+        events.push(`${name}:in`);
+        await new Promise((r) => setTimeout(r, 60));
+        events.push(`${name}:out`);
+      });
+    await Promise.all([section('a'), section('b')]);
+    expect(events[0]!.endsWith(':in')).toBe(true);
+    expect(events[1]).toBe(events[0]!.replace(':in', ':out'));
+    expect(await redis.exists('lock1')).toBe(0); // released
+  });
+});
