@@ -8,10 +8,12 @@ import { claimOnce, withRedisLock } from '../queue/lock.js';
 import { currentAttempt, issueSlug, labelAttempt, nextAttempt, type IssueKey } from '../queue/attempts.js';
 import { getUserPermission } from '../github/permissions.js';
 import {
+  cachedStatusCommentId,
   summarizeStatus,
   updateStatusComment,
   type StatusMeta,
   type StatusOctokit,
+  type StatusState,
 } from '../github/statusComment.js';
 import { parseCommand, type Command } from './commands.js';
 import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, isPullRequest } from './payloads.js';
@@ -80,7 +82,7 @@ export function createFrognanoApp(deps: AppDeps) {
         const data = jobData(p, key, attempt, 'label', context.id, now());
         const { created, job } = await enqueueJob(queue, data);
         log.info({ jobId: job.id, created }, 'label: enqueued');
-        if (created) await refreshStatus(octokit, key, attempt, p.sender.login);
+        if (created) await refreshStatus(octokit, key, p.issue.html_url, attempt, p.sender.login);
       });
     });
 
@@ -132,22 +134,22 @@ export function createFrognanoApp(deps: AppDeps) {
       case 'help':
         return void (await comment(octokit, key, msg.helpText(label, command.unknown)));
       case 'status':
-        return handleStatus(octokit, key, user);
+        return handleStatus(octokit, key, p.issue.html_url, user);
       case 'retry':
         return handleRetry(octokit, p, key, deliveryId, log);
       case 'cancel':
-        return handleCancel(octokit, key, user, log);
+        return handleCancel(octokit, key, p.issue.html_url, user, log);
     }
   }
 
-  async function handleStatus(octokit: StatusOctokit, key: IssueKey, user: string): Promise<void> {
+  async function handleStatus(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string): Promise<void> {
     const attempt = await currentAttempt(redis, key);
     if (attempt === null) return void (await comment(octokit, key, `@${user} ${msg.statusReplyText(null, null, undefined, label)}`));
     const job = await queue.getJob(jobIdFor({ ...key, attempt }));
     const state = job ? await statusOfJob(queue, redis, job) : null;
-    const updated = state ? await refreshStatus(octokit, key, attempt, job?.data.triggeredBy.login) : null;
+    const statusUrl = state ? await refreshStatus(octokit, key, issueUrl, attempt) : undefined;
     const summary = state ? summarizeStatus(state) : null;
-    await comment(octokit, key, `@${user} ${msg.statusReplyText(attempt, summary, updated?.url, label)}`);
+    await comment(octokit, key, `@${user} ${msg.statusReplyText(attempt, summary, statusUrl, label)}`);
   }
 
   async function handleRetry(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log): Promise<void> {
@@ -168,14 +170,14 @@ export function createFrognanoApp(deps: AppDeps) {
       return { kind: 'queued' as const, attempt, summary: '' };
     });
     if (outcome.kind === 'busy') {
-      const st = await refreshStatus(octokit, key, outcome.attempt);
-      return void (await comment(octokit, key, msg.busyText(outcome.attempt, outcome.summary, st?.url)));
+      const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt);
+      return void (await comment(octokit, key, msg.busyText(outcome.attempt, outcome.summary, statusUrl)));
     }
-    const st = await refreshStatus(octokit, key, outcome.attempt, p.comment.user.login);
-    await comment(octokit, key, msg.retryStartedText(outcome.attempt, st?.url));
+    const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt, p.comment.user.login);
+    await comment(octokit, key, msg.retryStartedText(outcome.attempt, statusUrl));
   }
 
-  async function handleCancel(octokit: StatusOctokit, key: IssueKey, user: string, log: Log): Promise<void> {
+  async function handleCancel(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string, log: Log): Promise<void> {
     const attempt = await currentAttempt(redis, key);
     if (attempt === null) return void (await comment(octokit, key, msg.nothingToCancelText(null)));
     const jobId = jobIdFor({ ...key, attempt });
@@ -201,18 +203,33 @@ export function createFrognanoApp(deps: AppDeps) {
       }
     }
     await requestCancel(redis, jobId, user);
-    await refreshStatus(octokit, key, attempt, job.data.triggeredBy.login);
+    await refreshStatus(octokit, key, issueUrl, attempt);
     await comment(octokit, key, msg.cancelRequestedText(attempt));
   }
 
-  /** Rewrites the status comment from the job's live state (read under the issue's status lock). */
-  async function refreshStatus(octokit: StatusOctokit, key: IssueKey, attempt: number, triggeredBy?: string) {
-    return updateStatusComment(octokit, redis, key, async () => {
+  /**
+   * Rewrites the status comment from the job's live state, read under the issue's status lock.
+   * The app only writes the states it owns — queued, cancelled, a cancel request on a running job,
+   * and failures (a crashed runner cannot report its own). Running and finished-with-result comments
+   * belong to the runner, which knows more (turns, summary), so they are left as they are.
+   * Returns a link to the status comment either way, when one exists.
+   */
+  async function refreshStatus(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, attempt: number, triggeredBy?: string) {
+    const res = await updateStatusComment(octokit, redis, key, async () => {
       const job = await queue.getJob(jobIdFor({ ...key, attempt }));
       if (!job) return null;
       const state = await statusOfJob(queue, redis, job);
-      return state ? { state, meta: metaFor(key, attempt, triggeredBy ?? job.data.triggeredBy.login) } : null;
+      if (!state || !appOwns(state)) return null;
+      return { state, meta: metaFor(key, attempt, triggeredBy ?? job.data.triggeredBy.login) };
     });
+    if (res?.url) return res.url;
+    const id = res?.id ?? (await cachedStatusCommentId(redis, key));
+    return id && issueUrl ? `${issueUrl}#issuecomment-${id}` : undefined;
+  }
+
+  function appOwns(state: StatusState): boolean {
+    if (state.kind === 'running') return (state.detail ?? '').startsWith('Cancellation requested');
+    return state.kind === 'queued' || state.kind === 'failed' || state.kind === 'cancelled';
   }
 
   function metaFor(key: IssueKey, attempt: number, triggeredBy?: string): StatusMeta {

@@ -50,7 +50,7 @@ export function retryStartedText(attempt: number, statusUrl?: string): string {
 
 export function nothingToCancelText(attempt: number | null, summary?: string): string {
   if (attempt === null) return 'There is nothing to cancel: frognano has not run on this issue.';
-  return `There is nothing to cancel: attempt ${attempt} is already ${summary ?? 'finished'}.`;
+  return `There is nothing to cancel: attempt ${attempt} has already ended${summary ? ` (${summary})` : ''}.`;
 }
 
 export function cancelledQueuedText(attempt: number): string {
@@ -64,5 +64,5 @@ export function cancelRequestedText(attempt: number): string {
 export function statusReplyText(attempt: number | null, summary: string | null, statusUrl: string | undefined, label: string): string {
   if (attempt === null) return `frognano has not run on this issue yet. Add the \`${label}\` label to start.`;
   if (summary === null) return `Attempt ${attempt} finished long enough ago that its record has expired. Comment \`/frognano retry\` to run again.`;
-  return `Attempt ${attempt} is ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
+  return `Attempt ${attempt}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
 }

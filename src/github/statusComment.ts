@@ -69,11 +69,11 @@ export function summarizeStatus(state: StatusState): string {
       return `running${turn}`;
     }
     case 'pull_request':
-      return `finished: draft pull request #${state.number} opened`;
+      return `draft pull request #${state.number} opened`;
     case 'no_patch':
       return 'finished without proposing a change';
     case 'failed':
-      return 'failed';
+      return 'stopped with an error';
     case 'cancelled':
       return state.by ? `cancelled by @${state.by}` : 'cancelled';
   }

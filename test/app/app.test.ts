@@ -270,7 +270,7 @@ describe('issue_comment.created commands', () => {
     expect(rec.bodies.map((b) => b.method)).toEqual(['edit-status', 'reply']);
     expect(rec.bodies[0]!.body.body).toContain('frognano: queued');
     expect(rec.bodies[1]!.body.body).toBe(
-      '@Codertocat Attempt 1 is queued (1st in line). Details are in the [status comment](https://github.com/Codertocat/Hello-World/issues/1#issuecomment-9001).',
+      '@Codertocat Attempt 1: queued (1st in line). Details are in the [status comment](https://github.com/Codertocat/Hello-World/issues/1#issuecomment-9001).',
     );
   });
 
@@ -330,17 +330,53 @@ describe('issue_comment.created commands', () => {
       const rec = recorder();
       nockEyes(17);
       nockPermission('Codertocat', 'write');
-      nockEditStatus(rec);
-      nockReply(rec);
+      nockReply(rec); // no status edit: a running job's comment belongs to the runner
       await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { commentId: 17 }));
       expect(await h.queue.getJob('codertocat/hello-world#1@2')).toBeUndefined();
       expect(await h.queue.count()).toBe(0); // the only job is active
-      expect(rec.bodies[0]!.body.body).toContain('frognano: working on it');
-      expect(rec.bodies[1]!.body.body).toContain('Attempt 1 is still running');
-      expect(rec.bodies[1]!.body.body).toContain('`/frognano cancel` first');
+      expect(rec.bodies.map((b) => b.method)).toEqual(['reply']);
+      expect(rec.bodies[0]!.body.body).toBe(
+        'Attempt 1 is still running ([status](https://github.com/Codertocat/Hello-World/issues/1#issuecomment-9001)), so I did not start another. Comment `/frognano cancel` first if you want to start over.',
+      );
     } finally {
       await worker.close(true);
     }
+  });
+
+  test('/frognano status after a pull request leaves the runner\'s comment alone and answers with the result', async () => {
+    await labelAsWriter();
+    const { worker, token, job } = await takeJob();
+    await job.moveToCompleted(
+      { outcome: 'pull_request', pullRequestUrl: 'https://github.com/Codertocat/Hello-World/pull/2', pullRequestNumber: 2, exitReason: 'finished', turns: 9, elapsedSeconds: 80 },
+      token,
+      false,
+    );
+    await worker.close();
+    const rec = recorder();
+    nockEyes(23);
+    nockPermission('Codertocat', 'write');
+    nockReply(rec);
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano status', { commentId: 23 }));
+    expect(rec.bodies.map((b) => b.method)).toEqual(['reply']);
+    expect(rec.bodies[0]!.body.body).toBe(
+      '@Codertocat Attempt 1: draft pull request #2 opened. Details are in the [status comment](https://github.com/Codertocat/Hello-World/issues/1#issuecomment-9001).',
+    );
+  });
+
+  test('/frognano status after a runner crash writes the failure into the status comment', async () => {
+    await labelAsWriter();
+    const { worker, token, job } = await takeJob();
+    await job.moveToFailed(new Error('job stalled more than allowable limit'), token, false);
+    await worker.close();
+    const rec = recorder();
+    nockEyes(24);
+    nockPermission('Codertocat', 'write');
+    nockEditStatus(rec);
+    nockReply(rec);
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano status', { commentId: 24 }));
+    expect(rec.bodies[0]!.body.body).toContain('### ❌ frognano: failed');
+    expect(rec.bodies[0]!.body.body).toContain('> job stalled more than allowable limit');
+    expect(rec.bodies[1]!.body.body).toBe('@Codertocat Attempt 1: stopped with an error. Details are in the [status comment](https://github.com/Codertocat/Hello-World/issues/1#issuecomment-9001).');
   });
 
   test('/frognano retry while the attempt is queued does not queue a second one', async () => {

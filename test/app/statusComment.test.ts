@@ -82,7 +82,7 @@ describe('renderStatusComment', () => {
     expect(summarizeStatus({ kind: 'queued', position: 12 })).toBe('queued (12th in line)');
     expect(summarizeStatus({ kind: 'queued', position: 22 })).toBe('queued (22nd in line)');
     expect(summarizeStatus({ kind: 'running', turn: 3, maxTurns: 100 })).toBe('running (turn 3 of 100)');
-    expect(summarizeStatus({ kind: 'pull_request', url: 'u', number: 4 })).toBe('finished: draft pull request #4 opened');
+    expect(summarizeStatus({ kind: 'pull_request', url: 'u', number: 4 })).toBe('draft pull request #4 opened');
   });
 });
 
