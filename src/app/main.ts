@@ -44,9 +44,6 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
 }
 
 async function main(): Promise<void> {
-  // Probot's setup mode would otherwise fetch smee-client with npx at runtime to make a webhook proxy.
-  // Opt back in with NO_SMEE_SETUP=false (or set WEBHOOK_PROXY_URL); a value in .env wins.
-  process.env.NO_SMEE_SETUP ??= 'true';
   const server = await run(frognano, { log: logger.child({ name: 'app' }) });
   let stopping = false;
   const stop = async (signal: string) => {
