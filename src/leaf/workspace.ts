@@ -104,6 +104,10 @@ export async function prepareWorkspace(sourceDir: string, opts: PrepareWorkspace
   }
 
   const root = await fs.mkdtemp(path.join(opts.tmpDir ?? os.tmpdir(), 'frognano-ws-'));
+  // mkdtemp makes it 0700; a sandbox in a user namespace (bwrap) or running as another uid must be able
+  // to pass through to root/repo. Traverse only: the directory cannot be listed, and the copy keeps the
+  // source's own permissions.
+  await fs.chmod(root, 0o711);
   const cleanup = async () => {
     await fs.rm(root, { recursive: true, force: true });
   };

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import type { LeafEvent } from '../../src/leaf/events.js';
 import { solve } from '../../src/leaf/solve.js';
+import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
 import { LocalSandbox } from '../../src/sandbox/local.js';
 import { git, isolateHome, makeRepo, removeDir, SAMPLE_FILES, tempDir } from './helpers.js';
 
@@ -197,5 +198,40 @@ describe('solve', () => {
     const saved = JSON.parse(await readFile(path.join(out, 'trajectory.json'), 'utf8'));
     expect(saved.error).toMatch(/could not compute the patch/);
     expect(saved.n_steps).toBe(2);
+  });
+});
+
+describe('solve in the bwrap sandbox', () => {
+  let source: string;
+  let hostDir: string;
+  beforeEach(async () => {
+    source = await makeRepo(SAMPLE_FILES);
+    hostDir = await tempDir('fn-leaf-host-');
+  });
+  afterEach(async () => {
+    await removeDir(source);
+    await removeDir(hostDir);
+  });
+
+  it('computes the patch inside the sandbox, so git config the model planted never runs on the host', async () => {
+    const marker = path.join(hostDir, 'pwned');
+    // The model turns every `git add` into a command run (a clean filter), then changes a file.
+    const plant = [
+      `git config filter.evil.clean 'touch ${marker}; echo ran > .git/filter-ran; cat'`,
+      "echo '* filter=evil' > .gitattributes",
+      "sed -i 's/a - b/a + b/' src/math.js",
+    ].join(' && ');
+    const result = await solve({
+      sourceDir: source,
+      sandboxFactory: (dir) => BwrapSandbox.create(dir),
+      backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Bash', arguments: { command: plant } }] }, { content: 'done' }]),
+      task,
+      testCommands: ['cat .git/filter-ran'],
+    });
+    expect(result.trajectory.steps[0].observations[0].observation).toMatch(/^Exit code: 0\n/);
+    expect(result.patch).toContain('+  return a + b;');
+    // The filter did run, but inside the sandbox: it could not reach the host path.
+    expect(result.testResults[0]).toMatchObject({ exitCode: 0, outputTail: 'ran\n' });
+    await expect(stat(marker)).rejects.toThrow();
   });
 });

@@ -29,6 +29,7 @@ describe('prepareWorkspace', () => {
 
     expect(ws.baseCommit).toBe(git(source, 'rev-parse', 'HEAD').trim());
     expect(ws.repoDir).toBe(path.join(ws.root, 'repo'));
+    expect((await stat(ws.root)).mode & 0o777).toBe(0o711); // a sandbox user may pass through, not list
     expect(await readFile(path.join(ws.repoDir, 'README.md'), 'utf8')).toBe('# calc (edited)\n');
     expect(await readFile(path.join(ws.repoDir, 'untracked.txt'), 'utf8')).toBe('new\n');
     // Modes and links survive as they are: the copy shows exactly the source's changes.
