@@ -297,6 +297,27 @@ describe('issue_comment.created commands', () => {
     expect(rec.bodies[1]!.body.body).toBe('Cancelled attempt 1 before it started.');
   });
 
+  test('/frognano cancel with nothing to cancel says so', async () => {
+    const rec = recorder();
+    nockEyes(25);
+    nockPermission('Codertocat', 'write');
+    nockReply(rec);
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano cancel', { commentId: 25 }));
+    expect(rec.bodies[0]!.body.body).toBe('There is nothing to cancel: frognano has not run on this issue.');
+
+    await labelAsWriter();
+    const { worker, token, job } = await takeJob();
+    await job.moveToCompleted({ outcome: 'no_patch', reason: 'No test reproduces it.', exitReason: 'finished', turns: 5, elapsedSeconds: 30 }, token, false);
+    await worker.close();
+    const rec2 = recorder();
+    nockEyes(26);
+    nockPermission('Codertocat', 'write');
+    nockReply(rec2);
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano cancel', { commentId: 26 }));
+    expect(rec2.bodies[0]!.body.body).toBe('There is nothing to cancel: attempt 1 has already ended (finished without proposing a change).');
+    expect(await isCancelRequested(h.redis, JOB1)).toBe(false);
+  });
+
   test('/frognano cancel on a running job signals the runner over Redis', async () => {
     await labelAsWriter();
     const { worker } = await takeJob();
