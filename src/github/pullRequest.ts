@@ -60,6 +60,8 @@ export interface PullRequestBodyInput {
   tests: TestRun[];
   /** How the run ended (`completed`, ...), and any limit that was hit, in words. */
   exitReason: string;
+  /** The exit reason in words (`the model finished`). */
+  exitReasonText?: string;
   limitsHit?: string[];
   turns: number;
   elapsedSeconds: number;
@@ -130,16 +132,16 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   }
 
   parts.push('## Run', '');
-  parts.push(`- Exit reason: \`${i.exitReason}\``);
+  parts.push(`- Exit reason: \`${i.exitReason}\`${i.exitReasonText ? ` (${i.exitReasonText})` : ''}`);
   if (i.limitsHit && i.limitsHit.length > 0) parts.push(`- Limits hit: ${i.limitsHit.join('; ')}`);
   parts.push(`- Turns: ${i.turns}, elapsed: ${Math.round(i.elapsedSeconds)} s`);
   if (i.model) parts.push(`- Model: ${i.model}`);
-  if (i.runner) parts.push(`- Runner: ${i.runner}`);
+  if (i.runner) parts.push(`- Ran on ${i.runner}`);
   if (i.trajectoryPath) parts.push(`- Full trajectory (JSON) stored on the runner at \`${i.trajectoryPath}\``);
   parts.push('');
 
   const head = parts.join('\n');
-  const open = '<details><summary>Trajectory</summary>\n\n';
+  const open = '\n<details><summary>Trajectory</summary>\n\n';
   const close = '\n\n</details>\n';
   const budget = GITHUB_BODY_LIMIT - BODY_SAFETY_MARGIN - head.length - open.length - close.length;
   if (!i.renderTrajectory) return clampBody(head);

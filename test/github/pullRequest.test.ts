@@ -83,7 +83,7 @@ describe('pull request body', () => {
     expect(body).toContain('- Exit reason: `completed`');
     expect(body).toContain('- Turns: 7, elapsed: 93 s');
     expect(body).toContain('/var/lib/frognano/trajectories/octo/hello/issue-42-attempt-1.json');
-    expect(body).toMatch(/<details><summary>Trajectory<\/summary>\n\n### Turn 1\nRead src\/range.ts\n\n<\/details>\n$/);
+    expect(body).toMatch(/\n\n<details><summary>Trajectory<\/summary>\n\n### Turn 1\nRead src\/range.ts\n\n<\/details>\n$/);
   });
 
   it('shrinks the trajectory to fit GitHub\'s limit', () => {

@@ -1,0 +1,108 @@
+import { WaitingError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { RunnerRegistration } from '../src/ops/runnerRegistry.js';
+import { onCancel } from '../src/queue/cancel.js';
+import { QUEUE_NAME, type JobData, type JobResult } from '../src/queue/schema.js';
+import { HandBackError, JobFailure, processJob, type AbortCause, type RunnerContext } from '../src/runner/processJob.js';
+
+export interface RunnerWorkerOptions {
+  /** BullMQ connection (a dedicated ioredis with maxRetriesPerRequest: null). */
+  connection: ConnectionOptions;
+  /** Dedicated pub/sub connection for cancel requests (ioredis goes into subscriber mode). */
+  subscriber: Redis;
+  ctx: RunnerContext;
+  prefix?: string;
+  /** Jobs at once; one per GPU is the sane default (FROGNANO_CONCURRENCY). */
+  concurrency?: number;
+  /**
+   * A job's lock lives this long without renewal (renewed every half). If the runner dies, the job is
+   * back in the queue after roughly lockDuration + stalledInterval.
+   */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  /** How often a job may stall (runner crash) before it fails instead of being handed to another runner. */
+  maxStalledCount?: number;
+  registration?: RunnerRegistration;
+}
+
+export interface RunnerWorker {
+  worker: Worker<JobData, JobResult, string>;
+  /** Jobs being processed now, by id. */
+  activeJobs(): string[];
+  /**
+   * Stops taking jobs, waits up to `graceMs` for active ones, then aborts them; aborted jobs go back to
+   * the queue (another runner picks them up) and their status comment says queued again.
+   */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
+  const active = new Map<string, AbortController>();
+  const log = o.ctx.logger;
+
+  const processor = async (job: Job<JobData, JobResult, string>, token?: string): Promise<JobResult> => {
+    const id = job.id ?? 'unknown';
+    const controller = new AbortController();
+    active.set(id, controller);
+    const stopListening = onCancel(o.subscriber, id, (req) => controller.abort({ kind: 'cancel', by: req.by } satisfies AbortCause), {
+      checker: o.ctx.redis,
+    });
+    await o.registration?.setCurrentJob(id).catch(() => undefined);
+    const started = Date.now();
+    try {
+      const result = await processJob(job, o.ctx, controller.signal);
+      o.ctx.metrics?.recordJobFinished({ status: 'completed', outcome: result.outcome, durationSeconds: (Date.now() - started) / 1000, turns: result.turns });
+      return result;
+    } catch (e) {
+      if (e instanceof HandBackError) {
+        log.warn({ jobId: id }, 'handing the job back to the queue (shutdown)');
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      const category = e instanceof JobFailure ? e.category : 'unexpected';
+      o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: category, durationSeconds: (Date.now() - started) / 1000 });
+      throw e;
+    } finally {
+      active.delete(id);
+      await stopListening();
+      await o.registration?.setCurrentJob(null).catch(() => undefined);
+    }
+  };
+
+  const worker = new Worker<JobData, JobResult, string>(QUEUE_NAME, processor, {
+    connection: o.connection,
+    ...(o.prefix ? { prefix: o.prefix } : {}),
+    concurrency: o.concurrency ?? 1,
+    lockDuration: o.lockDurationMs ?? 120_000,
+    stalledInterval: o.stalledIntervalMs ?? 60_000,
+    maxStalledCount: o.maxStalledCount ?? 2,
+    // A model run is long; never let BullMQ's own timers shorten it. Limits live in solve().
+    autorun: true,
+  });
+  worker.on('failed', (job, err) => {
+    if (err instanceof WaitingError || err?.name === 'WaitingError') return;
+    log.error({ jobId: job?.id, reason: err.message }, 'job failed');
+  });
+  worker.on('completed', (job, result) => log.info({ jobId: job.id, outcome: result.outcome }, 'job completed'));
+  worker.on('error', (err) => log.error({ err }, 'worker error'));
+  worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled (its runner stopped renewing the lock); it goes back to the queue'));
+
+  return {
+    worker,
+    activeJobs: () => [...active.keys()],
+    async shutdown(graceMs: number) {
+      const closing = worker.close();
+      const timer = setTimeout(() => {
+        for (const [id, c] of active) {
+          log.warn({ jobId: id }, 'grace period over; stopping the job');
+          c.abort({ kind: 'shutdown' } satisfies AbortCause);
+        }
+      }, graceMs);
+      try {
+        await closing;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

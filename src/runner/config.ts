@@ -1,0 +1,91 @@
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { DEFAULT_GIT_BASE_URL } from '../github/git.js';
+
+/** Runner settings from the environment; every value has a default except the GitHub App credentials. */
+export const RunnerConfigSchema = z.object({
+  appId: z.coerce.number().int().positive(),
+  privateKey: z.string().includes('PRIVATE KEY', { message: 'is not a PEM private key' }),
+  /** REST API base for GitHub Enterprise Server (`https://ghe.example/api/v3`); api.github.com otherwise. */
+  apiBaseUrl: z.string().url().optional(),
+  gitBaseUrl: z.string().regex(/^(https?|file):\/\//, 'must start with https://, http:// or file://').default(DEFAULT_GIT_BASE_URL),
+  redisUrl: z.string().default('redis://127.0.0.1:6379'),
+  queuePrefix: z.string().min(1).optional(),
+  concurrency: z.coerce.number().int().min(1).max(64).default(1),
+  workDir: z.string().default(path.join(os.tmpdir(), 'frognano-runner')),
+  trajectoryDir: z.string().default(path.join(os.homedir(), '.frognano', 'trajectories')),
+  botName: z.string().min(1).default('frognano[bot]'),
+  botEmail: z.string().min(3).default('frognano[bot]@users.noreply.github.com'),
+  maxTurns: z.coerce.number().int().min(1).max(1000).optional(),
+  wallTimeMinutes: z.coerce.number().positive().optional(),
+  /** SIGTERM: wait this long for active jobs before handing them back to the queue. */
+  shutdownGraceSeconds: z.coerce.number().nonnegative().default(60),
+  lockDurationMs: z.coerce.number().int().min(5000).default(120_000),
+  stalledIntervalMs: z.coerce.number().int().min(1000).default(60_000),
+  maxStalledCount: z.coerce.number().int().min(0).default(2),
+  opsPort: z.coerce.number().int().min(0).max(65535).optional(),
+});
+export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
+
+/**
+ * APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH), GHE_HOST / FROGNANO_GITHUB_API_URL, FROGNANO_GIT_BASE_URL, REDIS_URL,
+ * FROGNANO_QUEUE_PREFIX, FROGNANO_CONCURRENCY, FROGNANO_WORK_DIR, FROGNANO_TRAJECTORY_DIR, FROGNANO_BOT_NAME,
+ * FROGNANO_BOT_EMAIL, FROGNANO_MAX_TURNS, FROGNANO_WALL_TIME_MINUTES, FROGNANO_SHUTDOWN_GRACE_SECONDS,
+ * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT.
+ * Errors name the variable, never its value (it may be the private key).
+ */
+export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
+  const v = (name: string) => {
+    const s = env[name]?.trim();
+    return s ? s : undefined;
+  };
+  let privateKey = v('PRIVATE_KEY')?.replace(/\\n/g, '\n');
+  const keyPath = v('PRIVATE_KEY_PATH');
+  if (!privateKey && keyPath) {
+    try {
+      privateKey = readFileSync(keyPath, 'utf8');
+    } catch (e) {
+      throw new Error(`PRIVATE_KEY_PATH: cannot read ${keyPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  }
+  const ghe = v('GHE_HOST');
+  const names: Record<string, string> = {
+    appId: 'APP_ID',
+    privateKey: keyPath ? 'PRIVATE_KEY_PATH' : 'PRIVATE_KEY',
+    apiBaseUrl: 'FROGNANO_GITHUB_API_URL',
+    gitBaseUrl: 'FROGNANO_GIT_BASE_URL',
+    redisUrl: 'REDIS_URL',
+    queuePrefix: 'FROGNANO_QUEUE_PREFIX',
+    concurrency: 'FROGNANO_CONCURRENCY',
+    workDir: 'FROGNANO_WORK_DIR',
+    trajectoryDir: 'FROGNANO_TRAJECTORY_DIR',
+    botName: 'FROGNANO_BOT_NAME',
+    botEmail: 'FROGNANO_BOT_EMAIL',
+    maxTurns: 'FROGNANO_MAX_TURNS',
+    wallTimeMinutes: 'FROGNANO_WALL_TIME_MINUTES',
+    shutdownGraceSeconds: 'FROGNANO_SHUTDOWN_GRACE_SECONDS',
+    lockDurationMs: 'FROGNANO_LOCK_DURATION_MS',
+    stalledIntervalMs: 'FROGNANO_STALLED_INTERVAL_MS',
+    maxStalledCount: 'FROGNANO_MAX_STALLED_COUNT',
+    opsPort: 'FROGNANO_OPS_PORT',
+  };
+  const input: Record<string, unknown> = {};
+  for (const [key, envName] of Object.entries(names)) {
+    if (key === 'privateKey') input[key] = privateKey;
+    else if (key === 'apiBaseUrl') input[key] = v(envName) ?? (ghe ? `https://${ghe}/api/v3` : undefined);
+    else if (key === 'gitBaseUrl') input[key] = v(envName) ?? (ghe ? `https://${ghe}` : undefined);
+    else input[key] = v(envName);
+  }
+  const parsed = RunnerConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    const msgs = parsed.error.issues.map((i) => {
+      const key = String(i.path[0] ?? '');
+      const message = i.code === 'invalid_type' && input[key] === undefined ? 'is required' : i.message;
+      return `${names[key] ?? key} ${message}`;
+    });
+    throw new Error(`runner configuration: ${msgs.join('; ')}`);
+  }
+  return parsed.data;
+}
