@@ -5,7 +5,7 @@ import { clampIssueBody, jobIdFor, type JobData } from '../queue/schema.js';
 import { enqueueJob, isUnfinishedState, type FrognanoQueue } from '../queue/queue.js';
 import { requestCancel } from '../queue/cancel.js';
 import { claimOnce, withRedisLock } from '../queue/lock.js';
-import { currentAttempt, issueSlug, labelAttempt, nextAttempt, type IssueKey } from '../queue/attempts.js';
+import { currentAttempt, forgetFreshAttempt, issueSlug, labelAttempt, nextAttempt, type IssueKey } from '../queue/attempts.js';
 import { getUserPermission } from '../github/permissions.js';
 import {
   cachedStatusCommentId,
@@ -69,18 +69,25 @@ export function createFrognanoApp(deps: AppDeps) {
       }
 
       await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
-        const attempt = await labelAttempt(redis, key);
+        const { attempt, fresh } = await labelAttempt(redis, key);
         const jobId = jobIdFor({ ...key, attempt });
         const existing = await queue.getJob(jobId);
-        if (existing) {
-          const state = await existing.getState();
-          // Redelivery or a second label while it runs: nothing to do. After it finished, re-running
-          // takes an explicit `/frognano retry` (the status comment says so).
-          log.info({ jobId, state }, 'label: job for the current attempt already exists; not enqueuing again');
+        if (existing || !fresh) {
+          // Redelivery or a second label while it runs: nothing to do. After an attempt ended (finished,
+          // cancelled or expired), re-running takes an explicit `/frognano retry`; the status comment says so.
+          const state = existing ? await existing.getState() : 'gone';
+          log.info({ jobId, state }, 'label: this issue already has an attempt; not enqueuing again');
           return;
         }
         const data = jobData(p, key, attempt, 'label', context.id, now());
-        const { created, job } = await enqueueJob(queue, data);
+        let enqueued;
+        try {
+          enqueued = await enqueueJob(queue, data);
+        } catch (err) {
+          await forgetFreshAttempt(redis, key); // let GitHub's redelivery start it
+          throw err;
+        }
+        const { created, job } = enqueued;
         log.info({ jobId: job.id, created }, 'label: enqueued');
         if (created) await refreshStatus(octokit, key, p.issue.html_url, attempt, p.sender.login);
       });

@@ -24,10 +24,19 @@ export async function currentAttempt(redis: Redis, k: IssueKey): Promise<number 
   return Number.isInteger(v) && v > 0 ? v : null;
 }
 
-/** The attempt a label starts: 1 for a fresh issue, otherwise the latest one (which may already have run). */
-export async function labelAttempt(redis: Redis, k: IssueKey): Promise<number> {
-  await redis.set(attemptKey(k), '1', 'NX');
-  return (await currentAttempt(redis, k)) ?? 1;
+/**
+ * The attempt a label refers to. `fresh` is true only when this call created the issue's counter
+ * (attempt 1 of an issue that never ran); otherwise the latest attempt is returned, which may
+ * already have run, been cancelled or expired — a label does not start those again.
+ */
+export async function labelAttempt(redis: Redis, k: IssueKey): Promise<{ attempt: number; fresh: boolean }> {
+  const fresh = (await redis.set(attemptKey(k), '1', 'NX')) === 'OK';
+  return { attempt: fresh ? 1 : ((await currentAttempt(redis, k)) ?? 1), fresh };
+}
+
+/** Undoes a fresh labelAttempt whose job could not be queued, so a redelivery can try again. */
+export async function forgetFreshAttempt(redis: Redis, k: IssueKey): Promise<void> {
+  await redis.del(attemptKey(k));
 }
 
 /** Allocates the next attempt number atomically (retry). */

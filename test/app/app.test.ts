@@ -175,6 +175,20 @@ describe('issues.labeled', () => {
     expect(await (await h.queue.getJob(JOB1))!.getState()).toBe('completed');
   });
 
+  test('labelling again after a queued attempt was cancelled does not re-queue it', async () => {
+    await labelAsWriter();
+    nockEyes(30);
+    nockPermission('Codertocat', 'write');
+    nockEditStatus(recorder());
+    nockReply(recorder());
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano cancel', { commentId: 30 }));
+    expect(await h.queue.getJob(JOB1)).toBeUndefined();
+    nockPermission('Codertocat', 'write');
+    await receive(h.probot, 'issues', labeledPayload());
+    expect(await h.queue.getJob(JOB1)).toBeUndefined();
+    expect(await h.queue.count()).toBe(0);
+  });
+
   test('a triage user adding the label gets a polite refusal, once per delivery', async () => {
     const rec = recorder();
     nockPermission('triager', 'read', 'triage');

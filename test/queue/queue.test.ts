@@ -109,14 +109,21 @@ describe('enqueueJob', () => {
 describe('attempt numbers', () => {
   const key = { owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 7 };
 
-  test('a label starts attempt 1; retries count up; a later label reuses the latest', async () => {
+  test('a label starts attempt 1 once; retries count up; a later label refers to the latest', async () => {
     expect(await currentAttempt(redis, key)).toBeNull();
-    expect(await labelAttempt(redis, key)).toBe(1);
-    expect(await labelAttempt(redis, key)).toBe(1);
+    expect(await labelAttempt(redis, key)).toEqual({ attempt: 1, fresh: true });
+    expect(await labelAttempt(redis, key)).toEqual({ attempt: 1, fresh: false });
     expect(await nextAttempt(redis, key)).toBe(2);
-    expect(await labelAttempt(redis, key)).toBe(2);
+    expect(await labelAttempt(redis, key)).toEqual({ attempt: 2, fresh: false });
     // Owner/repo case does not split the counter.
     expect(await currentAttempt(redis, { ...key, owner: 'octo-org', repo: 'hello.world' })).toBe(2);
+  });
+
+  test('concurrent labels: exactly one sees a fresh attempt', async () => {
+    const k = { ...key, issueNumber: 50 };
+    const r = await Promise.all([labelAttempt(redis, k), labelAttempt(redis, k), labelAttempt(redis, k)]);
+    expect(r.filter((x) => x.fresh)).toHaveLength(1);
+    expect(r.every((x) => x.attempt === 1)).toBe(true);
   });
 
   test('retry without a prior label starts at 1', async () => {
