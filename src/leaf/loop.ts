@@ -94,9 +94,13 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
   });
   aborted.catch(() => undefined);
 
+  // Nothing the loop awaits may outlive a cancel or the wall-time limit.
+  const guard = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted]);
+
   let topLevel: string[] | undefined;
   try {
-    topLevel = await topLevelEntries(sandbox);
+    const listingTimeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), limits.fileToolTimeoutMs).unref?.());
+    topLevel = await guard(Promise.race([topLevelEntries(sandbox), listingTimeout]));
   } catch {
     topLevel = undefined; // orientation only; the model can list files itself
   }
@@ -137,7 +141,13 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
         exitReason = 'max_turns';
         break;
       }
-      const promptTokens = await countPrompt();
+      let promptTokens: number;
+      try {
+        promptTokens = await guard(countPrompt());
+      } catch {
+        exitReason = abortReason(); // only the abort can reject: countPrompt falls back to an estimate
+        break;
+      }
       if (promptTokens + limits.maxNewTokens > limits.contextTokens) {
         contextTokens = Math.max(contextTokens, promptTokens);
         exitReason = 'max_context_len';
@@ -148,10 +158,9 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
       let result: GenerateResult;
       const genStarted = Date.now();
       try {
-        result = await Promise.race([
+        result = await guard(
           backend.generate(messages, tools, { ...opts.sampling, maxNewTokens: limits.maxNewTokens, signal: inner.signal }),
-          aborted,
-        ]);
+        );
       } catch (err) {
         if (inner.signal.aborted) exitReason = abortReason();
         else if (isContextOverflow(err)) {

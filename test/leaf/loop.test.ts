@@ -248,11 +248,13 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     // A sandbox whose file API hangs (as a wedged container's would); everything else is the real one.
     const wedged = Object.create(sandbox) as LocalSandbox;
     wedged.readFile = () => new Promise<Buffer>(() => undefined);
+    wedged.listFiles = () => new Promise(() => undefined);
     const backend = ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] }]);
     const started = Date.now();
     const t = await runLeaf({ sandbox: wedged, backend, task, limits: { fileToolTimeoutMs: 300 } });
     expect(t.exit_reason).toBe('tool_error');
     expect(t.error).toBe('Read: Read got no answer from the sandbox within 0.3s');
+    expect(t.messages[1].content).not.toContain('Top-level files'); // the listing gave up too
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
