@@ -89,7 +89,8 @@ export function createFrognanoApp(deps: AppDeps) {
         }
         const { created, job } = enqueued;
         log.info({ jobId: job.id, created }, 'label: enqueued');
-        if (created) await refreshStatus(octokit, key, p.issue.html_url, attempt, p.sender.login);
+        // The job is what matters; a failed comment write is logged, and the runner writes the status again when it starts.
+        if (created) await refreshStatus(octokit, key, p.issue.html_url, attempt, p.sender.login).catch((err: unknown) => log.warn({ err }, 'could not write the status comment'));
       });
     });
 
@@ -180,7 +181,10 @@ export function createFrognanoApp(deps: AppDeps) {
       const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt);
       return void (await comment(octokit, key, msg.busyText(outcome.attempt, outcome.summary, statusUrl)));
     }
-    const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt, p.comment.user.login);
+    const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt, p.comment.user.login).catch((err: unknown) => {
+      log.warn({ err }, 'could not write the status comment');
+      return undefined;
+    });
     await comment(octokit, key, msg.retryStartedText(outcome.attempt, statusUrl));
   }
 

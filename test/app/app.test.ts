@@ -189,6 +189,14 @@ describe('issues.labeled', () => {
     expect(await h.queue.count()).toBe(0);
   });
 
+  test('a GitHub error writing the status comment does not lose the queued job', async () => {
+    nockPermission('Codertocat', 'write');
+    nock(API).get(`${REPO}/issues/1/comments`).query(true).reply(200, []);
+    nock(API).post(`${REPO}/issues/1/comments`).reply(500, { message: 'Server Error' });
+    await expect(receive(h.probot, 'issues', labeledPayload())).resolves.not.toThrow();
+    expect(await (await h.queue.getJob(JOB1))!.getState()).toBe('waiting');
+  });
+
   test('a triage user adding the label gets a polite refusal, once per delivery', async () => {
     const rec = recorder();
     nockPermission('triager', 'read', 'triage');
