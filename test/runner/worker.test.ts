@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import nock from 'nock';
+import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
+import { requestCancel } from '../../src/queue/cancel.js';
+import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
+import { jobIdFor } from '../../src/queue/schema.js';
+import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
+import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { recordGitHub } from './githubRecorder.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REPO = 'greeter';
+const SLOW: ReplayTurn[] = [{ content: 'thinking…', delay_ms: 30_000, tool_calls: [] }];
+const FIX: ReplayTurn[] = [
+  { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hello\n' } }] },
+  { content: 'Fixed the greeting.', tool_calls: [] },
+];
+
+describe('runner worker', () => {
+  const prefix = `fn-e-worker-${randomUUID().slice(0, 8)}`;
+  let redis: Redis;
+  let conn: Redis;
+  let subscriber: Redis;
+  let queue: FrognanoQueue;
+  let remote: BareRemote;
+  let owner: string;
+  let gh: ReturnType<typeof recordGitHub>;
+  const runners: RunnerWorker[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+
+  beforeAll(() => {
+    nock.disableNetConnect();
+    redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    subscriber = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    queue = createQueue(conn, { prefix });
+  });
+  beforeEach(async () => {
+    owner = uniqueOwner('wk');
+    remote = await makeBareRemote(owner, REPO, { 'hello.txt': 'hi\n' });
+    gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
+  });
+  afterEach(async () => {
+    for (const r of runners.splice(0)) await r.shutdown(500);
+    for (const c of cleanups.splice(0)) await c();
+    gh.done();
+    await remote.cleanup();
+    await redis.del(`frognano:status:${owner.toLowerCase()}/${REPO}#7`);
+  });
+  afterAll(async () => {
+    await queue.obliterate({ force: true });
+    await queue.close();
+    await Promise.all([redis.quit(), conn.quit(), subscriber.quit()]);
+    nock.enableNetConnect();
+  });
+
+  async function startRunner(turns: ReplayTurn[]) {
+    const ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns), logger: captureLogs().logger });
+    cleanups.push(ctx.cleanup);
+    const r = createRunnerWorker({ connection: conn, subscriber, prefix, ctx, lockDurationMs: 10_000 });
+    runners.push(r);
+    return r;
+  }
+
+  async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await fn();
+      if (v) return v;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  const state = async (id: string) => (await queue.getJob(id))?.getState();
+
+  it('stops a running job when a maintainer cancels it (/frognano cancel)', async () => {
+    const runner = await startRunner(SLOW);
+    const { job } = await enqueueJob(queue, jobData(owner, REPO));
+    await waitFor('the job to start', async () => runner.activeJobs().includes(job.id!));
+    await waitFor('the model turn', async () => gh.statusBodies().some((b) => b.includes('Turn 1')));
+    await requestCancel(redis, job.id!, 'maint');
+    await waitFor('the job to finish', async () => (await state(job.id!)) === 'completed');
+    expect((await queue.getJob(job.id!))!.returnvalue).toMatchObject({ outcome: 'cancelled' });
+    expect(gh.statusBodies().at(-1)).toContain('Cancelled by @maint');
+  });
+
+  it('on shutdown, hands an active job back to the queue; another runner finishes it', async () => {
+    const first = await startRunner(SLOW);
+    const { job } = await enqueueJob(queue, jobData(owner, REPO));
+    const id = job.id!;
+    expect(id).toBe(jobIdFor({ owner, repo: REPO, issueNumber: 7, attempt: 1 }));
+    await waitFor('the job to start', async () => first.activeJobs().includes(id));
+    await waitFor('the model turn', async () => gh.statusBodies().some((b) => b.includes('Turn 1')));
+
+    const started = Date.now();
+    await first.shutdown(300); // grace period over at once: the job is aborted and handed back
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(await state(id)).toBe('waiting');
+    expect(gh.statusBodies().at(-1)).toContain('queued');
+    runners.splice(runners.indexOf(first), 1);
+
+    await startRunner(FIX);
+    await waitFor('the job to finish on the second runner', async () => (await state(id)) === 'completed');
+    expect((await queue.getJob(id))!.returnvalue).toMatchObject({ outcome: 'pull_request', branch: 'frognano/issue-7' });
+    expect(gitIn(remote.bare, 'show', 'refs/heads/frognano/issue-7:hello.txt')).toBe('hello\n');
+    expect(gh.statusBodies().at(-1)).toContain('draft pull request #5 opened');
+  });
+
+  it('records the reason of a failed job', async () => {
+    await startRunner(FIX);
+    const { job } = await enqueueJob(queue, jobData(owner, 'missing-repo'));
+    const other = recordGitHub(owner, 'missing-repo', { token: fakeInstallationToken(), installationId: 4242 });
+    await waitFor('the job to fail', async () => (await state(job.id!)) === 'failed');
+    const failed = (await queue.getJob(job.id!))!;
+    expect(failed.failedReason).toMatch(/^could not clone .*\/missing-repo \(branch main\)/);
+    expect(failed.attemptsMade).toBe(1);
+    expect(other.statusBodies().at(-1)).toContain('could not clone');
+    await redis.del(`frognano:status:${owner.toLowerCase()}/missing-repo#7`);
+  });
+});
