@@ -130,6 +130,8 @@ export class BwrapSandbox implements Sandbox {
       '--tmpfs', '/var/tmp',
       '--tmpfs', BWRAP_HOME,
       '--bind', this.hostDir, BWRAP_WORKDIR,
+      // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
+      '--remount-ro', '/',
       '--chdir', cwdInside,
       '--clearenv',
       ...setenv,

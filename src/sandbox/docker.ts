@@ -294,6 +294,8 @@ export class DockerSandbox implements Sandbox {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     if (killing) await killing;
+    // The job time limit killed the container under this command.
+    if (this.expired && !cancelled) timedOut = true;
 
     let exitCode: number | null = null;
     if (!timedOut && !cancelled) {

@@ -1,3 +1,5 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { HostFiles } from './hostFiles.js';
 import { runProcess } from './process.js';
@@ -26,6 +28,12 @@ export class LocalSandbox implements Sandbox {
   readonly kind = 'local' as const;
   readonly workdir: string;
   private readonly files: HostFiles;
+  /**
+   * A private HOME per sandbox: commands must not run the runner's dotfiles (which may hang, or hold credentials
+   * such as ~/.npmrc tokens) nor leave state in them.
+   */
+  private home: Promise<string> | undefined;
+  private closed = false;
 
   constructor(repoDir: string, private readonly defaultTimeoutMs = 120_000) {
     this.workdir = path.resolve(repoDir);
@@ -33,10 +41,12 @@ export class LocalSandbox implements Sandbox {
   }
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (this.closed) throw new Error('sandbox is closed');
     const cwd = options.cwd ? await this.files.resolve(options.cwd, this.workdir) : this.workdir;
+    this.home ??= mkdtemp(path.join(os.tmpdir(), 'frognano-home-'));
     return runProcess(['bash', '-lc', command], {
       cwd,
-      env: { ...baseEnv(process.env.HOME ?? '/tmp'), ...options.env },
+      env: { ...baseEnv(await this.home), ...options.env },
       timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs,
       signal: options.signal,
       maxOutputBytes: options.maxOutputBytes,
@@ -56,7 +66,11 @@ export class LocalSandbox implements Sandbox {
     return this.files.listFiles(dir, limit, this.workdir);
   }
 
+  /** Removes the private HOME; the repository directory belongs to the caller. */
   async close(): Promise<void> {
-    /* nothing to release: the repository directory belongs to the caller */
+    this.closed = true;
+    const home = this.home;
+    this.home = undefined;
+    if (home) await rm(await home, { recursive: true, force: true });
   }
 }

@@ -1,0 +1,147 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  BwrapSandbox,
+  checkSandbox,
+  createSandbox,
+  DockerSandbox,
+  LocalSandbox,
+  resolveSandboxConfig,
+  SandboxConfigSchema,
+  sandboxConfigFromEnv,
+} from '../../src/sandbox/index.js';
+import { dockerForTests, TEST_IMAGE } from './support.js';
+
+const docker = await dockerForTests();
+const itDocker = docker ? it : it.skip;
+
+describe('sandboxConfigFromEnv', () => {
+  it('defaults to auto with finite limits everywhere', () => {
+    const cfg = sandboxConfigFromEnv({});
+    expect(cfg.kind).toBe('auto');
+    const docker = SandboxConfigSchema.parse({ kind: 'docker' });
+    expect(docker).toMatchObject({
+      kind: 'docker', image: 'frognano-sandbox:latest', memoryMb: 4096, cpus: 2, pidsLimit: 512,
+      defaultTimeoutMs: 120_000, user: '1000:1000', labels: {},
+    });
+    expect(docker.kind === 'docker' && docker.jobTimeoutMs).toBeGreaterThan(0);
+  });
+
+  it('reads the docker settings', () => {
+    const cfg = sandboxConfigFromEnv({
+      FROGNANO_SANDBOX: 'Docker',
+      FROGNANO_SANDBOX_IMAGE: 'acme/sandbox:py312',
+      FROGNANO_SANDBOX_MEMORY_MB: '2048',
+      FROGNANO_SANDBOX_CPUS: '1.5',
+      FROGNANO_SANDBOX_PIDS: '256',
+      FROGNANO_SANDBOX_TIMEOUT_MS: '30000',
+      FROGNANO_SANDBOX_JOB_TIMEOUT_MS: '600000',
+      FROGNANO_SANDBOX_USER: '2000:2000',
+    });
+    expect(cfg).toMatchObject({
+      kind: 'docker', image: 'acme/sandbox:py312', memoryMb: 2048, cpus: 1.5, pidsLimit: 256,
+      defaultTimeoutMs: 30_000, jobTimeoutMs: 600_000, user: '2000:2000',
+    });
+  });
+
+  it('reads bwrap, local and auto', () => {
+    expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_BWRAP: '/opt/bwrap' })).toMatchObject({
+      kind: 'bwrap', bwrapPath: '/opt/bwrap',
+    });
+    expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'local' })).toEqual({ kind: 'local', defaultTimeoutMs: 120_000 });
+    expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'auto', FROGNANO_SANDBOX_IMAGE: 'x:y' })).toMatchObject({
+      kind: 'auto', docker: { image: 'x:y' },
+    });
+  });
+
+  it('rejects bad values naming the variable', () => {
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'chroot' })).toThrow(/FROGNANO_SANDBOX=chroot is not one of docker, bwrap, local, auto/);
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'docker', FROGNANO_SANDBOX_MEMORY_MB: 'lots' })).toThrow(
+      /FROGNANO_SANDBOX_MEMORY_MB=lots is not a number/,
+    );
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'docker', FROGNANO_SANDBOX_MEMORY_MB: '8' })).toThrow(/memoryMb/);
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_USER: '0:0' })).toThrow(/never runs as root/);
+  });
+});
+
+describe('createSandbox and checkSandbox', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'fn-index-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('creates the local sandbox only when asked for it', async () => {
+    const sb = await createSandbox({ kind: 'local' }, dir);
+    expect(sb).toBeInstanceOf(LocalSandbox);
+    await sb.close();
+    const check = await checkSandbox({ kind: 'local' });
+    expect(check.ok).toBe(true);
+    expect(check.checks[0].hint).toMatch(/trusted/);
+  });
+
+  it('creates and checks bwrap', async () => {
+    const sb = await createSandbox({ kind: 'bwrap' }, dir);
+    try {
+      expect(sb).toBeInstanceOf(BwrapSandbox);
+      expect((await sb.exec('echo ok')).stdout).toBe('ok\n');
+    } finally {
+      await sb.close();
+    }
+    const check = await checkSandbox({ kind: 'bwrap' });
+    expect(check).toMatchObject({ kind: 'bwrap', ok: true });
+  });
+
+  it('reports a missing bwrap with an install hint', async () => {
+    const check = await checkSandbox({ kind: 'bwrap', bwrapPath: '/nonexistent/bwrap' });
+    expect(check.ok).toBe(false);
+    expect(check.checks[0].message).toMatch(/bubblewrap failed: .*nonexistent\/bwrap/);
+    expect(check.checks[0].hint).toMatch(/apt-get install bubblewrap/);
+  });
+
+  itDocker('auto picks docker when the engine and image are there', async () => {
+    const cfg = { kind: 'auto' as const, docker: { image: TEST_IMAGE } };
+    expect((await resolveSandboxConfig(cfg)).kind).toBe('docker');
+    expect(await checkSandbox(cfg)).toMatchObject({ kind: 'docker', ok: true });
+    const sb = await createSandbox(cfg, dir);
+    try {
+      expect(sb).toBeInstanceOf(DockerSandbox);
+      expect((await sb.exec('id -un')).stdout).toBe('agent\n');
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('auto falls back to bwrap when the docker image is missing, never to local', async () => {
+    const cfg = { kind: 'auto' as const, docker: { image: 'frognano-sandbox:absent' } };
+    const check = await checkSandbox(cfg);
+    expect(check.kind).toBe('bwrap');
+    expect(check.ok).toBe(true);
+    expect(check.checks[0]).toMatchObject({ kind: 'docker', ok: false });
+    expect(check.checks[0].hint ?? check.checks[0].message).toMatch(/scripts\/build-sandbox-image\.sh frognano-sandbox:absent/);
+    const sb = await createSandbox(cfg, dir);
+    try {
+      expect(sb).toBeInstanceOf(BwrapSandbox);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('fails with both reasons when neither docker nor bwrap is usable', async () => {
+    const cfg = {
+      kind: 'auto' as const,
+      docker: { image: TEST_IMAGE, socketPath: path.join(dir, 'none.sock') },
+      bwrap: { bwrapPath: '/nonexistent/bwrap' },
+    };
+    await expect(createSandbox(cfg, dir)).rejects.toThrow(
+      /no isolating sandbox is usable: Docker engine not reachable.*bubblewrap failed.*FROGNANO_SANDBOX=local only/,
+    );
+    const check = await checkSandbox(cfg);
+    expect(check.ok).toBe(false);
+    expect(check.checks.map((c) => c.kind)).toEqual(['docker', 'bwrap']);
+    expect(check.checks[0].hint).toMatch(/start dockerd/);
+  });
+});
