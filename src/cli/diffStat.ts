@@ -50,7 +50,7 @@ export function renderDiffStat(files: FileStat[], barWidth = 30): string[] {
     if (f.binary) return ` ${name} | Bin`;
     const n = f.additions + f.deletions;
     const bar = '+'.repeat(Math.round(f.additions * scale)) + '-'.repeat(Math.round(f.deletions * scale));
-    return ` ${name} | ${String(n).padStart(4)} ${bar}`;
+    return ` ${name} | ${String(n).padStart(4)} ${bar}`.trimEnd();
   });
   const add = files.reduce((s, f) => s + f.additions, 0);
   const del = files.reduce((s, f) => s + f.deletions, 0);

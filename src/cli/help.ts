@@ -32,18 +32,20 @@ The issue (exactly one):
   --issue TEXT             The issue as text; first line title, rest body
   --github OWNER/REPO#N    Fetch title and body from GitHub (GITHUB_TOKEN for private repositories)
 
-The model (one of; default from the environment: FROGNANO_MODEL_DIR, FROGNANO_ENDPOINT, ...):
+The model (one of; default from the environment: FROGNANO_MODEL_DIR, FROGNANO_OPENAI_BASE_URL +
+FROGNANO_OPENAI_MODEL, or FROGNANO_REPLAY_FILE; the API key only ever from FROGNANO_OPENAI_API_KEY):
   --model-dir DIR          Local ONNX model directory (onnxruntime-node)
   --endpoint URL           OpenAI-compatible server (vLLM, llama.cpp), with --model NAME
   --model NAME             Model name to request from --endpoint
   --replay FILE            Replay scripted turns or an earlier trajectory instead of a model
 
 The sandbox:
-  --sandbox KIND           docker | bwrap | local (default: docker if usable, else bwrap; local only when asked)
+  --sandbox KIND           docker | bwrap | local (default FROGNANO_SANDBOX, else docker if usable, else bwrap;
+                           local runs commands unisolated and is only used when asked for)
 
 Limits:
   --max-turns N            Assistant turns before the run stops (default 100)
-  --wall-time DURATION     Whole-run time limit, e.g. 30m, 1h30m, 900 (seconds)
+  --wall-time DURATION     Time limit of the agent loop (default 1h), e.g. 30m, 1h30m, 900 (seconds)
   --max-new-tokens N       Tokens the model may generate per turn (default 8192)
   --context-tokens N       Context window (default 131072)
   --bash-timeout DURATION  Default timeout of one Bash tool call (default 120s)
@@ -53,8 +55,8 @@ Checks (run in the sandbox, may be repeated):
   --test CMD               Command run on the result; its outcome goes into the summary
 
 Output:
-  --out DIR                Where patch.diff, trajectory.json and trajectory.md go
-                           (default ./frognano-out/<timestamp>)
+  --out DIR                Where changes.patch, trajectory.json and trajectory.md go
+                           (default ./frognano-out/<timestamp>; never inside the repository)
   --json                   Print a machine-readable summary on stdout (progress stays on stderr)
   -h, --help               This text
 
@@ -70,15 +72,16 @@ Checks what frognano needs and prints one line per check (✓ ok, ✗ failed, ! 
 Exits 1 when a required check fails.
 
 Options:
-  --sandbox KIND     Check this sandbox kind (docker | bwrap | local) instead of every kind
+  --sandbox KIND     Check only this sandbox kind (docker | bwrap | local); default: docker and bwrap,
+                     at least one of which must work
   --model-dir DIR    Check this ONNX model directory (loads it and generates one token)
   --endpoint URL     Check this OpenAI-compatible endpoint (with --model NAME)
   --model NAME       Model name for --endpoint
   --json             Machine-readable result on stdout
   -h, --help         This text
 
-Environment read: REDIS_URL, SANDBOX and its settings, FROGNANO_MODEL_DIR / FROGNANO_ENDPOINT,
-APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET.
+Environment read: REDIS_URL, FROGNANO_SANDBOX and FROGNANO_SANDBOX_*, FROGNANO_BACKEND / FROGNANO_MODEL_DIR /
+FROGNANO_OPENAI_*, APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET.
 
 Examples:
   frognano doctor

@@ -84,6 +84,16 @@ export class ProgressReporter {
         this.activity = `${e.name} done`;
         if (!this.opts.tty && e.isError) this.line(`  ✗ ${e.name} failed after ${formatDuration(e.elapsedMs)}`);
         break;
+      case 'command_start':
+        this.activity = `${e.phase} command: ${oneLine(e.command, 200)}`;
+        if (!this.opts.tty) this.line(`${e.phase}: $ ${oneLine(e.command, 300)}`);
+        break;
+      case 'command_end': {
+        const how = e.timedOut ? 'timed out' : e.exitCode === 0 ? 'passed' : `failed (exit ${e.exitCode ?? 'killed'})`;
+        this.activity = `${e.phase} command ${how}`;
+        if (!this.opts.tty) this.line(`${e.phase}: ${e.exitCode === 0 && !e.timedOut ? '✓' : '✗'} ${how} in ${formatDuration(e.durationMs)}`);
+        break;
+      }
       case 'finished':
         this.activity = `finished: ${e.exitReason}`;
         this.contextTokens = e.contextTokens || this.contextTokens;
@@ -115,7 +125,8 @@ export class ProgressReporter {
   }
 
   private redraw(): void {
-    const width = Math.max(20, (this.opts.columns ?? 100) - 1);
+    // A pty without a size reports 0 columns.
+    const width = Math.max(20, (this.opts.columns || 100) - 1);
     this.out.write(`${CLEAR_LINE}${oneLine(this.statusLine(), width)}`);
     this.lineShown = true;
   }

@@ -29,7 +29,9 @@ describe('ProgressReporter', () => {
     p.onEvent({ type: 'tool_start', turn: 1, callId: 'c1', name: 'Bash', summary: 'npm test\n  --silent' });
     c.advance(61_000);
     p.onEvent({ type: 'tool_end', turn: 1, callId: 'c1', name: 'Bash', elapsedMs: 61_000, isError: true, outputChars: 10 });
-    p.onEvent({ type: 'finished', exitReason: 'max_turns' as never, turns: 1, elapsedSec: 65, contextTokens: 2500, error: null });
+    p.onEvent({ type: 'finished', exitReason: 'max_turns', turns: 1, elapsedSec: 65, contextTokens: 2500, error: null });
+    p.onEvent({ type: 'command_start', phase: 'test', command: 'npm test' });
+    p.onEvent({ type: 'command_end', phase: 'test', command: 'npm test', exitCode: 1, timedOut: false, durationMs: 2000 });
     p.stop();
     expect(out.text.split('\n')).toEqual([
       '[0.0s] copying repository',
@@ -38,6 +40,8 @@ describe('ProgressReporter', () => {
       '[4.0s]   → Bash npm test --silent',
       '[1m05s]   ✗ Bash failed after 1m01s',
       '[1m05s] finished after 1 turn: max_turns',
+      '[1m05s] test: $ npm test',
+      '[1m05s] test: ✗ failed (exit 1) in 2.0s',
       '',
     ]);
     expect(out.text).not.toContain('\x1b');
