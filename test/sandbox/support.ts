@@ -4,8 +4,9 @@ import Docker from 'dockerode';
 export const TEST_IMAGE = process.env.FROGNANO_TEST_SANDBOX_IMAGE ?? 'frognano-sandbox:test';
 
 /**
- * Whether the real Docker engine and the test image are here. In CI (CI=true) their absence is a failure, never a
- * silent skip; locally the docker tests are skipped with a visible message.
+ * Whether the real Docker engine and the test image are here. In CI (CI=true, or FROGNANO_REQUIRE_DOCKER=1 which
+ * .ci/run sets) their absence is a failure, never a silent skip; elsewhere the docker tests are skipped with a
+ * visible message.
  */
 export async function dockerForTests(): Promise<Docker | undefined> {
   const docker = new Docker();
@@ -19,7 +20,7 @@ export async function dockerForTests(): Promise<Docker | undefined> {
       : `Docker engine not reachable: ${(err as Error).message}`;
   }
   if (!why) return docker;
-  if (process.env.CI === 'true') throw new Error(`docker sandbox tests need Docker in CI: ${why}`);
+  if (process.env.CI === 'true' || process.env.FROGNANO_REQUIRE_DOCKER === '1') throw new Error(`docker sandbox tests need Docker in CI: ${why}`);
   console.warn(`SKIPPING docker sandbox tests: ${why}`);
   return undefined;
 }
