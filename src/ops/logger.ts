@@ -152,8 +152,11 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }
 
-/** The process-wide logger (JSON lines on stdout; pipe through `pino-pretty` to read them by eye). */
-export const logger: Logger = createLogger({ name: 'frognano' });
+/**
+ * The process-wide logger (JSON lines on stdout; pipe through `pino-pretty` to read them by eye).
+ * No `name` here: pino writes a child's `name` as a second key, so children (`app`, `probot`) name themselves.
+ */
+export const logger: Logger = createLogger();
 
 /** A child logger that puts the job id (and any extra fields) on every line it writes. */
 export function withJob(log: Logger, jobId: string, extra: Record<string, unknown> = {}): Logger {

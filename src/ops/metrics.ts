@@ -56,18 +56,20 @@ export class FrognanoMetrics {
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
 
+    // The queue gauges join the registry only once a queue is bound or read (the app): a runner has no
+    // queue handle, and a constant 0 from every runner would look like an empty queue.
     this.jobsQueued = new Gauge({
       name: 'frognano_jobs_queued',
-      help: 'Jobs waiting for a runner (BullMQ waiting + prioritized + delayed + paused), read from Redis at scrape time.',
-      registers,
+      help: 'Jobs waiting for a runner (BullMQ waiting + prioritized + delayed + paused), read from Redis.',
+      registers: [],
       async collect() {
         await self.refreshFromBoundQueue();
       },
     });
     this.jobsActive = new Gauge({
       name: 'frognano_jobs_active',
-      help: 'Jobs a runner is working on now (BullMQ active), read from Redis at scrape time.',
-      registers,
+      help: 'Jobs a runner is working on now (BullMQ active), read from Redis.',
+      registers: [],
       async collect() {
         await self.refreshFromBoundQueue();
       },
@@ -115,6 +117,13 @@ export class FrognanoMetrics {
   /** Have /metrics read the queue counts from this queue on every scrape (null stops it). */
   bindQueue(queue: QueueCounts | null): void {
     this.queue = queue;
+    if (queue) this.exposeQueueGauges();
+  }
+
+  private exposeQueueGauges(): void {
+    if (this.registry.getSingleMetric('frognano_jobs_queued')) return;
+    this.registry.registerMetric(this.jobsQueued);
+    this.registry.registerMetric(this.jobsActive);
   }
 
   /** prom-client collects metrics concurrently: both queue gauges share one Redis round trip per scrape. */
@@ -134,6 +143,7 @@ export class FrognanoMetrics {
   }
 
   async refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number }> {
+    this.exposeQueueGauges();
     const counts = await queue.getJobCounts(...QUEUED_STATES, 'active');
     const queued = QUEUED_STATES.reduce((n, s) => n + (counts[s] ?? 0), 0);
     const active = counts.active ?? 0;

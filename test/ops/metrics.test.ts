@@ -13,6 +13,7 @@ function sample(text: string, series: string): number | undefined {
 describe('ops metrics', () => {
   it('exposes every frognano metric, with HELP and TYPE, in Prometheus text format', async () => {
     const m = new FrognanoMetrics();
+    m.bindQueue({ getJobCounts: async () => ({}) });
     const { contentType, body } = await m.render();
     expect(contentType).toMatch(/^text\/plain; version=0\.0\.4/);
     for (const [name, type] of [
@@ -30,6 +31,15 @@ describe('ops metrics', () => {
     }
     // Node default metrics are on by default.
     expect(body).toContain('# TYPE process_cpu_user_seconds_total counter');
+  });
+
+  it('leaves the queue gauges out until a queue is bound (runners have none: no misleading zeros)', async () => {
+    const m = new FrognanoMetrics({ defaultMetrics: false });
+    expect((await m.render()).body).not.toContain('frognano_jobs_queued');
+    await m.refreshQueueGauges({ getJobCounts: async () => ({ waiting: 4, delayed: 1, active: 2, completed: 9 }) });
+    const { body } = await m.render();
+    expect(sample(body, 'frognano_jobs_queued')).toBe(5);
+    expect(sample(body, 'frognano_jobs_active')).toBe(2);
   });
 
   it('records finished jobs by outcome and failure reason, with duration and turns', async () => {
