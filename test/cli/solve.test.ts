@@ -206,6 +206,21 @@ describe('frognano solve setup and usage errors', () => {
     expect(r.stderr).toMatch(/→ pass --model-dir with the directory/);
   });
 
+  test('an endpoint nobody answers on: exit 3 before the run, JSON error with --json, no empty out dir', async () => {
+    const out = path.join(work, 'o-endpoint');
+    const r = await runFrognano([
+      'solve', repo, '--issue', 'x', '--endpoint', 'http://127.0.0.1:9/v1', '--model', 'frognano-4b',
+      '--sandbox', 'bwrap', '--out', out, '--json',
+    ]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/frognano: the model endpoint is not usable: cannot reach http:\/\/127\.0\.0\.1:9\/v1/);
+    expect(JSON.parse(r.stdout)).toMatchObject({ exitCode: 3, error: expect.stringContaining('cannot reach') });
+    await expect(fs.stat(out)).rejects.toThrow(/ENOENT/);
+    const doctor = await runFrognano(['doctor', '--sandbox', 'bwrap', '--endpoint', 'http://127.0.0.1:9/v1', '--model', 'frognano-4b']);
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toMatch(/^✗ Model\s+cannot reach http:\/\/127\.0\.0\.1:9\/v1/m);
+  });
+
   test('no model at all: exit 3 naming the options', async () => {
     const r = await runFrognano(['solve', repo, '--issue', 'x']);
     expect(r.code).toBe(3);

@@ -1,5 +1,6 @@
+import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createBackend } from '../../inference/index.js';
+import { createBackend, OpenAIBackend, type BackendConfig } from '../../inference/index.js';
 import type { ModelBackend } from '../../inference/types.js';
 import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
 import { solve, type SolveResult } from '../../leaf/solve.js';
@@ -15,7 +16,7 @@ import { taskFromFile, taskFromGitHub, taskFromText, type IssueTask } from '../i
 import { backendConfigFromFlags, describeBackend, precheckBackend } from '../modelConfig.js';
 import { prepareOutDir } from '../outDir.js';
 import { ProgressReporter } from '../progress.js';
-import { checkSourceRepo } from '../sourceRepo.js';
+import { checkSourceRepo, type SourceRepo } from '../sourceRepo.js';
 
 const OPTIONS = {
   'issue-file': { type: 'string' },
@@ -49,6 +50,18 @@ export async function solveCommand(args: string[], io: CliIo): Promise<number> {
     io.stdout.write(SOLVE_HELP);
     return EXIT.OK;
   }
+  try {
+    return await runSolve(values, positionals, io);
+  } catch (err) {
+    // --json promises a JSON document on stdout whatever happens; the message still goes to stderr too.
+    if (values.json && err instanceof CliError) {
+      writeLine(io.stdout, JSON.stringify({ exitCode: err.exitCode, error: err.message, hint: err.hint ?? null }, null, 2));
+    }
+    throw err;
+  }
+}
+
+async function runSolve(values: Values, positionals: string[], io: CliIo): Promise<number> {
 
   // 1. Everything the command line alone can get wrong: exit 2 before touching anything.
   if (positionals.length !== 1) {
@@ -77,6 +90,27 @@ export async function solveCommand(args: string[], io: CliIo): Promise<number> {
   const sandboxCfg = await usableSandbox(values.sandbox, io.env);
   const task = await loadTask(values, githubRef, io);
   const out = await prepareOutDir({ out: values.out, cwd: io.cwd, sourceDir: repo.dir });
+  try {
+    return await runInOutDir(values, io, { repo, backendCfg, sandboxCfg, task, limits, out });
+  } finally {
+    // A run that never started leaves no empty result directory behind.
+    await rmdir(out.dir).catch(() => undefined);
+  }
+}
+
+async function runInOutDir(
+  values: Values,
+  io: CliIo,
+  ctx: {
+    repo: SourceRepo;
+    backendCfg: BackendConfig;
+    sandboxCfg: ConcreteSandboxConfig;
+    task: IssueTask;
+    limits: Partial<LeafLimits>;
+    out: { dir: string; movedFromCwd: boolean };
+  },
+): Promise<number> {
+  const { repo, backendCfg, sandboxCfg, task, limits, out } = ctx;
 
   const progress = new ProgressReporter(io.stderr, { tty: Boolean(io.stderr.isTTY), columns: io.stderr.columns });
   if (sandboxCfg.kind === 'local') progress.note('warning: local sandbox: the model\'s commands run on this machine with no isolation (use docker or bwrap for untrusted code)');
@@ -91,6 +125,15 @@ export async function solveCommand(args: string[], io: CliIo): Promise<number> {
   } catch (err) {
     progress.stop();
     throw setupError(`could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`, 'run `frognano doctor` with the same model options for details');
+  }
+  if (backend instanceof OpenAIBackend) {
+    // A server that is down or serves another model fails now, not after a turn's worth of retries.
+    const ping = await backend.ping();
+    if (!ping.ok) {
+      progress.stop();
+      await closeBackend(backend);
+      throw setupError(`the model endpoint is not usable: ${ping.message}`, 'check --endpoint and --model (or start the server); `frognano doctor` checks it too');
+    }
   }
 
   // 3. The run. Ctrl-C aborts it; solve() still returns (exit reason `cancelled`) and writes what it has.
@@ -137,7 +180,7 @@ export async function solveCommand(args: string[], io: CliIo): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await backend.close?.().catch(() => undefined);
+    await closeBackend(backend);
   }
   progress.stop();
 
@@ -145,6 +188,10 @@ export async function solveCommand(args: string[], io: CliIo): Promise<number> {
   if (values.json) writeLine(io.stdout, JSON.stringify(summaryJson(result, code, out.dir, describeBackend(backendCfg), sandboxCfg.kind), null, 2));
   else io.stdout.write(summaryText(result, code, out.dir));
   return code;
+}
+
+async function closeBackend(backend: ModelBackend): Promise<void> {
+  await backend.close?.().catch(() => undefined);
 }
 
 function limitsFromFlags(v: Values): Partial<LeafLimits> {
