@@ -23,6 +23,15 @@ const ETC_ALLOW = [
   'timezone', 'xdg',
 ];
 
+const GITCONFIG = `[safe]
+\tdirectory = *
+[user]
+\tname = FrogNano
+\temail = frognano@users.noreply.github.com
+[init]
+\tdefaultBranch = main
+`;
+
 /** Top-level directories with the host's programs and libraries, bound read-only (symlinks recreated as such). */
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
@@ -92,6 +101,8 @@ export class BwrapSandbox implements Sandbox {
           `nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
       );
       await fs.writeFile(path.join(stateDir, 'group'), `root:x:0:\nagent:x:${owner.gid}:\nnogroup:x:65534:\n`);
+      // Same git defaults as the docker image (runner/sandbox.Dockerfile), instead of the host's /etc/gitconfig.
+      await fs.writeFile(path.join(stateDir, 'gitconfig'), GITCONFIG);
       await fs.chmod(stateDir, 0o755);
     } catch (err) {
       await fs.rm(stateDir, { recursive: true, force: true });
@@ -124,6 +135,7 @@ export class BwrapSandbox implements Sandbox {
       ...systemBinds(),
       '--ro-bind', path.join(this.stateDir, 'passwd'), '/etc/passwd',
       '--ro-bind', path.join(this.stateDir, 'group'), '/etc/group',
+      '--ro-bind', path.join(this.stateDir, 'gitconfig'), '/etc/gitconfig',
       '--proc', '/proc',
       '--dev', '/dev',
       '--tmpfs', '/tmp',

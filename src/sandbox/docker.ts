@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { DockerSandboxConfigSchema, parseUser, type DockerSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { baseEnv } from './local.js';
-import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
+import { chownTree, claimWorkspace, type WorkspaceOwner } from './ownership.js';
 import { CappedBuffer } from './process.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
 
@@ -18,6 +18,8 @@ const LABEL_PID = 'dev.frognano.pid';
 const LABEL_INSTANCE = 'dev.frognano.instance';
 const LABEL_CREATED = 'dev.frognano.created-ms';
 const LABEL_WORKSPACE = 'dev.frognano.workspace';
+/** uid:gid the workspace had before it was chowned to the sandbox user; the reaper gives it back. */
+const LABEL_WORKSPACE_OWNER = 'dev.frognano.workspace-owner';
 /** Distinguishes this runner process from an earlier one that had the same pid (restarted container). */
 const INSTANCE_ID = randomUUID();
 
@@ -170,6 +172,7 @@ export class DockerSandbox implements Sandbox {
           [LABEL_INSTANCE]: INSTANCE_ID,
           [LABEL_CREATED]: String(Date.now()),
           [LABEL_WORKSPACE]: hostDir,
+          ...(owner.original ? { [LABEL_WORKSPACE_OWNER]: `${owner.original.uid}:${owner.original.gid}` } : {}),
         },
         StopTimeout: 1,
         HostConfig: {
@@ -402,7 +405,8 @@ function processAlive(pid: number): boolean {
 /**
  * Removes sandbox containers left behind: those older than maxAgeMs, and those made on this host by a runner
  * process that no longer exists (crashed mid-job). Call it when a runner starts. `labels` narrows the search
- * (e.g. to one deployment). Returns the ids removed.
+ * (e.g. to one deployment). Workspaces on this host that were chowned for the sandbox get their owner back.
+ * Returns the ids removed.
  */
 export async function reapStaleSandboxes(
   docker: Docker,
@@ -423,6 +427,11 @@ export async function reapStaleSandboxes(
     try {
       await removeContainer(docker.getContainer(c.Id));
       removed.push(c.Id);
+      const ws = c.Labels[LABEL_WORKSPACE];
+      const orig = /^(\d+):(\d+)$/.exec(c.Labels[LABEL_WORKSPACE_OWNER] ?? '');
+      if (fromHere && ws && orig && (await fs.stat(ws).catch(() => null))?.isDirectory()) {
+        await chownTree(ws, Number(orig[1]), Number(orig[2])).catch(() => {});
+      }
     } catch {
       /* another runner reaped it first, or the engine refused: the next start tries again */
     }

@@ -16,11 +16,13 @@ export interface WorkspaceOwner {
   gid: number;
   /** Set when files written from the host must be chowned to uid:gid (root runner). */
   chownWrites: boolean;
+  /** The owner the workspace had before, when it was chowned (restore() gives it back). */
+  original?: { uid: number; gid: number };
   /** Gives the workspace back to its owner before the sandbox; idempotent. */
   restore(): Promise<void>;
 }
 
-async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
+export async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   // chown -R never follows symlinks (-P is its default), so a link in the repository cannot redirect it.
   const r = await runProcess(['chown', '-R', '-P', `${uid}:${gid}`, dir], { env: baseEnv('/tmp'), timeoutMs: 120_000 });
   if (r.exitCode !== 0) throw new Error(`could not chown workspace ${dir} to ${uid}:${gid}: ${r.stderr.trim() || 'timed out'}`);
@@ -39,6 +41,7 @@ export async function claimWorkspace(dir: string, sandboxUser: { uid: number; gi
     uid,
     gid,
     chownWrites: true,
+    original: { uid: st.uid, gid: st.gid },
     restore: async () => {
       if (restored) return;
       restored = true;

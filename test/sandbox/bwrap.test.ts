@@ -33,12 +33,12 @@ describe('BwrapSandbox host view', () => {
     expect(r.stdout.split('\n')).toContain('agent');
   });
 
-  it('starts the host tools it binds (python, git) and gives git a usable identity via HOME', async () => {
+  it('starts the host tools it binds (python, git) and gives git the same defaults as the docker image', async () => {
     const r = await sb.exec(
-      'git init -q && git -c user.name=t -c user.email=t@e commit -q --allow-empty -m x && git log --format=%s && python3 -c "print(42)"',
+      'git init -q && git commit -q --allow-empty -m x && git log --format="%an %s" && python3 -c "print(42)"',
     );
     expect(r.stderr).toBe('');
-    expect(r.stdout).toBe('x\n42\n');
+    expect(r.stdout).toBe('FrogNano x\n42\n');
   });
 
   it('reports a missing bwrap binary clearly', async () => {

@@ -82,6 +82,18 @@ except OSError as e:
       expect((await sb.listFiles('from')).files.map((f) => f.path)).toEqual(['from/host.txt']);
     });
 
+    it('lets git work in the workspace with a default identity', async () => {
+      const r = await sb.exec(
+        'mkdir -p repo && cd repo && git init -q && echo a > a.txt && git add -A && git commit -qm first && ' +
+          'echo b >> a.txt && git diff --stat && git log --format="%an|%s" && git branch --show-current',
+      );
+      expect(r.stderr).toBe('');
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toContain('a.txt | 1 +');
+      expect(r.stdout).toContain('FrogNano|first');
+      expect(r.stdout.trim().split('\n').pop()).toBe('main');
+    });
+
     it('does not let host environment variables (secrets) in', async () => {
       process.env.FROGNANO_TEST_SECRET = 'ghs_thisMustNotLeakIntoTheSandbox0001';
       try {
@@ -196,14 +208,14 @@ except OSError as e:
     });
 
     it('stops everything when the job time limit is reached', async () => {
-      const sb = await factory(dir, { ...LIMITS, jobTimeoutMs: 2000 });
+      const sb = await factory(dir, { ...LIMITS, jobTimeoutMs: 4000 });
       try {
         const r = await sb.exec('sleep 30', { timeoutMs: 60_000 });
         expect(r.exitCode).toBeNull();
         expect(r.timedOut).toBe(true);
         expect(r.durationMs).toBeLessThan(15_000);
         await new Promise((res) => setTimeout(res, 300));
-        await expect(sb.exec('true')).rejects.toThrow(/job time limit of 2s/);
+        await expect(sb.exec('true')).rejects.toThrow(/job time limit of 4s/);
       } finally {
         await sb.close();
       }

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -85,6 +85,9 @@ describeDocker('DockerSandbox container', () => {
     const removed = await reapStaleSandboxes(d, 24 * 3600 * 1000, { labels: { 'dev.frognano.test': tag } });
     expect(removed).toEqual([id]);
     expect(await containerGone(d, id)).toBe(true);
+    // The workspace the crashed runner had handed to the sandbox user is given back.
+    const st = await stat(dir);
+    expect([st.uid, st.gid]).toEqual([process.getuid?.(), process.getgid?.()]);
   });
 
   it('reaps by age but leaves young containers of live runners alone', async () => {
