@@ -3,7 +3,7 @@ import { formatCheck, guarded, type CheckResult } from '../doctor/check.js';
 import { checkGitHubApp } from '../doctor/githubApp.js';
 import { checkModel } from '../doctor/model.js';
 import { checkSandboxes } from '../doctor/sandbox.js';
-import { checkNode, checkRedis } from '../doctor/system.js';
+import { checkNode, checkRedisAndRunners } from '../doctor/system.js';
 import { CliError, EXIT, UsageError } from '../exitCodes.js';
 import { DOCTOR_HELP } from '../help.js';
 import { writeLine, type CliIo } from '../io.js';
@@ -46,14 +46,16 @@ export async function doctorCommand(args: string[], io: CliIo): Promise<number> 
   // Independent checks run concurrently: a slow Docker daemon must not add to a Redis timeout.
   const [node, redis, sandboxes, model, app] = await Promise.all([
     guarded('Node.js', true, () => checkNode()),
-    guarded('Redis', true, () => checkRedis(io.env)),
+    checkRedisAndRunners(io.env).catch((err: Error) => [
+      { name: 'Redis', status: 'fail' as const, detail: err.message, hint: 'unexpected error while checking', required: true },
+    ]),
     checkSandboxes(values.sandbox, io.env).catch((err: Error) => [
       { name: 'Sandbox', status: 'fail' as const, detail: err.message, hint: 'unexpected error while checking', required: true },
     ]),
     guarded('Model', true, () => checkModel(modelCfg, modelError)),
     guarded('GitHub App', true, () => checkGitHubApp(io.env, io.cwd)),
   ]);
-  const checks: CheckResult[] = [node, redis, ...sandboxes, model, app];
+  const checks: CheckResult[] = [node, ...redis, ...sandboxes, model, app];
 
   const failed = checks.filter((c) => c.status === 'fail' && c.required);
   const code = failed.length > 0 ? EXIT.NO_PATCH : EXIT.OK;

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { describeRunner, listRunners } from '../../ops/runnerRegistry.js';
 import { createRedisConnection, DEFAULT_REDIS_URL } from '../../queue/connection.js';
 import { redact } from '../../util/redact.js';
 import { packageInfo } from '../packageInfo.js';
@@ -22,6 +23,14 @@ export async function checkNode(version = process.versions.node): Promise<CheckR
  * does not need it, so an unset REDIS_URL with nothing on the default port is only a warning.
  */
 export async function checkRedis(env: NodeJS.ProcessEnv, timeoutMs = 3000): Promise<CheckResult> {
+  return (await checkRedisAndRunners(env, timeoutMs))[0];
+}
+
+/**
+ * The Redis line and, when Redis answers, a line for the runners registered in it (F's runner registry):
+ * with none, issues are queued but nobody works on them.
+ */
+export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3000): Promise<CheckResult[]> {
   const configured = Boolean(env.REDIS_URL);
   const url = env.REDIS_URL || DEFAULT_REDIS_URL;
   const shown = maskUrlPassword(url);
@@ -35,7 +44,7 @@ export async function checkRedis(env: NodeJS.ProcessEnv, timeoutMs = 3000): Prom
       enableOfflineQueue: false,
     });
   } catch (err) {
-    return check.fail('Redis', `REDIS_URL is not a usable URL: ${(err as Error).message}`, 'set REDIS_URL=redis://HOST:6379');
+    return [check.fail('Redis', `REDIS_URL is not a usable URL: ${(err as Error).message}`, 'set REDIS_URL=redis://HOST:6379')];
   }
   // ioredis reports the cause (ECONNREFUSED, ENOTFOUND, WRONGPASS) here and only "Connection is closed" from connect().
   let cause: Error | undefined;
@@ -47,17 +56,22 @@ export async function checkRedis(env: NodeJS.ProcessEnv, timeoutMs = 3000): Prom
     const pong = await withTimeout(client.ping(), timeoutMs);
     const info = await withTimeout(client.info('server'), timeoutMs);
     const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown version';
-    return check.ok('Redis', `${pong} from Redis ${version} at ${shown}`);
+    const redisLine = check.ok('Redis', `${pong} from Redis ${version} at ${shown}`);
+    const runners = await withTimeout(listRunners(client), timeoutMs);
+    const runnersLine = runners.length
+      ? check.ok('Runners', `${runners.length} registered: ${runners.map((r) => `${describeRunner(r)}${r.currentJob ? ` working on ${r.currentJob}` : ''}`).join('; ')}`, false)
+      : check.warn('Runners', 'none registered in this Redis', 'jobs wait in the queue until a runner starts: `npm run runner` on the GPU machine, with the same REDIS_URL');
+    return [redisLine, runnersLine];
   } catch (err) {
     const why = cause?.message || (err as Error).message || String(err);
     if (!configured) {
-      return check.warn(
+      return [check.warn(
         'Redis',
         `REDIS_URL not set and nothing answers at ${shown} (${why})`,
         'the GitHub App and runners need Redis: start one (docker run -p 6379:6379 redis:7) and set REDIS_URL; `frognano solve` does not',
-      );
+      )];
     }
-    return check.fail('Redis', `cannot reach ${shown}: ${why}`, 'check REDIS_URL (redis://[:password@]HOST:PORT[/db]) and that Redis is running and reachable');
+    return [check.fail('Redis', `cannot reach ${shown}: ${why}`, 'check REDIS_URL (redis://[:password@]HOST:PORT[/db]) and that Redis is running and reachable')];
   } finally {
     client.disconnect();
   }
