@@ -1,4 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chown, mkdtemp, rm, stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
@@ -49,6 +51,35 @@ describe('BwrapSandbox host view', () => {
       expect(r.stderr).toMatch(/nonexistent\/bwrap.*No such file/);
     } finally {
       await bad.close();
+    }
+  });
+});
+
+const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
+
+describe('BwrapSandbox under a non-root runner', () => {
+  // As root the suites above take the setpriv path; this runs the sandbox from a uid-1000 process, as a
+  // non-root runner would (its own uid mapped in, nothing chowned).
+  itAsRoot('maps the runner uid, writes as it, and still enforces the process limit', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-bwrap-nonroot-'));
+    try {
+      await chown(dir, 1000, 1000);
+      const { stdout } = await promisify(execFile)(
+        'setpriv',
+        ['--reuid=1000', '--regid=1000', '--clear-groups', process.execPath, '--import', 'tsx',
+          path.join(import.meta.dirname, 'fixtures/nonroot-bwrap.ts'), dir],
+        { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }, timeout: 90_000 },
+      );
+      const seen = JSON.parse(stdout) as { id: string; idErr: string; bombErr: string; fork: string };
+      expect(seen.id).toBe('1000\n1000\n');
+      expect(seen.idErr).toBe('');
+      expect(seen.bombErr).toMatch(/fork: (retry: )?Resource temporarily unavailable/);
+      expect(seen.fork).toBe('contained\n');
+      const st = await stat(path.join(dir, 'made.txt'));
+      expect([st.uid, st.gid]).toEqual([1000, 1000]);
+      expect((await stat(dir)).uid).toBe(1000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -158,6 +158,8 @@ except OSError as e:
     it('contains a fork bomb within the process limit', async () => {
       const r = await sb.exec('bomb() { bomb | bomb & }; bomb; sleep 2; echo contained', { timeoutMs: 30_000 });
       expect(r.stdout).toContain('contained');
+      // The limit, not luck, stopped it: forks were refused.
+      expect(r.stderr).toMatch(/fork: (retry: )?Resource temporarily unavailable/);
       const after = await sb.exec('echo usable');
       expect(after.stdout).toBe('usable\n');
     });
