@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { loadTrajectoryFile } from '../../src/cli/trajectoryFile.js';
 import { makeRepo, runFrognano, snapshotTree, tempDir, writeJson } from './helpers.js';
@@ -33,6 +34,7 @@ beforeAll(async () => {
   work = await tempDir('solve');
   repo = await makeRepo(path.join(work, 'repo'), { 'calc.sh': CALC, 'README.md': '# calc\n' });
   before = await snapshotTree(repo);
+  await writeJson(path.join(work, 'fix.json'), FIX_SCRIPT);
 });
 
 afterAll(async () => {
@@ -51,7 +53,7 @@ describe('frognano solve', () => {
     outDir = path.join(work, 'out-fix');
     run = await runFrognano([
       'solve', repo, '--issue', 'add() subtracts\n\nadd 2 3 prints -1 instead of 5.',
-      '--replay', await script('fix.json', FIX_SCRIPT), '--sandbox', 'bwrap', '--out', outDir,
+      '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', outDir,
       '--test', CHECK, '--max-turns', '10', '--wall-time', '5m',
     ]);
   });
@@ -195,6 +197,30 @@ describe('frognano solve outcomes', () => {
     expect(t.exit_reason).toBe('cancelled');
     expect(t.steps[0].assistant.tool_calls?.[0].name).toBe('Bash');
     expect(await snapshotTree(repo)).toEqual(before);
+  });
+});
+
+describe('frognano solve output directory and issue file', () => {
+  test('default --out is ./frognano-out/<timestamp>; --issue-file gives title and body', async () => {
+    const cwd = path.join(work, 'cwd');
+    await fs.mkdir(cwd, { recursive: true });
+    await fs.writeFile(path.join(cwd, 'issue.md'), '# add() subtracts\n\nIt should add.\n');
+    const r = await runFrognano(['solve', repo, '--issue-file', 'issue.md', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--json'], { cwd });
+    expect(r.code).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.outDir).toMatch(new RegExp(`^${cwd}/frognano-out/\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\dZ(-\\d+)?$`));
+    const t = await loadTrajectoryFile(summary.trajectoryJsonPath);
+    expect(t.task).toMatchObject({ title: 'add() subtracts', body: 'It should add.' });
+  });
+
+  test('started inside the repository, the default output goes to the temp dir, not into the repository', async () => {
+    const r = await runFrognano(['solve', '.', '--issue', 'add() subtracts', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--json'], { cwd: repo });
+    expect(r.code).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.outDir.startsWith(path.join(os.tmpdir(), 'frognano-out'))).toBe(true);
+    expect(r.stderr).toContain('the current directory is inside the repository, which solve never writes to');
+    expect(await snapshotTree(repo)).toEqual(before);
+    await fs.rm(summary.outDir, { recursive: true, force: true });
   });
 });
 
