@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadTrajectoryFile } from '../../src/cli/trajectoryFile.js';
-import { makeRepo, runFrognano, snapshotTree, tempDir, writeJson } from './helpers.js';
+import { cleanEnv, makeRepo, runFrognano, snapshotTree, tempDir, writeJson } from './helpers.js';
 
 // The real CLI as a subprocess, on real git repositories, in the bwrap sandbox, with the replay backend.
 jest.setTimeout(120_000);
@@ -245,6 +245,17 @@ describe('frognano solve setup and usage errors', () => {
     const doctor = await runFrognano(['doctor', '--sandbox', 'bwrap', '--endpoint', 'http://127.0.0.1:9/v1', '--model', 'frognano-4b']);
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/^✗ Model\s+cannot reach http:\/\/127\.0\.0\.1:9\/v1/m);
+  });
+
+  test('no usable sandbox: exit 3 saying why, for an explicit kind and for auto', async () => {
+    const env = cleanEnv({ FROGNANO_SANDBOX_IMAGE: 'frognano-sandbox:no-such-tag', FROGNANO_SANDBOX_BWRAP: '/nonexistent/bwrap' });
+    const docker = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'docker'], { env });
+    expect(docker.code).toBe(3);
+    expect(docker.stderr).toMatch(/frognano: the docker sandbox is not usable: (Docker .*image frognano-sandbox:no-such-tag not found|Docker engine not reachable)/);
+    const auto = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json')], { env });
+    expect(auto.code).toBe(3);
+    expect(auto.stderr).toMatch(/frognano: no sandbox available: no isolating sandbox is usable: .*bubblewrap/);
+    expect(auto.stderr).toContain('→ run `frognano doctor` for details, or choose one with --sandbox');
   });
 
   test('no model at all: exit 3 naming the options', async () => {

@@ -17,6 +17,7 @@ import { backendConfigFromFlags, describeBackend, precheckBackend } from '../mod
 import { prepareOutDir } from '../outDir.js';
 import { ProgressReporter } from '../progress.js';
 import { checkSourceRepo, type SourceRepo } from '../sourceRepo.js';
+import { registerSecret } from '../../util/redact.js';
 
 const OPTIONS = {
   'issue-file': { type: 'string' },
@@ -62,6 +63,9 @@ export async function solveCommand(args: string[], io: CliIo): Promise<number> {
 }
 
 async function runSolve(values: Values, positionals: string[], io: CliIo): Promise<number> {
+  // Known secrets are scrubbed from everything solve writes (trajectory, outputs), whatever a command echoes.
+  registerSecret(io.env.GITHUB_TOKEN);
+  registerSecret(io.env.FROGNANO_OPENAI_API_KEY);
 
   // 1. Everything the command line alone can get wrong: exit 2 before touching anything.
   if (positionals.length !== 1) {
