@@ -20,7 +20,7 @@ export interface ProgressSinks {
 /**
  * Turns the flood of LeafEvents into few writes: job progress at most every `jobEveryMs`, the status
  * comment at most every `commentEveryMs` (GitHub's secondary rate limits punish chatty edits).
- * Writes are chained, never concurrent, and `flush()` waits for them, so a late "turn 7" edit can
+ * Writes are chained, never concurrent, and `close()` waits for them, so a late "turn 7" edit can
  * never land after the final status.
  */
 export class ProgressReporter {
@@ -68,19 +68,18 @@ export class ProgressReporter {
     if (doComment) this.lastComment = now;
     const snapshot = { ...this.current };
     this.chain = this.chain.then(async () => {
-      if (this.closed) return;
       try {
         if (doJob) await this.sinks.job(snapshot);
-        if (doComment && !this.closed) await this.sinks.comment(snapshot);
+        if (doComment) await this.sinks.comment(snapshot);
       } catch (err) {
         this.sinks.onError?.(err);
       }
     });
   }
 
-  /** Stops further writes and waits for those in flight. */
+  /** Accepts no more writes and waits until the queued ones are done (the caller writes the final status after). */
   async close(): Promise<void> {
-    this.closed = true; // queued writes that have not started are skipped
+    this.closed = true;
     await this.chain;
   }
 }

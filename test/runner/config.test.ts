@@ -1,0 +1,30 @@
+import { runnerConfigFromEnv } from '../../src/runner/config.js';
+import { PRIVATE_KEY } from './fixtures.js';
+
+describe('runnerConfigFromEnv', () => {
+  const base = { APP_ID: '42', PRIVATE_KEY };
+
+  it('applies defaults', () => {
+    const c = runnerConfigFromEnv(base);
+    expect(c).toMatchObject({ appId: 42, gitBaseUrl: 'https://github.com', concurrency: 1, shutdownGraceSeconds: 60, maxStalledCount: 2 });
+    expect(c.apiBaseUrl).toBeUndefined();
+  });
+
+  it('reads GitHub Enterprise, concurrency and escaped newlines in PRIVATE_KEY', () => {
+    const c = runnerConfigFromEnv({ ...base, PRIVATE_KEY: PRIVATE_KEY.replace(/\n/g, '\\n'), GHE_HOST: 'ghe.example', FROGNANO_CONCURRENCY: '2', FROGNANO_TRAJECTORY_DIR: '/data/t' });
+    expect(c).toMatchObject({ apiBaseUrl: 'https://ghe.example/api/v3', gitBaseUrl: 'https://ghe.example', concurrency: 2, trajectoryDir: '/data/t' });
+    expect(c.privateKey).toBe(PRIVATE_KEY);
+  });
+
+  it('names the variable at fault and never echoes the key', () => {
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_CONCURRENCY: 'many' })).toThrow(/^runner configuration: FROGNANO_CONCURRENCY /);
+    expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY: 'secret-but-not-pem' })).toThrow('runner configuration: PRIVATE_KEY is not a PEM private key');
+    try {
+      runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY: 'secret-but-not-pem' });
+    } catch (e) {
+      expect((e as Error).message).not.toContain('secret-but-not-pem');
+    }
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_GIT_BASE_URL: 'ssh://x' })).toThrow(/FROGNANO_GIT_BASE_URL must start with/);
+    expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY_PATH: '/nonexistent/key.pem' })).toThrow('PRIVATE_KEY_PATH: cannot read /nonexistent/key.pem: ENOENT');
+  });
+});
