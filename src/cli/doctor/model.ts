@@ -1,4 +1,4 @@
-import { createBackend, type BackendConfig } from '../../inference/index.js';
+import { createBackend, OpenAIBackend, type BackendConfig } from '../../inference/index.js';
 import type { ModelBackend } from '../../inference/types.js';
 import { formatDuration } from '../format.js';
 import { describeBackend } from '../modelConfig.js';
@@ -40,8 +40,8 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
   }
   const loadMs = Date.now() - started;
   try {
-    if (cfg.kind === 'openai') {
-      const ping = await (backend as ModelBackend & { ping(): Promise<{ ok: boolean; message: string }> }).ping();
+    if (backend instanceof OpenAIBackend) {
+      const ping = await backend.ping();
       return ping.ok
         ? check.ok(NAME, ping.message)
         : check.fail(NAME, ping.message, 'start the server or fix --endpoint / --model (FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL)');
@@ -57,6 +57,6 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
   } catch (err) {
     return check.fail(NAME, `${what}: loaded but generating failed: ${(err as Error).message}`, 'the model files may be incomplete or from an unsupported export');
   } finally {
-    await backend.close?.().catch(() => undefined);
+    await (backend as ModelBackend).close?.().catch(() => undefined);
   }
 }
