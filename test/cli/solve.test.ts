@@ -200,6 +200,26 @@ describe('frognano solve outcomes', () => {
   });
 });
 
+describe('frognano solve with a real model', () => {
+  test('a tiny ONNX model (random weights) runs through onnxruntime: one turn cut at --max-new-tokens, exit 1', async () => {
+    const { buildTinyModel } = await import('../../scripts/build-tiny-model.js');
+    const modelDir = path.join(work, 'tiny-model');
+    await buildTinyModel(modelDir);
+    const out = path.join(work, 'out-onnx');
+    const r = await runFrognano([
+      'solve', repo, '--issue', 'add() subtracts', '--model-dir', modelDir, '--sandbox', 'bwrap',
+      '--out', out, '--max-new-tokens', '16', '--max-turns', '2', '--json',
+    ]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ exitReason: 'max_tokens_per_turn', turns: 1, completionTokens: 16, patchProduced: false });
+    expect(r.stderr).toMatch(/turn 1: generated 16 tokens in/);
+    const t = await loadTrajectoryFile(path.join(out, 'trajectory.json'));
+    expect(t.model.backend).toBe('onnx');
+    expect(t.steps[0].completion_tokens).toBe(16);
+    expect(await snapshotTree(repo)).toEqual(before);
+  });
+});
+
 describe('frognano solve output directory and issue file', () => {
   test('default --out is ./frognano-out/<timestamp>; --issue-file gives title and body', async () => {
     const cwd = path.join(work, 'cwd');
