@@ -163,7 +163,7 @@ export class BwrapSandbox implements Sandbox {
     this.assertUsable();
     let cwdInside = BWRAP_WORKDIR;
     if (options.cwd) {
-      const abs = await this.files.resolve(options.cwd, BWRAP_WORKDIR);
+      const abs = await this.files.resolveDir(options.cwd, BWRAP_WORKDIR);
       const rel = path.relative(this.hostDir, abs).split(path.sep).join('/');
       if (rel) cwdInside = `${BWRAP_WORKDIR}/${rel}`;
     }

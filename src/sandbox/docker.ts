@@ -209,7 +209,7 @@ export class DockerSandbox implements Sandbox {
 
   private async containerPath(cwd: string | undefined): Promise<string> {
     if (!cwd) return CONTAINER_WORKDIR;
-    const abs = await this.files.resolve(cwd, CONTAINER_WORKDIR);
+    const abs = await this.files.resolveDir(cwd, CONTAINER_WORKDIR);
     const rel = path.relative(this.hostDir, abs).split(path.sep).join('/');
     return rel ? `${CONTAINER_WORKDIR}/${rel}` : CONTAINER_WORKDIR;
   }
@@ -302,8 +302,16 @@ export class DockerSandbox implements Sandbox {
 
     let exitCode: number | null = null;
     if (!timedOut && !cancelled) {
-      const info = await exec.inspect().catch(() => null);
-      exitCode = info && !info.Running && typeof info.ExitCode === 'number' ? info.ExitCode : null;
+      // The engine can close the stream a moment before it records the exit code.
+      for (let i = 0; i < 50; i++) {
+        const info = await exec.inspect().catch(() => null);
+        if (!info) break;
+        if (!info.Running && typeof info.ExitCode === 'number') {
+          exitCode = info.ExitCode;
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
     }
     return {
       exitCode,
@@ -366,8 +374,11 @@ export class DockerSandbox implements Sandbox {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearTimeout(this.jobTimer);
-      await removeContainer(this.container);
-      await this.owner.restore();
+      try {
+        await removeContainer(this.container);
+      } finally {
+        await this.owner.restore();
+      }
     })();
     return this.closing;
   }

@@ -43,6 +43,15 @@ export class HostFiles {
     return abs;
   }
 
+  /** Like resolve(), for a directory commands will run in: it must exist. */
+  async resolveDir(rel: string, workdirAlias?: string): Promise<string> {
+    const abs = await this.resolve(rel, workdirAlias);
+    const st = await fs.stat(abs).catch(() => null);
+    if (!st) throw new Error(`Directory not found: ${rel}`);
+    if (!st.isDirectory()) throw new Error(`${rel} is not a directory`);
+    return abs;
+  }
+
   private async realpathOfExisting(abs: string): Promise<string> {
     let cur = abs;
     const rest: string[] = [];

@@ -42,7 +42,7 @@ export class LocalSandbox implements Sandbox {
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     if (this.closed) throw new Error('sandbox is closed');
-    const cwd = options.cwd ? await this.files.resolve(options.cwd, this.workdir) : this.workdir;
+    const cwd = options.cwd ? await this.files.resolveDir(options.cwd, this.workdir) : this.workdir;
     this.home ??= mkdtemp(path.join(os.tmpdir(), 'frognano-home-'));
     return runProcess(['bash', '-lc', command], {
       cwd,

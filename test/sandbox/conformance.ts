@@ -177,6 +177,8 @@ except OSError as e:
       const r = await sb.exec('pwd; ls', { cwd: 'pkg' });
       expect(r.stdout).toBe('/workspace/pkg\nmod.py\n');
       await expect(sb.exec('pwd', { cwd: '../' })).rejects.toThrow(/outside the repository/);
+      await expect(sb.exec('pwd', { cwd: 'no/such/dir' })).rejects.toThrow(/Directory not found: no\/such\/dir/);
+      await expect(sb.exec('pwd', { cwd: 'pkg/mod.py' })).rejects.toThrow(/pkg\/mod.py is not a directory/);
       await expect(sb.readFile('../../etc/passwd')).rejects.toThrow(/outside the repository/);
       await expect(sb.writeFile('/workspace/../escape.txt', 'x')).rejects.toThrow(/outside the repository/);
       await symlink('/etc', path.join(dir, 'etc-link'));

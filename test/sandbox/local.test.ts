@@ -57,5 +57,6 @@ describe('LocalSandbox', () => {
     await expect(sb.readFile('etc-link/passwd')).rejects.toThrow(/outside the repository/);
     await expect(sb.writeFile('etc-link/x', 'x')).rejects.toThrow(/outside the repository/);
     await expect(sb.readFile('missing.txt')).rejects.toThrow(/File not found/);
+    await expect(sb.exec('pwd', { cwd: 'nope' })).rejects.toThrow(/Directory not found: nope/);
   });
 });
