@@ -15,6 +15,7 @@ import {
   pushBranch,
   stagedNumstat,
   type CloneResult,
+  type GitAuth,
   type Identity,
 } from '../github/git.js';
 import {
@@ -154,7 +155,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     reporter.update({ phase: 'cloning', detail: 'Cloning the repository.' });
 
     // 1. Clone the branch the job names, read the repo's config, and re-clone when it names another base.
-    const auth = { baseUrl: ctx.gitBaseUrl, token: access.token };
+    const auth: GitAuth = { baseUrl: ctx.gitBaseUrl, token: access.token };
     const gitOpts = { timeoutMs: ctx.gitTimeoutMs, signal };
     let clone: CloneResult;
     try {
@@ -247,6 +248,14 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       return { outcome: 'refused', reason, ...runFacts };
     }
 
+    // Installation tokens live one hour; a long run would push with an expired one.
+    if (tokenExpiresSoon(access)) {
+      log.info('installation token expires soon; minting a fresh one before publishing');
+      const old = access.token;
+      access = await (ctx.createAccess ?? defaultAccess(ctx))(data.installationId, data.repo);
+      auth.token = access.token;
+      forgetSecretLater(old);
+    }
     const branch = branchNameFor(data.issueNumber, data.attempt);
     const message = commitMessage(data, t.final_message);
     const headSha = await commitStaged(clone.dir, { branch, message, identity: ctx.identity ?? DEFAULT_BOT_IDENTITY });
@@ -330,6 +339,14 @@ function phaseText(phase: RunnerProgress['phase'] | undefined): string {
 
 function phaseCategory(phase: RunnerProgress['phase'] | undefined): FailureCategory {
   return phase === 'publishing' ? 'publish' : phase === 'solving' ? 'sandbox' : 'unexpected';
+}
+
+/** Fresh enough to clone is not fresh enough to publish: keep a margin for the push and the API calls. */
+const TOKEN_MARGIN_MS = 10 * 60_000;
+
+function tokenExpiresSoon(access: InstallationAccess): boolean {
+  const expires = Date.parse(access.expiresAt);
+  return Number.isFinite(expires) && expires - Date.now() < TOKEN_MARGIN_MS;
 }
 
 function defaultAccess(ctx: RunnerContext) {

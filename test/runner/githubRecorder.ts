@@ -13,7 +13,7 @@ export interface RecordedCall {
  * does and recording every request (method, path, parsed body) for assertions. Anything else is unmatched
  * and fails the request (nock.disableNetConnect()).
  */
-export function recordGitHub(owner: string, repo: string, opts: { token: string; installationId: number; prNumber?: number; tokenStatus?: number }) {
+export function recordGitHub(owner: string, repo: string, opts: { token: string; installationId: number; prNumber?: number; tokenStatus?: number; tokenLifetimeMs?: number }) {
   const calls: RecordedCall[] = [];
   const r = `/repos/${owner}/${repo}`;
   const rec = (method: string) =>
@@ -29,7 +29,7 @@ export function recordGitHub(owner: string, repo: string, opts: { token: string;
       rec('POST').call(this, uri, body);
       return opts.tokenStatus && opts.tokenStatus >= 400
         ? [opts.tokenStatus, { message: 'Integration not found' }]
-        : [201, { token: opts.token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: {}, repository_selection: 'selected' }];
+        : [201, { token: opts.token, expires_at: new Date(Date.now() + (opts.tokenLifetimeMs ?? 3600_000)).toISOString(), permissions: {}, repository_selection: 'selected' }];
     });
   scope
     .get(new RegExp(`^${r}/issues/\\d+/comments`))

@@ -43,13 +43,13 @@ describe('processJob', () => {
     await redis.quit();
   });
 
-  async function setup(turns: ReplayTurn[], files: Record<string, string> = FILES, over: { tokenStatus?: number } = {}) {
+  async function setup(turns: ReplayTurn[], files: Record<string, string> = FILES, over: { tokenStatus?: number; tokenLifetimeMs?: number } = {}) {
     owner = uniqueOwner('pj');
     token = fakeInstallationToken();
     remote = await makeBareRemote(owner, REPO, files);
     logs = captureLogs();
     ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns), logger: logs.logger });
-    gh = recordGitHub(owner, REPO, { token, installationId: 4242, tokenStatus: over.tokenStatus });
+    gh = recordGitHub(owner, REPO, { token, installationId: 4242, ...over });
     progress = [];
   }
   afterEach(async () => {
@@ -120,6 +120,37 @@ describe('processJob', () => {
     }
     expect(trajectory).not.toContain('[REDACTED]');
     expect(logs.lines.join('')).toContain('draft pull request opened');
+  });
+
+  it('mints a fresh installation token before publishing when the first one is about to expire', async () => {
+    await setup(FIX_TURNS, FILES, { tokenLifetimeMs: 5 * 60_000 });
+    const result = await processJob(handle(), ctx, new AbortController().signal);
+    expect(result.outcome).toBe('pull_request');
+    expect(gh.find('POST', '/app/installations/4242/access_tokens')).toHaveLength(2);
+  });
+
+  it('works from the baseBranch named in .github/frognano.yml and targets it', async () => {
+    owner = uniqueOwner('pj');
+    token = fakeInstallationToken();
+    remote = await makeBareRemote(owner, REPO, { ...FILES, '.github/frognano.yml': 'baseBranch: develop\n' }, {
+      extraBranches: { develop: { 'hello.txt': 'hi from develop\n' } },
+    });
+    logs = captureLogs();
+    ctx = await runnerContext({
+      redis,
+      remote,
+      logger: logs.logger,
+      backend: ReplayBackend.fromTurns([
+        { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'hello.txt', old_string: 'hi from', new_string: 'hello from' } }] },
+        { content: 'Done.', tool_calls: [] },
+      ]),
+    });
+    gh = recordGitHub(owner, REPO, { token, installationId: 4242 });
+    const result = await processJob(handle(), ctx, new AbortController().signal);
+    expect(result.outcome).toBe('pull_request');
+    expect(gh.find('POST', '/pulls')[0].body.base).toBe('develop');
+    expect(gitIn(remote.bare, 'show', 'refs/heads/frognano/issue-7:hello.txt')).toBe('hello from develop\n');
+    expect(gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7~1').trim()).toBe(gitIn(remote.bare, 'rev-parse', 'refs/heads/develop').trim());
   });
 
   it('reports "no change proposed" when the model finishes without editing anything', async () => {
