@@ -17,7 +17,13 @@ const glob = z.string().min(1).max(500);
 export const RepoConfigSchema = z
   .object({
     /** Branch the work starts from and the pull request targets (default: the repository's default branch). */
-    baseBranch: z.string().min(1).max(255).regex(/^[^\s~^:?*[\\]+$/, 'not a valid branch name').optional(),
+    baseBranch: z
+      .string()
+      .min(1)
+      .max(255)
+      // git's ref rules, plus no leading '-' so the name can never read as a command-line option.
+      .regex(/^(?!-)(?!.*\.\.)(?!.*\.lock$)[^\s~^:?*[\\]+$/, 'not a valid branch name')
+      .optional(),
     /** Sandbox image for this repository (docker sandboxes only); must exist on the runner. */
     sandboxImage: z.string().min(1).max(300).regex(/^[A-Za-z0-9._/:@-]+$/, 'not a valid image reference').optional(),
     /** Run once in the sandbox before the model starts (install dependencies...). */

@@ -42,6 +42,8 @@ allowWorkflowChanges: true
     ['allowWorkflowChanges: "yes please"\n', 'allowWorkflowChanges', /`allowWorkflowChanges`: .*boolean/i],
     ['forbiddenPaths: [ok, 3]\n', 'forbiddenPaths.1', /`forbiddenPaths\.1`/],
     ['baseBranch: "bad branch"\n', 'baseBranch', /not a valid branch name/],
+    ['baseBranch: "--upload-pack=touch /tmp/x"\n', 'baseBranch', /not a valid branch name/],
+    ['baseBranch: "a..b"\n', 'baseBranch', /not a valid branch name/],
   ])('names the bad field in %j', (text, field, msg) => {
     let err: unknown;
     try {
