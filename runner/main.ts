@@ -20,6 +20,9 @@ async function main(): Promise<void> {
   const cfg = runnerConfigFromEnv();
   const sandbox = sandboxConfigFromEnv();
   await fs.mkdir(cfg.workDir, { recursive: true, mode: 0o700 });
+  // solve() copies each repository into a workspace under the OS temp dir. A docker sandbox bind-mounts that
+  // workspace by its HOST path, so it must live in FROGNANO_WORK_DIR (mounted at the same path on both sides).
+  if (!process.env.TMPDIR) process.env.TMPDIR = cfg.workDir;
   await fs.mkdir(cfg.trajectoryDir, { recursive: true });
 
   const redis = createRedisConnection(cfg.redisUrl);
