@@ -157,7 +157,10 @@ export class DockerSandbox implements Sandbox {
       container = await docker.createContainer({
         Image: cfg.image,
         Entrypoint: [],
-        Cmd: ['sleep', String(Math.ceil(cfg.jobTimeoutMs / 1000))],
+        // PID 1: keeps the container alive until the job time limit (so it ends even if the runner dies), and,
+        // being bash, reaps orphans. Signals from inside cannot kill a namespace's PID 1, and a killed `sleep`
+        // is simply restarted, so no command can stop the container or exhaust the pids limit with zombies.
+        Cmd: ['bash', '-c', `end=$((SECONDS + ${Math.ceil(cfg.jobTimeoutMs / 1000)})); while [ "$SECONDS" -lt "$end" ]; do sleep 5 & wait $!; done`],
         User: user,
         WorkingDir: CONTAINER_WORKDIR,
         // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
@@ -177,7 +180,8 @@ export class DockerSandbox implements Sandbox {
         StopTimeout: 1,
         HostConfig: {
           NetworkMode: 'none',
-          Binds: [`${hostDir}:${CONTAINER_WORKDIR}:rw`],
+          // A Mount, not a "src:dst" Bind string, so a path with ':' or ',' cannot change its meaning.
+          Mounts: [{ Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false }],
           ReadonlyRootfs: true,
           Tmpfs: {
             '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
@@ -194,7 +198,6 @@ export class DockerSandbox implements Sandbox {
             { Name: 'nofile', Soft: 4096, Hard: 4096 },
           ],
           IpcMode: 'private',
-          Init: true, // reaps the orphans of killed commands
           AutoRemove: true,
         },
       });
@@ -240,13 +243,16 @@ export class DockerSandbox implements Sandbox {
     const env = { ...baseEnv(CONTAINER_HOME), ...options.env };
     const hasStdin = options.stdin !== undefined;
     // The command runs in a session of its own whose id is written to pidFile. A timeout kills exactly that
-    // process tree, and when the command ends whatever it left running in the background is killed too (as the
-    // local and bwrap sandboxes do), so nothing eats the pids limit and the container stays usable.
-    // The wrapper's own stderr goes to /dev/null (fd 3 carries the command's), so its "Killed" notices stay out.
+    // process tree (background jobs included) and the container stays usable. When the command ends, what it
+    // left running is killed too, as in the local and bwrap sandboxes: its session, and, when no other command
+    // is running (no other pid file), every process but PID 1 (`kill -1` spares PID 1 and the caller), which
+    // catches daemons that started a session of their own. The wrapper's own stderr goes to /dev/null (fd 3
+    // carries the command's), so its "Killed" notices stay out of the output.
     const wrapper =
       'exec 3>&2 2>/dev/null; mkdir -p "${1%/*}" || exit 125; ' +
       'setsid bash -c \'echo $$ > "$1" || exit 125; exec bash -lc "$2"\' sandbox "$1" "$2" 2>&3 3>&-; ' +
-      'rc=$?; pg=$(cat "$1") && kill -KILL -- "-$pg"; rm -f "$1"; exit $rc';
+      'rc=$?; pg=$(cat "$1") && kill -KILL -- "-$pg"; rm -f "$1"; ' +
+      'shopt -s nullglob; others=("${1%/*}"/*.pid); [ ${#others[@]} -eq 0 ] && kill -KILL -1; exit $rc';
     let exec: Docker.Exec;
     let stream: Duplex;
     try {

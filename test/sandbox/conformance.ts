@@ -131,6 +131,14 @@ except OSError as e:
       expect(await waitFor(() => hostPidsMatching(`sleep ${m}`).length === 0)).toBe(true);
     });
 
+    it('kills a daemon that left the command\'s session', async () => {
+      const m = marker();
+      const r = await sb.exec(`setsid sleep ${m} > /dev/null 2>&1 < /dev/null & echo started`);
+      expect(r.stdout).toBe('started\n');
+      expect(await waitFor(() => hostPidsMatching(`sleep ${m}`).length === 0)).toBe(true);
+      expect((await sb.exec('echo next')).stdout).toBe('next\n');
+    });
+
     it('cancels a command through its AbortSignal', async () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 300);

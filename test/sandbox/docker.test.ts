@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -42,8 +42,11 @@ describeDocker('DockerSandbox container', () => {
   });
 
   it('is created with the isolation settings and labels, and removed by close()', async () => {
+    // An awkward but legal workspace path: must not be mistaken for bind options.
+    const ws = path.join(dir, 'odd:name,ro with space');
+    await mkdir(ws);
     const sb = await DockerSandbox.create(
-      dir,
+      ws,
       { image: TEST_IMAGE, memoryMb: 300, cpus: 1.5, pidsLimit: 77, labels: { ...RUN_LABEL, 'dev.frognano.job': 'job-1' } },
       { docker: d },
     );
@@ -57,12 +60,16 @@ describeDocker('DockerSandbox container', () => {
     expect(info.HostConfig.MemorySwap).toBe(300 * 1024 * 1024);
     expect(info.HostConfig.NanoCpus).toBe(1.5e9);
     expect(info.HostConfig.PidsLimit).toBe(77);
-    expect(info.HostConfig.Binds).toEqual([`${sb.hostDir}:/workspace:rw`]);
+    expect(info.Mounts).toEqual([
+      expect.objectContaining({ Type: 'bind', Source: sb.hostDir, Destination: '/workspace', RW: true }),
+    ]);
     expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual(['/home/agent', '/tmp']);
     expect(info.Config.User).not.toMatch(/^0(:|$)|^root/);
     expect(info.Config.Labels[SANDBOX_LABEL]).toBe('1');
     expect(info.Config.Labels['dev.frognano.job']).toBe('job-1');
     expect(info.Config.Env.join('\n')).not.toMatch(/TOKEN|SECRET|KEY/i);
+    expect((await sb.exec('echo w > w.txt')).exitCode).toBe(0);
+    expect(await readFile(path.join(ws, 'w.txt'), 'utf8')).toBe('w\n');
     await sb.close();
     expect(await containerGone(d, sb.containerId)).toBe(true);
   });
