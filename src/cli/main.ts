@@ -41,7 +41,11 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
 export function reportError(err: unknown, io: CliIo): number {
   if (err instanceof UsageError) {
     writeLine(io.stderr, `frognano: ${err.message}`);
-    if (err.command && HELP[err.command]) io.stderr.write(`\n${HELP[err.command]}`);
+    // The usage line and where the rest is; the whole help would bury the one-line error above it.
+    if (err.command && HELP[err.command]) {
+      writeLine(io.stderr, HELP[err.command].split('\n\n')[0]);
+      writeLine(io.stderr, `Run 'frognano ${err.command} --help' for every option and examples.`);
+    }
     return EXIT.USAGE;
   }
   if (err instanceof CliError) {

@@ -1,7 +1,7 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { UsageError } from './exitCodes.js';
+import { setupError, UsageError } from './exitCodes.js';
 
 /** 2026-12-02T13:04:18.123Z -> 2026-12-02T13-04-18Z: sortable, and valid on every filesystem. */
 export function timestampName(d = new Date()): string {
@@ -11,6 +11,22 @@ export function timestampName(d = new Date()): string {
 function isInside(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** The path with its longest existing prefix resolved through symlinks (a link into the repository counts as inside). */
+async function realish(p: string): Promise<string> {
+  let head = p;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return path.join(await realpath(head), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(head);
+      if (parent === head) return p;
+      rest.push(path.basename(head));
+      head = parent;
+    }
+  }
 }
 
 /**
@@ -24,22 +40,26 @@ export async function prepareOutDir(opts: { out?: string; cwd: string; sourceDir
   let movedFromCwd = false;
   if (opts.out) {
     base = path.resolve(opts.cwd, opts.out);
-    if (isInside(base, opts.sourceDir)) {
+    if (isInside(await realish(base), opts.sourceDir)) {
       throw new UsageError(`--out ${base} is inside the repository ${opts.sourceDir}; solve never writes into the repository.`, 'solve');
     }
   } else {
     base = path.join(opts.cwd, 'frognano-out', timestampName(opts.now));
-    if (isInside(base, opts.sourceDir)) {
+    if (isInside(await realish(base), opts.sourceDir)) {
       base = path.join(os.tmpdir(), 'frognano-out', timestampName(opts.now));
       movedFromCwd = true;
     }
   }
-  if (opts.out) {
-    // An explicit directory is used as it is (created if missing); earlier results in it are overwritten.
-    await mkdir(base, { recursive: true });
-    return { dir: base, movedFromCwd };
+  try {
+    if (opts.out) {
+      // An explicit directory is used as it is (created if missing); earlier results in it are overwritten.
+      await mkdir(base, { recursive: true });
+      return { dir: base, movedFromCwd };
+    }
+    await mkdir(path.dirname(base), { recursive: true });
+  } catch (err) {
+    throw setupError(`cannot create the output directory ${base} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, 'choose another place with --out DIR');
   }
-  await mkdir(path.dirname(base), { recursive: true });
   for (let i = 1; i < 1000; i++) {
     const dir = i === 1 ? base : `${base}-${i}`;
     try {

@@ -303,20 +303,25 @@ describe('frognano solve setup and usage errors', () => {
     expect(file.code).toBe(3);
     expect(file.stderr).toContain('is not a directory');
 
-    await fs.mkdir(path.join(repo, 'sub'), { recursive: true });
-    try {
-      const sub = await runFrognano(['solve', path.join(repo, 'sub'), '--issue', 'x', '--replay', path.join(work, 'fix.json')]);
-      expect(sub.code).toBe(3);
-      expect(sub.stderr).toContain(`is inside the git repository ${repo}, not its top level`);
-    } finally {
-      await fs.rmdir(path.join(repo, 'sub'));
-    }
+    // A repository of its own: the shared one must stay untouched for the byte-identical checks.
+    const outer = await makeRepo(path.join(work, 'outer'), { 'sub/file.txt': 'x\n' });
+    const sub = await runFrognano(['solve', path.join(outer, 'sub'), '--issue', 'x', '--replay', path.join(work, 'fix.json')]);
+    expect(sub.code).toBe(3);
+    expect(sub.stderr).toContain(`is inside the git repository ${outer}, not its top level`);
   });
 
-  test('--out inside the repository is refused (the repository is never written to)', async () => {
+  test('--out inside the repository is refused, also through a symlink; an impossible --out is a setup error', async () => {
     const r = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', path.join(repo, 'out')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--out .* is inside the repository/);
+    await fs.symlink(repo, path.join(work, 'link-to-repo'));
+    const viaLink = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', path.join(work, 'link-to-repo', 'out')]);
+    expect(viaLink.code).toBe(2);
+    expect(viaLink.stderr).toContain(`is inside the repository ${repo}`);
+    const underFile = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', path.join(work, 'fix.json', 'out')]);
+    expect(underFile.code).toBe(3);
+    expect(underFile.stderr).toContain(`cannot create the output directory ${path.join(work, 'fix.json', 'out')} (ENOTDIR)`);
+    expect(await snapshotTree(repo)).toEqual(before);
   });
 
   test.each([
@@ -336,6 +341,7 @@ describe('frognano solve setup and usage errors', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).toContain('Usage: frognano solve <repo-dir>');
+    expect(r.stderr).toContain("Run 'frognano solve --help' for every option and examples.");
     expect(r.stdout).toBe('');
   });
 
