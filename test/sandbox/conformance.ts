@@ -139,6 +139,12 @@ except OSError as e:
       expect((await sb.exec('echo next')).stdout).toBe('next\n');
     });
 
+    it('cannot be stopped from inside', async () => {
+      await sb.exec('kill -KILL -1; kill -KILL 1; pkill -KILL sleep; true');
+      const r = await sb.exec('echo still here');
+      expect(r.stdout).toBe('still here\n');
+    });
+
     it('cancels a command through its AbortSignal', async () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 300);
