@@ -3,10 +3,12 @@
  * carries one up to main() so every failure ends with one clear line and the right code.
  */
 export const EXIT = {
-  /** solve: a patch was produced. doctor: every required check passed. */
+  /** solve: a patch was produced. doctor: every required check passed. replay: printed. */
   OK: 0,
-  /** solve: the run finished but changed nothing. doctor: a required check failed. */
+  /** solve: the run finished but changed nothing. */
   NO_PATCH: 1,
+  /** doctor: a required check failed. */
+  CHECKS_FAILED: 1,
   /** Bad command line (unknown option, missing argument, conflicting flags). */
   USAGE: 2,
   /** Setup problem before the model ran: missing model dir, unreadable repo, no sandbox, unreachable issue. */

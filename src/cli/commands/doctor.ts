@@ -58,7 +58,7 @@ export async function doctorCommand(args: string[], io: CliIo): Promise<number> 
   const checks: CheckResult[] = [node, ...redis, ...sandboxes, model, app];
 
   const failed = checks.filter((c) => c.status === 'fail' && c.required);
-  const code = failed.length > 0 ? EXIT.NO_PATCH : EXIT.OK;
+  const code = failed.length > 0 ? EXIT.CHECKS_FAILED : EXIT.OK;
   if (values.json) {
     writeLine(io.stdout, JSON.stringify({ ok: failed.length === 0, checks }, null, 2));
     return code;
