@@ -363,8 +363,8 @@ function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimits> {
 }
 
 /** The repository may pick its docker image; the runner's isolation settings stay the runner's. */
-function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string): SandboxConfig {
-  const jobLabel = { 'frognano.job': jobId.slice(0, 200) };
+export function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string): SandboxConfig {
+  const jobLabel = { 'dev.frognano.job': jobId.slice(0, 200) };
   if (base.kind === 'docker') return { ...base, image: cfg.sandboxImage ?? base.image, labels: { ...base.labels, ...jobLabel } };
   if (base.kind === 'auto') return { ...base, docker: { ...base.docker, ...(cfg.sandboxImage ? { image: cfg.sandboxImage } : {}), labels: { ...(base.docker.labels ?? {}), ...jobLabel } } };
   return base;

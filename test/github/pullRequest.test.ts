@@ -17,13 +17,20 @@ const API = 'https://api.github.com';
 const octokit = () => new ProbotOctokit({ auth: { token: 'test-token' }, retry: { enabled: false }, throttle: { enabled: false } });
 const f = (p: string, a = 1, d = 0) => ({ path: p, additions: a, deletions: d, binary: false });
 
-beforeAll(() => nock.disableNetConnect());
+beforeAll(() => {
+  if (!nock.isActive()) nock.activate();
+  nock.disableNetConnect();
+});
 afterEach(() => {
   const pending = nock.pendingMocks();
   nock.cleanAll();
   expect(pending).toEqual([]);
 });
-afterAll(() => nock.enableNetConnect());
+afterAll(() => {
+  nock.enableNetConnect();
+  // nock patches Node's shared http module; later test files in this jest worker (dockerode over a unix socket) must get it back.
+  nock.restore();
+});
 
 describe('guardrails', () => {
   it('accepts a small change', () => {

@@ -28,8 +28,14 @@ function reviewPayload(over: { state?: string; ref?: string; commit?: string; us
 describe('handleReviewSubmitted (approval gate)', () => {
   let probot: Probot;
   let decisions: ReviewDecision[];
-  beforeAll(() => nock.disableNetConnect());
-  afterAll(() => nock.enableNetConnect());
+  beforeAll(() => {
+    if (!nock.isActive()) nock.activate();
+    nock.disableNetConnect();
+  });
+  afterAll(() => {
+    nock.enableNetConnect();
+    nock.restore(); // give later test files in this worker an unpatched http module
+  });
   beforeEach(() => {
     decisions = [];
     probot = new Probot({

@@ -23,6 +23,7 @@ describe('webhook -> queue -> worker -> draft pull request', () => {
   let ctx: Awaited<ReturnType<typeof runnerContext>>;
 
   beforeAll(async () => {
+    if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
     h = await createHarness('e2e-runner');
     workerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
@@ -36,6 +37,7 @@ describe('webhook -> queue -> worker -> draft pull request', () => {
     await ctx?.cleanup();
     nock.cleanAll();
     nock.enableNetConnect();
+    nock.restore(); // give later test files in this worker an unpatched http module
   });
 
   it('opens a draft PR for a labelled issue', async () => {

@@ -36,10 +36,12 @@ describe('processJob', () => {
 
   beforeAll(() => {
     redis = createRedisConnection(process.env.REDIS_URL);
+    if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
   });
   afterAll(async () => {
     nock.enableNetConnect();
+    nock.restore(); // give later test files in this worker an unpatched http module
     await redis.quit();
   });
 

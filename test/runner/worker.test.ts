@@ -31,6 +31,7 @@ describe('runner worker', () => {
   const cleanups: (() => Promise<void>)[] = [];
 
   beforeAll(() => {
+    if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
     redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
@@ -54,6 +55,7 @@ describe('runner worker', () => {
     await queue.close();
     await Promise.all([redis.quit(), conn.quit(), subscriber.quit()]);
     nock.enableNetConnect();
+    nock.restore(); // give later test files in this worker an unpatched http module
   });
 
   async function startRunner(turns: ReplayTurn[]) {
