@@ -19,7 +19,8 @@ const log = createLogger({ name: 'runner' });
 async function main(): Promise<void> {
   const cfg = runnerConfigFromEnv();
   const sandbox = sandboxConfigFromEnv();
-  await fs.mkdir(cfg.workDir, { recursive: true, mode: 0o700 });
+  // 0711: the sandbox user (bwrap/docker, uid 1000) must traverse it to reach its workspace, never list it.
+  await fs.mkdir(cfg.workDir, { recursive: true, mode: 0o711 });
   // solve() copies each repository into a workspace under the OS temp dir. A docker sandbox bind-mounts that
   // workspace by its HOST path, so it must live in FROGNANO_WORK_DIR (mounted at the same path on both sides).
   if (!process.env.TMPDIR) process.env.TMPDIR = cfg.workDir;
