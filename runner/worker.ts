@@ -76,8 +76,6 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
     lockDuration: o.lockDurationMs ?? 120_000,
     stalledInterval: o.stalledIntervalMs ?? 60_000,
     maxStalledCount: o.maxStalledCount ?? 2,
-    // A model run is long; never let BullMQ's own timers shorten it. Limits live in solve().
-    autorun: true,
   });
   worker.on('failed', (job, err) => {
     if (err instanceof WaitingError || err?.name === 'WaitingError') return;
