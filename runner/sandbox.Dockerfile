@@ -8,7 +8,8 @@ ARG BASE=debian:bookworm-slim
 FROM ${BASE}
 
 # What a model's commands usually need to build and test a repository. No network at run time, so whatever a
-# project needs beyond this must be in a derived image (set FROGNANO_SANDBOX_IMAGE to it).
+# project needs beyond this must be in a derived image (set FROGNANO_SANDBOX_IMAGE to it). Any image must keep
+# bash, coreutils and util-linux (setsid): every command runs through them. `frognano doctor` checks that.
 ARG PACKAGES="bash ca-certificates git make patch procps python3 python3-pytest python3-venv build-essential nodejs npm"
 RUN if [ -n "$PACKAGES" ]; then \
       apt-get update && apt-get install -y --no-install-recommends $PACKAGES && rm -rf /var/lib/apt/lists/*; \
@@ -31,5 +32,6 @@ LABEL org.opencontainers.image.title="frognano-sandbox" \
       org.opencontainers.image.description="Isolated workspace for FrogNano Leaf jobs"
 USER agent
 WORKDIR /workspace
-# Kept alive by `sleep`; every command is a `docker exec` into it.
+# The sandbox replaces this with its own PID 1 (a reaping loop bounded by the job time limit); every command
+# is a `docker exec` into the container.
 CMD ["sleep", "infinity"]

@@ -11,7 +11,7 @@ import {
   type SandboxConfigInput,
 } from './config.js';
 import { BwrapSandbox } from './bwrap.js';
-import { ensureDockerImage, SandboxUnavailableError } from './docker.js';
+import { DockerSandbox, ensureDockerImage, SandboxUnavailableError } from './docker.js';
 
 export interface SandboxCheckResult {
   kind: 'docker' | 'bwrap' | 'local';
@@ -34,7 +34,15 @@ function dockerFor(cfg: DockerSandboxConfig): Docker {
   return new Docker(cfg.socketPath ? { socketPath: cfg.socketPath } : undefined);
 }
 
-export async function checkDocker(cfg: DockerSandboxConfig, docker = dockerFor(cfg)): Promise<SandboxCheckResult> {
+/**
+ * Engine reachable and image present; with `smokeTest`, also starts a real sandbox from the image and runs a
+ * command in it (catches derived images without bash or util-linux's setsid, which every command needs).
+ */
+export async function checkDocker(
+  cfg: DockerSandboxConfig,
+  opts: { docker?: Docker; smokeTest?: boolean } = {},
+): Promise<SandboxCheckResult> {
+  const docker = opts.docker ?? dockerFor(cfg);
   let version: string;
   try {
     version = (await docker.version()).Version;
@@ -51,6 +59,30 @@ export async function checkDocker(cfg: DockerSandboxConfig, docker = dockerFor(c
   } catch (err) {
     const msg = (err as Error).message;
     return { kind: 'docker', ok: false, message: `Docker ${version}: ${msg}`, hint: msg.split(': ').slice(1).join(': ') || undefined };
+  }
+  if (opts.smokeTest) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'frognano-check-'));
+    try {
+      const sb = await DockerSandbox.create(dir, cfg, { docker });
+      try {
+        const r = await sb.exec('echo ok', { timeoutMs: 30_000 });
+        if (r.exitCode !== 0 || r.stdout.trim() !== 'ok') {
+          throw new Error((r.stderr || r.stdout).trim().split('\n').slice(-2).join(' ') || (r.timedOut ? 'timed out' : `exit ${r.exitCode}`));
+        }
+      } finally {
+        await sb.close();
+      }
+    } catch (err) {
+      return {
+        kind: 'docker',
+        ok: false,
+        message: `Docker ${version}: a sandbox from ${cfg.image} cannot run commands: ${(err as Error).message}`,
+        hint: 'the image needs bash, coreutils and util-linux (setsid); start from runner/sandbox.Dockerfile',
+      };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    return { kind: 'docker', ok: true, message: `Docker ${version}, image ${cfg.image} runs sandboxed commands` };
   }
   return { kind: 'docker', ok: true, message: `Docker ${version}, image ${cfg.image} present` };
 }
@@ -90,12 +122,12 @@ export async function checkBwrap(cfg: BwrapSandboxConfig): Promise<SandboxCheckR
   }
 }
 
-/** For `frognano doctor`: is the configured sandbox usable here, and if not, how to fix it. */
+/** For `frognano doctor`: is the configured sandbox usable here (a real command is run in it), and if not, how to fix it. */
 export async function checkSandbox(input: SandboxConfigInput): Promise<SandboxCheck> {
   const cfg = SandboxConfigSchema.parse(input);
   switch (cfg.kind) {
     case 'docker': {
-      const r = await checkDocker(cfg);
+      const r = await checkDocker(cfg, { smokeTest: true });
       return { kind: 'docker', ok: r.ok, checks: [r] };
     }
     case 'bwrap': {
@@ -114,7 +146,7 @@ export async function checkSandbox(input: SandboxConfigInput): Promise<SandboxCh
         }],
       };
     case 'auto': {
-      const d = await checkDocker(DockerSandboxConfigSchema.parse({ ...cfg.docker, kind: 'docker' }));
+      const d = await checkDocker(DockerSandboxConfigSchema.parse({ ...cfg.docker, kind: 'docker' }), { smokeTest: true });
       if (d.ok) return { kind: 'docker', ok: true, checks: [d] };
       const b = await checkBwrap(BwrapSandboxConfigSchema.parse({ ...cfg.bwrap, kind: 'bwrap' }));
       return { kind: b.ok ? 'bwrap' : 'docker', ok: b.ok, checks: [d, b] };

@@ -1,4 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -112,6 +114,28 @@ describe('createSandbox and checkSandbox', () => {
       expect((await sb.exec('id -un')).stdout).toBe('agent\n');
     } finally {
       await sb.close();
+    }
+  });
+
+  itDocker('doctor runs a real command in the image and explains an unusable one', async () => {
+    expect(await checkSandbox({ kind: 'docker', image: TEST_IMAGE })).toMatchObject({
+      ok: true,
+      checks: [{ message: expect.stringContaining(`image ${TEST_IMAGE} runs sandboxed commands`) }],
+    });
+    // An image with a shell but no bash: present, yet useless as a sandbox.
+    const tag = `frognano-test-nobash:${process.pid}`;
+    const root = path.join(dir, 'rootfs');
+    await mkdir(path.join(root, 'bin'), { recursive: true });
+    await copyFile('/bin/busybox', path.join(root, 'bin/busybox'));
+    for (const tool of ['sh', 'sleep', 'echo']) await symlink('busybox', path.join(root, 'bin', tool));
+    await promisify(execFile)('bash', ['-c', `tar -C "${root}" -c . | docker import - ${tag}`]);
+    try {
+      const check = await checkSandbox({ kind: 'docker', image: tag });
+      expect(check.ok).toBe(false);
+      expect(check.checks[0].message).toMatch(new RegExp(`a sandbox from ${tag} cannot run commands`));
+      expect(check.checks[0].hint).toMatch(/bash, coreutils and util-linux/);
+    } finally {
+      await promisify(execFile)('docker', ['rmi', '-f', tag]);
     }
   });
 
