@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import nock from 'nock';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
-import { requestCancel } from '../../src/queue/cancel.js';
+import { cancelKey, requestCancel } from '../../src/queue/cancel.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
 import { jobIdFor } from '../../src/queue/schema.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
@@ -87,6 +87,7 @@ describe('runner worker', () => {
     await waitFor('the job to finish', async () => (await state(job.id!)) === 'completed');
     expect((await queue.getJob(job.id!))!.returnvalue).toMatchObject({ outcome: 'cancelled' });
     expect(gh.statusBodies().at(-1)).toContain('Cancelled by @maint');
+    await redis.del(cancelKey(job.id!));
   });
 
   it('on shutdown, hands an active job back to the queue; another runner finishes it', async () => {
