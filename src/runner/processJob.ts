@@ -221,7 +221,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       throw new JobFailure(`${EXIT_REASON_TEXT[t.exit_reason]}: ${redact(t.error ?? 'no detail')}`, t.exit_reason === 'tool_error' ? 'sandbox' : 'model');
     }
     if (t.exit_reason !== 'agent') {
-      const reason = `No pull request: ${EXIT_REASON_TEXT[t.exit_reason]} (\`${t.exit_reason}\`, after ${t.n_steps} turns) before the model said it was done.`;
+      const reason = `No pull request: ${EXIT_REASON_TEXT[t.exit_reason]} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.`;
       final = { kind: 'no_patch', reason };
       return { outcome: 'no_patch', reason, ...runFacts };
     }

@@ -169,7 +169,7 @@ describe('processJob', () => {
     await setup([{ content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hel' } }] }, ...FIX_TURNS], files);
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_turns', turns: 1 });
-    expect(result.reason).toMatch(/the turn limit was reached \(`max_turns`, after 1 turns\)/);
+    expect(result.reason).toMatch(/the turn limit was reached \(`max_turns`, after 1 turn\)/);
     expect(branches()).toEqual(['refs/heads/main']);
     expect(gh.statusBodies().at(-1)).toContain('the turn limit was reached');
   });
