@@ -131,6 +131,20 @@ describe('processJob', () => {
     expect(gh.find('POST', '/app/installations/4242/access_tokens')).toHaveLength(2);
   });
 
+  it("keeps the PR description within GitHub's 65,536 characters when the trajectory is huge", async () => {
+    const noisy = { content: '', tool_calls: [{ name: 'Bash', arguments: { command: "head -c 29000 /dev/zero | tr '\\0' x" } }] };
+    await setup([noisy, noisy, noisy, noisy, ...FIX_TURNS.slice(1)]);
+    const result = await processJob(handle(), ctx, new AbortController().signal);
+    expect(result.outcome).toBe('pull_request');
+    const body = gh.find('POST', '/pulls')[0].body.body as string;
+    const stored = await fs.readFile(result.trajectoryPath!, 'utf8');
+    expect(stored.length).toBeGreaterThan(110_000); // the stored trajectory is complete ...
+    expect(body.length).toBeLessThanOrEqual(65_536); // ... the description holds a shortened rendering
+    expect(body).toMatch(/Turn 6: answer/); // every turn is still listed
+    expect(body).toContain('<details><summary>Trajectory</summary>');
+    expect(body.trimEnd().endsWith('</details>')).toBe(true);
+  });
+
   it('works from the baseBranch named in .github/frognano.yml and targets it', async () => {
     owner = uniqueOwner('pj');
     token = fakeInstallationToken();
