@@ -5,6 +5,7 @@ import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { cancelKey, requestCancel } from '../../src/queue/cancel.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
 import { jobIdFor } from '../../src/queue/schema.js';
+import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
@@ -58,8 +59,9 @@ describe('runner worker', () => {
     nock.restore(); // give later test files in this worker an unpatched http module
   });
 
-  async function startRunner(turns: ReplayTurn[]) {
+  async function startRunner(turns: ReplayTurn[], metrics?: FrognanoMetrics) {
     const ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns), logger: captureLogs().logger });
+    ctx.metrics = metrics;
     cleanups.push(ctx.cleanup);
     const r = createRunnerWorker({ connection: conn, subscriber, prefix, ctx, lockDurationMs: 10_000 });
     runners.push(r);
@@ -105,15 +107,21 @@ describe('runner worker', () => {
     expect(gh.statusBodies().at(-1)).toContain('queued');
     runners.splice(runners.indexOf(first), 1);
 
-    await startRunner(FIX);
+    const metrics = new FrognanoMetrics({ defaultMetrics: false });
+    await startRunner(FIX, metrics);
     await waitFor('the job to finish on the second runner', async () => (await state(id)) === 'completed');
+    const exposition = (await metrics.render()).body;
+    expect(exposition).toContain('frognano_jobs_completed_total{outcome="pull_request"} 1');
+    expect(exposition).toMatch(/frognano_model_tokens_total\{backend="replay",kind="completion"\} \d+/);
+    expect(exposition).toContain('frognano_turns_per_job_count 1');
     expect((await queue.getJob(id))!.returnvalue).toMatchObject({ outcome: 'pull_request', branch: 'frognano/issue-7' });
     expect(gitIn(remote.bare, 'show', 'refs/heads/frognano/issue-7:hello.txt')).toBe('hello\n');
     expect(gh.statusBodies().at(-1)).toContain('draft pull request #5 opened');
   });
 
   it('records the reason of a failed job', async () => {
-    await startRunner(FIX);
+    const metrics = new FrognanoMetrics({ defaultMetrics: false });
+    await startRunner(FIX, metrics);
     const { job } = await enqueueJob(queue, jobData(owner, 'missing-repo'));
     const other = recordGitHub(owner, 'missing-repo', { token: fakeInstallationToken(), installationId: 4242 });
     await waitFor('the job to fail', async () => (await state(job.id!)) === 'failed');
@@ -121,6 +129,7 @@ describe('runner worker', () => {
     expect(failed.failedReason).toMatch(/^could not clone .*\/missing-repo \(branch main\)/);
     expect(failed.attemptsMade).toBe(1);
     expect(other.statusBodies().at(-1)).toContain('could not clone');
+    expect((await metrics.render()).body).toContain('frognano_jobs_failed_total{reason="clone"} 1');
     await redis.del(`frognano:status:${owner.toLowerCase()}/missing-repo#7`);
   });
 });
