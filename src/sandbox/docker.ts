@@ -105,8 +105,8 @@ function waitForEnd(stream: Duplex): Promise<void> {
 /**
  * One container per job: the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs
  * /tmp and HOME; no network, no capabilities, no privilege gain, a non-root user, memory/CPU/pids limits, no host
- * environment. The container's main process is `sleep <job time limit>`, so even a runner that dies without
- * closing it cannot leave it running longer than that (and `reapStaleSandboxes` removes it sooner).
+ * environment. The container's PID 1 exits at the job time limit, so even a runner that dies without closing it
+ * cannot leave it running longer than that (and `reapStaleSandboxes` removes it sooner).
  * Commands are `docker exec`s; file operations go straight to the bind-mounted directory on the host.
  */
 export class DockerSandbox implements Sandbox {
@@ -335,7 +335,8 @@ export class DockerSandbox implements Sandbox {
   private async killExecGroup(pidFile: string): Promise<void> {
     const script =
       'for i in $(seq 20); do [ -s "$1" ] && break; sleep 0.05; done; ' +
-      'pg=$(cat "$1" 2>/dev/null) || exit 0; kill -KILL -- "-$pg" 2>/dev/null; exit 0';
+      // No pid file (the command removed it): kill everything but PID 1 rather than let the command run on.
+      'if pg=$(cat "$1" 2>/dev/null); then kill -KILL -- "-$pg"; else kill -KILL -1; fi 2>/dev/null; exit 0';
     try {
       const k = await this.container.exec({
         Cmd: ['bash', '-c', script, 'sandbox', pidFile],

@@ -124,6 +124,14 @@ except OSError as e:
       expect(again.exitCode).toBe(0);
     });
 
+    it('still kills a timed-out command that wiped /tmp and HOME', async () => {
+      const m = marker();
+      const r = await sb.exec(`rm -rf /tmp/* /tmp/.[!.]* "$HOME"/* 2>/dev/null; sleep ${m}`, { timeoutMs: 1500 });
+      expect(r.timedOut).toBe(true);
+      expect(await waitFor(() => hostPidsMatching(`sleep ${m}`).length === 0)).toBe(true);
+      expect((await sb.exec('echo next')).stdout).toBe('next\n');
+    });
+
     it('kills what a finished command left running in the background', async () => {
       const m = marker();
       const r = await sb.exec(`(sleep ${m} &); echo started`);
