@@ -59,6 +59,25 @@ function systemBinds(): string[] {
 }
 
 /**
+ * A root runner starts bwrap as the sandbox uid, which must be able to walk down to the workspace: say so plainly
+ * instead of letting bwrap fail with "Can't find source path".
+ */
+async function assertReachable(dir: string, user: { uid: number; gid: number }): Promise<void> {
+  for (let d = path.dirname(dir); ; d = path.dirname(d)) {
+    const st = await fs.stat(d);
+    const searchable =
+      st.uid === user.uid ? st.mode & 0o100 : st.gid === user.gid ? st.mode & 0o010 : st.mode & 0o001;
+    if (!searchable) {
+      throw new Error(
+        `the sandbox user ${user.uid} cannot reach the workspace ${dir}: ${d} is not searchable by it ` +
+          `(mode ${(st.mode & 0o777).toString(8)}); keep workspaces under a directory others can enter, such as /tmp`,
+      );
+    }
+    if (d === path.dirname(d)) return;
+  }
+}
+
+/**
  * bubblewrap sandbox for hosts without a Docker engine: every namespace unshared (network: only `lo`), the host's
  * /usr and a few /etc files read-only, tmpfs /tmp and HOME, the workspace as the only writable bind (at /workspace),
  * an empty environment, all capabilities dropped, and rlimits for processes, memory, file size and open files
@@ -91,7 +110,9 @@ export class BwrapSandbox implements Sandbox {
     const st = await fs.stat(workspaceDir).catch(() => null);
     if (!st?.isDirectory()) throw new Error(`workspace ${workspaceDir} is not a directory`);
     const hostDir = await fs.realpath(workspaceDir);
-    const owner = await claimWorkspace(hostDir, parseUser(cfg.user));
+    const sandboxUser = parseUser(cfg.user);
+    if ((process.getuid?.() ?? 0) === 0) await assertReachable(hostDir, sandboxUser);
+    const owner = await claimWorkspace(hostDir, sandboxUser);
     const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-bwrap-'));
     try {
       // Only the sandbox user is named, so `id`, git and python find a user without seeing the host's accounts.

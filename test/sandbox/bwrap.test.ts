@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chown, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
@@ -56,6 +56,23 @@ describe('BwrapSandbox host view', () => {
 });
 
 const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
+
+describe('BwrapSandbox workspace location', () => {
+  itAsRoot('explains when the sandbox user cannot reach the workspace', async () => {
+    const parent = await mkdtemp(path.join(os.tmpdir(), 'fn-bwrap-private-')); // mode 700, owned by root
+    try {
+      const ws = path.join(parent, 'ws');
+      await mkdir(ws);
+      await expect(BwrapSandbox.create(ws)).rejects.toThrow(
+        new RegExp(`sandbox user 1000 cannot reach the workspace ${ws}: ${parent} is not searchable by it \\(mode 700\\)`),
+      );
+      // Nothing was chowned on the way out.
+      expect((await stat(ws)).uid).toBe(0);
+    } finally {
+      await rm(parent, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('BwrapSandbox under a non-root runner', () => {
   // As root the suites above take the setpriv path; this runs the sandbox from a uid-1000 process, as a
