@@ -157,3 +157,24 @@ describe('Kubernetes manifests', () => {
     for (const n of names) if (!external.has(n)) expect({ n, readByCode: known.has(n) }).toEqual({ n, readByCode: true });
   });
 });
+
+describe('Prometheus alert rules', () => {
+  it('parse, and use only metrics the app and runners expose', async () => {
+    const { FrognanoMetrics } = await import('../../src/ops/metrics.js');
+    const m = new FrognanoMetrics({ defaultMetrics: false });
+    m.bindQueue({ getJobCounts: async () => ({}) });
+    const exposed = (await m.render()).body;
+    const [file] = loadYamlDir('deploy/prometheus');
+    const rules = file.doc.groups.flatMap((g: any) => g.rules);
+    expect(rules.length).toBeGreaterThan(0);
+    for (const r of rules) {
+      expect(r.alert).toMatch(/^Frognano[A-Za-z]+$/);
+      expect(typeof r.expr).toBe('string');
+      for (const [name] of r.expr.matchAll(/\bfrognano_[a-z_]+\b/g)) {
+        // A histogram's _bucket/_sum/_count series belong to the metric its TYPE line names.
+        const base = exposed.includes(`# TYPE ${name} `) ? name : name.replace(/_(bucket|sum|count)$/, '');
+        expect({ name, exposed: exposed.includes(`# TYPE ${base} `) }).toEqual({ name, exposed: true });
+      }
+    }
+  });
+});
