@@ -26,7 +26,10 @@ ENV ONNXRUNTIME_NODE_INSTALL=skip \
 # ---- deps: every dependency, for the compiler ------------------------------------------------------------
 FROM node-base AS deps
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci
+# --ignore-scripts: no dependency install script runs (as with package.json "allowScripts" on npm 11 at
+# development time, so the image gets the tree the tests ran against). None is needed: onnxruntime-node's
+# only fetches CUDA files, the rest are optional native speed-ups with JavaScript or prebuilt fallbacks.
+RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts
 
 # ---- build: the same command as `npm run build` on a workstation --------------------------------------------
 FROM deps AS build
@@ -42,7 +45,7 @@ RUN npm run build \
 # ---- prod-deps: runtime dependencies only -------------------------------------------------------------------
 FROM node-base AS prod-deps
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev \
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts \
  # onnxruntime-node ships binaries for every OS (~220 MB of them for macOS and Windows): keep this platform's.
  && ort=node_modules/onnxruntime-node/bin/napi-v6 \
  && find "$ort" -mindepth 1 -maxdepth 1 ! -name linux -exec rm -rf {} + \
