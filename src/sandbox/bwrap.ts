@@ -148,6 +148,10 @@ export class BwrapSandbox implements Sandbox {
       ...prefix,
       this.cfg.bwrapPath,
       '--unshare-all',
+      // A user namespace is required (not just tried), and commands may not create nested ones: less kernel
+      // surface, and no way to gain namespace-root capabilities inside.
+      '--unshare-user',
+      '--disable-userns',
       '--die-with-parent',
       '--new-session',
       '--uid', String(this.owner.uid),

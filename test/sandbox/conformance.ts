@@ -45,6 +45,12 @@ export function describeIsolation(name: string, factory: SandboxFactory): void {
       expect(caps).toMatch(/CapEff:\s+0+$/);
     });
 
+    it('does not let commands create namespaces (no way to capabilities inside)', async () => {
+      const r = await sb.exec('unshare -U true && echo userns-created; unshare -n true && echo netns-created; true');
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/unshare failed/);
+    });
+
     it('has no network: only the loopback interface, and connecting out fails', async () => {
       const r = await sb.exec(
         `python3 -c "import socket; print([n for _, n in socket.if_nameindex()])
