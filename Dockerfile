@@ -37,9 +37,8 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY runner ./runner
 COPY scripts ./scripts
+# tsconfig.build.json compiles src/, runner/ and scripts/ only (tests and benchmarks are type-checked by `npm run typecheck`).
 RUN npm run build \
- # tsconfig.json also type-checks tests and benchmarks; an image has no use for their output.
- && rm -rf dist/test dist/bench \
  && test -f dist/src/app/main.js && test -f dist/runner/main.js
 
 # ---- prod-deps: runtime dependencies only -------------------------------------------------------------------

@@ -2,7 +2,10 @@
 /** @type {import('jest').Config} */
 export default {
   preset: 'ts-jest/presets/default-esm',
-  testEnvironment: 'node',
+  // Shares the main realm's typed-array constructors so onnxruntime-node's native tensors pass its instanceof checks.
+  testEnvironment: '<rootDir>/test/support/node-environment.cjs',
+  globalSetup: '<rootDir>/test/support/global-setup.js',
+  globalTeardown: '<rootDir>/test/support/global-teardown.js',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },

@@ -1,4 +1,3 @@
-/** @jest-environment ./test/inference/onnx-environment.cjs */
 /**
  * OnnxBackend end to end on the tiny model: offline loading, the chat template with tools, greedy and seeded
  * sampling, stop strings, end-of-turn tokens, length cap, abort, prefix reuse across turns, bad model dirs.

@@ -1,4 +1,3 @@
-/** @jest-environment ./test/inference/onnx-environment.cjs */
 /**
  * The generic decoding machinery on a real (tiny) ONNX model built by scripts/build-tiny-model.ts:
  * state discovery, prefix reuse vs full recomputation, chunked prefill, sampling, streaming detokenization.
