@@ -6,6 +6,7 @@ export default {
   testEnvironment: '<rootDir>/test/support/node-environment.cjs',
   globalSetup: '<rootDir>/test/support/global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.js',
+  setupFilesAfterEnv: ['<rootDir>/test/support/restore-nock.ts'],
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
