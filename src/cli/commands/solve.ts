@@ -88,7 +88,7 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
   // 2. Setup: repository, model files, sandbox, issue. Failures exit 3 and nothing has run yet.
   const repo = await checkSourceRepo(positionals[0], io.cwd);
   if (!backendCfg) {
-    throw setupError('no model configured', 'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE (or set the FROGNANO_MODEL_* environment variables; see frognano solve --help)');
+    throw setupError('no model configured', 'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE (or set FROGNANO_MODEL_DIR, FROGNANO_OPENAI_BASE_URL + FROGNANO_OPENAI_MODEL, or FROGNANO_REPLAY_FILE; see frognano solve --help)');
   }
   await precheckBackend(backendCfg);
   const sandboxCfg = await usableSandbox(values.sandbox, io.env);
