@@ -8,15 +8,13 @@ import { run, type Probot, type ApplicationFunctionOptions } from 'probot';
 import type { Redis } from 'ioredis';
 import { createFrognanoApp, labelFromEnv } from './index.js';
 import { handleReviewSubmitted } from './review.js';
-import { createRedisConnection, redisUrlFromEnv } from '../queue/connection.js';
+import { createRedisConnection, queuePrefixFromEnv, redisUrlFromEnv } from '../queue/connection.js';
 import { createQueue, type FrognanoQueue } from '../queue/queue.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
-import { refreshQueueGauges } from '../ops/metrics.js';
+import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
 
-const QUEUE_GAUGE_INTERVAL_MS = 15_000;
-
-let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; timer: NodeJS.Timeout } | undefined;
+let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue } | undefined;
 
 /** Runs only when Probot has credentials (never in setup mode), so setup needs no Redis. */
 async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
@@ -24,7 +22,8 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   const queueConnection = createRedisConnection(url);
   const redis = createRedisConnection(url);
   for (const c of [queueConnection, redis]) c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
-  const queue = createQueue(queueConnection);
+  const prefix = queuePrefixFromEnv();
+  const queue = createQueue(queueConnection, { prefix });
   const label = labelFromEnv();
 
   await createFrognanoApp({ queue, redis, label })(app);
@@ -35,12 +34,10 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
 
   addReadinessCheck(redisCheck(redis));
   options.addHandler?.(opsHandler);
-  const timer = setInterval(() => {
-    refreshQueueGauges(queue).catch((err: unknown) => app.log.debug({ err: String(err) }, 'queue gauges not refreshed'));
-  }, QUEUE_GAUGE_INTERVAL_MS);
-  timer.unref();
-  resources = { redis, queueConnection, queue, timer };
-  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${url.replace(/\/\/[^@/]*@/, '//***@')}`);
+  // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
+  metrics.bindQueue(queue);
+  resources = { redis, queueConnection, queue };
+  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${url.replace(/\/\/[^@/]*@/, '//***@')} (key prefix ${prefix ?? 'bull'})`);
 }
 
 async function main(): Promise<void> {
@@ -53,7 +50,7 @@ async function main(): Promise<void> {
     try {
       await server.stop();
       if (resources) {
-        clearInterval(resources.timer);
+        metrics.bindQueue(null);
         await resources.queue.close();
         await Promise.all([resources.redis.quit(), resources.queueConnection.quit()]);
       }

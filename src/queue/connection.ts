@@ -7,6 +7,14 @@ export function redisUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /**
+ * BullMQ key prefix of the queue (FROGNANO_QUEUE_PREFIX), or undefined for BullMQ's default (`bull`).
+ * The app and every runner read it here, so a prefix set on both sides names the same queue.
+ */
+export function queuePrefixFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.FROGNANO_QUEUE_PREFIX?.trim() || undefined;
+}
+
+/**
  * One ioredis connection. BullMQ workers and blocking commands require
  * `maxRetriesPerRequest: null`; we use it everywhere so a connection can be shared with BullMQ.
  */

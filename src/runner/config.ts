@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_GIT_BASE_URL } from '../github/git.js';
+import { queuePrefixFromEnv } from '../queue/connection.js';
 
 /** Runner settings from the environment; every value has a default except the GitHub App credentials. */
 export const RunnerConfigSchema = z.object({
@@ -76,6 +77,7 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     if (key === 'privateKey') input[key] = privateKey;
     else if (key === 'apiBaseUrl') input[key] = v(envName) ?? (ghe ? `https://${ghe}/api/v3` : undefined);
     else if (key === 'gitBaseUrl') input[key] = v(envName) ?? (ghe ? `https://${ghe}` : undefined);
+    else if (key === 'queuePrefix') input[key] = queuePrefixFromEnv(env); // the app reads it the same way
     else input[key] = v(envName);
   }
   const parsed = RunnerConfigSchema.safeParse(input);

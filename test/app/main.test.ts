@@ -5,6 +5,9 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createQueue, enqueueJob } from '../../src/queue/queue.js';
 
 /** The real `npm start` entry, run as a child process: setup mode without credentials, the full app with them. */
 const ROOT = process.cwd();
@@ -95,5 +98,31 @@ describe('npm start (src/app/main.ts)', () => {
     expect((await post(good)).status).toBe(200);
     expect((await post('sha256=' + '0'.repeat(64))).status).toBe(400);
     expect(output()).toContain('frognano: triggering on label');
+  }, 60_000);
+
+  test('FROGNANO_QUEUE_PREFIX: the app serves the queue under that prefix (the one runners read)', async () => {
+    const prefix = `fn-test-main-${randomUUID().slice(0, 8)}`;
+    const conn = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+    const queue = createQueue(conn, { prefix });
+    try {
+      for (const issueNumber of [1, 2, 3]) {
+        await enqueueJob(queue, {
+          installationId: 1, owner: 'o', repo: 'r', issueNumber, title: 't', body: '', defaultBranch: 'main',
+          triggeredBy: { login: 'u' }, attempt: 1, trigger: 'label', enqueuedAt: new Date().toISOString(),
+        });
+      }
+      tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
+      const keyPath = join(tmp, 'app.pem');
+      const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+      const { base, output } = await start({ APP_ID: '12345', PRIVATE_KEY_PATH: keyPath, WEBHOOK_SECRET: 's', FROGNANO_QUEUE_PREFIX: prefix });
+      expect(output()).toContain(`(key prefix ${prefix})`);
+      // The gauges read the app's queue on each scrape: the three jobs queued under the prefix.
+      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^frognano_jobs_queued 3$/m);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await conn.quit();
+    }
   }, 60_000);
 });

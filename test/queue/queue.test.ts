@@ -6,6 +6,8 @@ import { createQueue, enqueueJob, queuePosition, isUnfinishedState, type Frognan
 import { QUEUE_NAME, jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { currentAttempt, labelAttempt, nextAttempt } from '../../src/queue/attempts.js';
 import { claimOnce, withRedisLock } from '../../src/queue/lock.js';
+import { queuePrefixFromEnv } from '../../src/queue/connection.js';
+import { runnerConfigFromEnv } from '../../src/runner/config.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ns = `fn-test-queue-${randomUUID().slice(0, 8)}`;
@@ -149,5 +151,33 @@ describe('locks and claims', () => {
     expect(events[0]!.endsWith(':in')).toBe(true);
     expect(events[1]).toBe(events[0]!.replace(':in', ':out'));
     expect(await redis.exists('lock1')).toBe(0); // released
+  });
+});
+
+describe('queue prefix (FROGNANO_QUEUE_PREFIX)', () => {
+  test('unset or blank means BullMQ\'s default; a value is trimmed', () => {
+    expect(queuePrefixFromEnv({})).toBeUndefined();
+    expect(queuePrefixFromEnv({ FROGNANO_QUEUE_PREFIX: '  ' })).toBeUndefined();
+    expect(queuePrefixFromEnv({ FROGNANO_QUEUE_PREFIX: ' team-a ' })).toBe('team-a');
+  });
+
+  test('the runner reads the prefix the app reads, and takes the jobs the app queued under it', async () => {
+    const env = { FROGNANO_QUEUE_PREFIX: ` ${ns}-shared `, APP_ID: '1', PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----' };
+    const appPrefix = queuePrefixFromEnv(env);
+    const runnerPrefix = runnerConfigFromEnv(env).queuePrefix;
+    expect(runnerPrefix).toBe(appPrefix);
+    const appQueue = createQueue(conn, { prefix: appPrefix });
+    const wconn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const worker = new Worker(QUEUE_NAME, null, { connection: wconn, prefix: runnerPrefix, autorun: false });
+    try {
+      await enqueueJob(appQueue, data({ issueNumber: 321 }));
+      const taken = await worker.getNextJob('tok', { block: false });
+      expect(taken?.id).toBe('octo-org/hello.world#321@1');
+    } finally {
+      await worker.close();
+      await appQueue.obliterate({ force: true });
+      await appQueue.close();
+      await wconn.quit();
+    }
   });
 });
