@@ -57,8 +57,11 @@ export async function checkDocker(
   try {
     await ensureDockerImage(docker, cfg.image);
   } catch (err) {
-    const msg = (err as Error).message;
-    return { kind: 'docker', ok: false, message: `Docker ${version}: ${msg}`, hint: msg.split(': ').slice(1).join(': ') || undefined };
+    // The error's message carries its hint too; keep them apart so each is said once.
+    if (err instanceof SandboxUnavailableError) {
+      return { kind: 'docker', ok: false, message: `Docker ${version}: ${err.reason}`, hint: err.hint };
+    }
+    return { kind: 'docker', ok: false, message: `Docker ${version}: ${(err as Error).message}` };
   }
   if (opts.smokeTest) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'frognano-check-'));

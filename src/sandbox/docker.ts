@@ -32,9 +32,16 @@ const KILL_GRACE_MS = 3000;
 
 /** The engine or the image is missing: the message says how to fix it. */
 export class SandboxUnavailableError extends Error {
-  constructor(message: string) {
-    super(message);
+  /** What is wrong, without the fix (the message is `reason: hint`). */
+  readonly reason: string;
+  /** How to fix it, kept apart so reports that print hints on their own line say it once. */
+  readonly hint?: string;
+
+  constructor(reason: string, hint?: string) {
+    super(hint ? `${reason}: ${hint}` : reason);
     this.name = 'SandboxUnavailableError';
+    this.reason = reason;
+    this.hint = hint;
   }
 }
 
@@ -67,11 +74,11 @@ export async function ensureDockerImage(docker: Docker, image: string): Promise<
     await docker.getImage(image).inspect();
   } catch (err) {
     const e = err as DockerError;
-    if (e.statusCode === 404) throw new SandboxUnavailableError(`image ${image} not found: ${imageBuildHint(image)}`);
+    if (e.statusCode === 404) throw new SandboxUnavailableError(`image ${image} not found`, imageBuildHint(image));
     if (engineUnreachable(e)) {
       throw new SandboxUnavailableError(
-        `Docker engine not reachable at ${describeEngine(docker)} (${e.code}): start dockerd, set DOCKER_HOST, ` +
-          `or use FROGNANO_SANDBOX=bwrap`,
+        `Docker engine not reachable at ${describeEngine(docker)} (${e.code})`,
+        'start dockerd, set DOCKER_HOST, or use FROGNANO_SANDBOX=bwrap',
       );
     }
     throw err;

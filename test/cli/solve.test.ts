@@ -276,6 +276,11 @@ describe('frognano solve setup and usage errors', () => {
     expect(auto.code).toBe(3);
     expect(auto.stderr).toMatch(/frognano: no sandbox available: no isolating sandbox is usable: .*bubblewrap/);
     expect(auto.stderr).toContain('→ run `frognano doctor` for details, or choose one with --sandbox');
+    // Each fix is said once, whether it is part of the message (auto) or on the hint line (explicit kind).
+    for (const out of [docker.stderr, auto.stderr]) {
+      expect(out.split('scripts/build-sandbox-image.sh').length - 1).toBeLessThanOrEqual(1);
+      expect(out.split('apt-get install bubblewrap').length - 1).toBeLessThanOrEqual(1);
+    }
   });
 
   test('no model at all: exit 3 naming the options', async () => {

@@ -154,6 +154,26 @@ describe('createSandbox and checkSandbox', () => {
     }
   });
 
+  itDocker('says each reason and each hint once when neither is usable (image missing, no bwrap)', async () => {
+    const image = `frognano-sandbox:absent-${process.pid}`;
+    const cfg = { kind: 'auto' as const, docker: { image }, bwrap: { bwrapPath: '/nonexistent/bwrap' } };
+    const err: Error = await createSandbox(cfg, dir).then(
+      () => { throw new Error('expected no usable sandbox'); },
+      (e: Error) => e,
+    );
+    const count = (needle: string) => err.message.split(needle).length - 1;
+    expect(err.message).toMatch(new RegExp(`no isolating sandbox is usable: Docker .*: image ${image} not found`));
+    expect(count(`image ${image} not found`)).toBe(1);
+    expect(count(`scripts/build-sandbox-image.sh ${image}`)).toBe(1);
+    expect(count(`docker build -t ${image}`)).toBe(1);
+    expect(count('/nonexistent/bwrap')).toBe(1);
+    expect(count('apt-get install bubblewrap')).toBe(1);
+    // doctor's view of the same failure: the reason on the message, the fix only on the hint.
+    const check = await checkSandbox({ kind: 'docker', image });
+    expect(check.checks[0].message).toMatch(new RegExp(`^Docker .*: image ${image} not found$`));
+    expect(check.checks[0].hint).toMatch(/^build it with .*scripts\/build-sandbox-image\.sh/);
+  });
+
   it('fails with both reasons when neither docker nor bwrap is usable', async () => {
     const cfg = {
       kind: 'auto' as const,

@@ -40,10 +40,6 @@ export async function checkSandboxes(kind: string | undefined, env: NodeJS.Proce
 
 function toLine(r: SandboxCheckResult, required: boolean, warnEvenIfOk: boolean): CheckResult {
   const name = LABEL[r.kind];
-  // Some messages end with their own hint; say it once, on the hint line.
-  if (r.hint && r.message.endsWith(r.hint) && r.message.length > r.hint.length) {
-    r = { ...r, message: r.message.slice(0, -r.hint.length).replace(/[\s:;,]+$/, '') };
-  }
   if (r.ok && warnEvenIfOk) return check.warn(name, r.message, r.hint ?? '');
   if (r.ok) return check.ok(name, r.message, required);
   if (!required) return check.warn(name, r.message, r.hint ?? 'not needed while the other sandbox works');
