@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { JobResultSchema } from '../queue/schema.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { queuePosition, isPendingState, type FrognanoJob, type FrognanoQueue } from '../queue/queue.js';
-import type { StatusState } from '../github/statusComment.js';
+import { cancelRequestedDetail, type StatusState } from '../github/statusComment.js';
 
 /** Progress a runner may store with `job.updateProgress(...)`; read loosely, it is only shown. */
 interface RunnerProgress {
@@ -28,9 +28,7 @@ export async function statusOfJob(queue: FrognanoQueue, redis: Redis, job: Frogn
   if (state === 'active') {
     const p = readProgress(job.progress);
     const cancel = await getCancelRequest(redis, id);
-    const detail = cancel
-      ? `Cancellation requested${cancel.by ? ` by @${cancel.by}` : ''}; the runner stops at its next step.`
-      : p.detail;
+    const detail = cancel ? cancelRequestedDetail(cancel.by) : p.detail;
     return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail };
   }
   if (state === 'completed') {

@@ -57,6 +57,14 @@ function ordinal(n: number): string {
   return `${n}${s[(v - 20) % 10] ?? s[v] ?? s[0]}`;
 }
 
+/**
+ * The running comment's note after `/frognano cancel`. The app writes it and the runner keeps it in its
+ * progress updates until it stops, so the maintainer's request never seems to vanish.
+ */
+export function cancelRequestedDetail(by?: string): string {
+  return `Cancellation requested${by ? ` by @${by}` : ''}; the runner stops at its next step.`;
+}
+
 const RETRY_HINT = 'A maintainer can comment `/frognano retry` to start a new attempt (adding the label again does not re-run it).';
 
 /** One-line summary of a state, used in replies to `/frognano status`. */

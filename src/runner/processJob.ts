@@ -26,11 +26,12 @@ import {
   renderPullRequestBody,
 } from '../github/pullRequest.js';
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
-import { upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
+import { cancelRequestedDetail, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
 import type { ModelBackend } from '../inference/types.js';
 import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
 import { EXIT_REASON_TEXT, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
+import { getCancelRequest } from '../queue/cancel.js';
 import { JobDataSchema, type JobData, type JobResult } from '../queue/schema.js';
 import type { SandboxConfig } from '../sandbox/config.js';
 import { createSandbox } from '../sandbox/index.js';
@@ -146,8 +147,12 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       initial,
       {
         job: (p) => job.updateProgress(p).then(() => undefined),
-        comment: (p) =>
-          setStatus({ kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail: p.detail }),
+        comment: async (p) => {
+          // After `/frognano cancel` the comment keeps saying so until the run stops, instead of the latest tool call.
+          const cancel = await getCancelRequest(ctx.redis, jobId);
+          const detail = cancel ? cancelRequestedDetail(cancel.by) : p.detail;
+          await setStatus({ kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail });
+        },
         onError: (err) => log.warn({ err }, 'progress update failed'),
       },
       ctx.progressIntervals,

@@ -4,6 +4,7 @@ import { UnrecoverableError } from 'bullmq';
 import nock from 'nock';
 import type { Redis } from 'ioredis';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
+import { cancelKey, requestCancel } from '../../src/queue/cancel.js';
 import { createRedisConnection } from '../../src/queue/connection.js';
 import { HandBackError, processJob, type AbortCause, type RunnerContext } from '../../src/runner/processJob.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
@@ -244,6 +245,35 @@ describe('processJob', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(result.outcome).toBe('cancelled');
     expect(gh.statusBodies().at(-1)).toContain('Cancelled by @maint');
+  });
+
+  it('keeps "Cancellation requested" in the status comment until the run stops', async () => {
+    // The app recorded `/frognano cancel` while turn 2 starts; this runner has not stopped yet (its signal is
+    // not aborted), so the next progress edits must not replace the maintainer's note with tool activity.
+    await setup(FIX_TURNS);
+    const h = handle();
+    let requestedAt = -1;
+    const job = {
+      ...h,
+      updateProgress: async (p: object) => {
+        progress.push(p);
+        if (requestedAt < 0 && (p as { turn?: number }).turn === 2) {
+          await requestCancel(redis, h.id, 'maint');
+          requestedAt = gh.statusBodies().length;
+        }
+      },
+    };
+    try {
+      await processJob(job, ctx, new AbortController().signal);
+    } finally {
+      await redis.del(cancelKey(h.id));
+    }
+    const bodies = gh.statusBodies();
+    expect(requestedAt).toBeGreaterThan(0);
+    expect(bodies.slice(0, requestedAt).every((b) => !b.includes('Cancellation requested'))).toBe(true);
+    const runningAfter = bodies.slice(requestedAt).filter((b) => b.includes('working on it'));
+    expect(runningAfter.length).toBeGreaterThanOrEqual(2);
+    for (const b of runningAfter) expect(b).toContain('Cancellation requested by @maint; the runner stops at its next step.');
   });
 
   it('hands the job back (status queued) when the runner shuts down', async () => {
