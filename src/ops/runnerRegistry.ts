@@ -229,9 +229,9 @@ export async function listRunners(redis: Redis, opts: { prefix?: string } = {}):
   return runners.sort((a, b) => a.hostname.localeCompare(b.hostname) || a.id.localeCompare(b.id));
 }
 
-/** One line for the status comment: `runner gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v0.1.0)`. */
+/** One line for the status comment: `gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v0.1.0)`. */
 export function describeRunner(info: Pick<RunnerInfo, 'hostname' | 'gpu' | 'model' | 'backend' | 'version'>): string {
   const version = /^\d/.test(info.version) ? `v${info.version}` : info.version;
   const gpu = info.gpu === 'cpu' ? 'CPU' : info.gpu;
-  return `runner ${info.hostname} (${gpu}, ${info.model} via ${info.backend}, ${version})`;
+  return `${info.hostname} (${gpu}, ${info.model} via ${info.backend}, ${version})`;
 }

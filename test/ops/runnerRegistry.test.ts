@@ -59,8 +59,8 @@ describe('runner registry', () => {
         currentJob: 'octo/hello#7@1',
       });
       expect(Date.parse(gpuRunner.startedAt)).not.toBeNaN();
-      expect(describeRunner(gpuRunner)).toBe(`runner gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v${packageVersion()})`);
-      expect(describeRunner(runners[0])).toMatch(/^runner cpu-box \(CPU, FrogNano-4B via openai, v/);
+      expect(describeRunner(gpuRunner)).toBe(`gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v${packageVersion()})`);
+      expect(describeRunner(runners[0])).toMatch(/^cpu-box \(CPU, FrogNano-4B via openai, v/);
 
       await a.setCurrentJob(null);
       runners = await listRunners(redis, { prefix });
