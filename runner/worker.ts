@@ -3,7 +3,9 @@ import type { Redis } from 'ioredis';
 import type { RunnerRegistration } from '../src/ops/runnerRegistry.js';
 import { onCancel } from '../src/queue/cancel.js';
 import { QUEUE_NAME, type JobData, type JobResult } from '../src/queue/schema.js';
+import { isStalledFailure } from '../src/queue/stalled.js';
 import { HandBackError, JobFailure, processJob, type AbortCause, type RunnerContext } from '../src/runner/processJob.js';
+import { reportStalledJob } from '../src/runner/stalledJob.js';
 
 export interface RunnerWorkerOptions {
   /** BullMQ connection (a dedicated ioredis with maxRetriesPerRequest: null). */
@@ -38,6 +40,8 @@ export interface RunnerWorker {
 
 export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   const active = new Map<string, AbortController>();
+  /** Status-comment writes for jobs BullMQ gave up on; shutdown waits for them. */
+  const reports = new Set<Promise<void>>();
   const log = o.ctx.logger;
 
   const processor = async (job: Job<JobData, JobResult, string>, token?: string): Promise<JobResult> => {
@@ -80,6 +84,17 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   worker.on('failed', (job, err) => {
     if (err instanceof WaitingError || err?.name === 'WaitingError') return;
     log.error({ jobId: job?.id, reason: err.message }, 'job failed');
+    // BullMQ fails a job that stalled too often itself, without calling processJob: its runner died mid-job
+    // (repeatedly), so this runner, which picked it up, tells the issue.
+    if (job && isStalledFailure(err.message)) {
+      // Its run time is unknown (the runner that ran it is gone); NaN keeps it out of the duration histogram.
+      o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: 'stalled', durationSeconds: Number.NaN });
+      const report = reportStalledJob(job, o.ctx)
+        .then((state) => log.info({ jobId: job.id, stalled: job.stalledCounter, status: state?.kind ?? 'none (unreadable job data)' }, 'reported a job given up after stalling'))
+        .catch((e: unknown) => log.error({ jobId: job.id, err: e }, 'could not report a stalled job on its issue'))
+        .finally(() => reports.delete(report));
+      reports.add(report);
+    }
   });
   worker.on('completed', (job, result) => log.info({ jobId: job.id, outcome: result.outcome }, 'job completed'));
   worker.on('error', (err) => log.error({ err }, 'worker error'));
@@ -101,6 +116,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
       } finally {
         clearTimeout(timer);
       }
+      await Promise.all([...reports]);
     },
   };
 }

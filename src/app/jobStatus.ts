@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { JobResultSchema } from '../queue/schema.js';
 import { getCancelRequest } from '../queue/cancel.js';
+import { isStalledFailure, stalledFailureText } from '../queue/stalled.js';
 import { queuePosition, isPendingState, type FrognanoJob, type FrognanoQueue } from '../queue/queue.js';
 import { cancelRequestedDetail, type StatusState } from '../github/statusComment.js';
 
@@ -50,6 +51,7 @@ export async function statusOfJob(queue: FrognanoQueue, redis: Redis, job: Frogn
   if (state === 'failed') {
     const cancel = await getCancelRequest(redis, id);
     if (cancel) return { kind: 'cancelled', by: cancel.by };
+    if (isStalledFailure(job.failedReason)) return { kind: 'failed', reason: stalledFailureText(job.stalledCounter) };
     return { kind: 'failed', reason: job.failedReason || 'The runner failed without giving a reason.' };
   }
   return null; // 'unknown': removed meanwhile

@@ -136,7 +136,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : abortError(signal);
 
     try {
-      access = await (ctx.createAccess ?? defaultAccess(ctx))(data.installationId, data.repo);
+      access = await installationAccessFor(ctx)(data.installationId, data.repo);
     } catch (e) {
       // Without a token we cannot even comment; the job fails with the reason recorded by BullMQ.
       throw new JobFailure(`could not get an installation token for ${data.owner}/${data.repo}: ${redact(errMsg(e))}`, 'token');
@@ -257,7 +257,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     if (tokenExpiresSoon(access)) {
       log.info('installation token expires soon; minting a fresh one before publishing');
       const old = access.token;
-      access = await (ctx.createAccess ?? defaultAccess(ctx))(data.installationId, data.repo);
+      access = await installationAccessFor(ctx)(data.installationId, data.repo);
       auth.token = access.token;
       forgetSecretLater(old);
     }
@@ -354,8 +354,9 @@ function tokenExpiresSoon(access: InstallationAccess): boolean {
   return Number.isFinite(expires) && expires - Date.now() < TOKEN_MARGIN_MS;
 }
 
-function defaultAccess(ctx: RunnerContext) {
-  return (installationId: number, repo: string) => createInstallationAccess(ctx.app, { installationId, repo, log: ctx.logger });
+/** How this runner gets an installation-authenticated client for one repository. */
+export function installationAccessFor(ctx: RunnerContext): (installationId: number, repo: string) => Promise<InstallationAccess> {
+  return ctx.createAccess ?? ((installationId, repo) => createInstallationAccess(ctx.app, { installationId, repo, log: ctx.logger }));
 }
 
 function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimits> {
@@ -413,6 +414,6 @@ function clip(text: string, max: number): string {
 }
 
 /** Tokens expire within the hour; keep redacting them a while in case a late log line mentions one. */
-function forgetSecretLater(token: string): void {
+export function forgetSecretLater(token: string): void {
   setTimeout(() => forgetSecret(token), 2 * 60 * 60_000).unref();
 }

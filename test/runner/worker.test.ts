@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { ProbotOctokit } from 'probot';
 import nock from 'nock';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { cancelKey, requestCancel } from '../../src/queue/cancel.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
-import { jobIdFor } from '../../src/queue/schema.js';
+import { QUEUE_NAME, jobIdFor } from '../../src/queue/schema.js';
+import { STALLED_FAILED_REASON, stalledFailureText } from '../../src/queue/stalled.js';
+import { upsertStatusComment } from '../../src/github/statusComment.js';
+import { statusOfJob } from '../../src/app/jobStatus.js';
 import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
@@ -59,11 +64,11 @@ describe('runner worker', () => {
     nock.restore(); // give later test files in this worker an unpatched http module
   });
 
-  async function startRunner(turns: ReplayTurn[], metrics?: FrognanoMetrics) {
+  async function startRunner(turns: ReplayTurn[], metrics?: FrognanoMetrics, stalls: { stalledIntervalMs?: number; maxStalledCount?: number } = {}) {
     const ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns), logger: captureLogs().logger });
     ctx.metrics = metrics;
     cleanups.push(ctx.cleanup);
-    const r = createRunnerWorker({ connection: conn, subscriber, prefix, ctx, lockDurationMs: 10_000 });
+    const r = createRunnerWorker({ connection: conn, subscriber, prefix, ctx, lockDurationMs: 10_000, ...stalls });
     runners.push(r);
     return r;
   }
@@ -131,5 +136,40 @@ describe('runner worker', () => {
     expect(other.statusBodies().at(-1)).toContain('could not clone');
     expect((await metrics.render()).body).toContain('frognano_jobs_failed_total{reason="clone"} 1');
     await redis.del(`frognano:status:${owner.toLowerCase()}/missing-repo#7`);
+  });
+
+  it('when BullMQ gives up on a job that stalled (its runner died), the status comment says failed and why', async () => {
+    const { job } = await enqueueJob(queue, jobData(owner, REPO));
+    const id = job.id!;
+    // A runner takes the job, says so on the issue, and dies: its lock (1 s) is never renewed.
+    const deadConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const dead = new Worker(QUEUE_NAME, null, { connection: deadConn, prefix, autorun: false, lockDuration: 1000 });
+    expect((await dead.getNextJob('dead-runner', { block: false }))?.id).toBe(id);
+    await dead.close();
+    await deadConn.quit();
+    const octokit = new ProbotOctokit({ auth: { token: fakeInstallationToken() }, retry: { enabled: false }, throttle: { enabled: false } });
+    await upsertStatusComment(octokit, redis, { owner, repo: REPO, issueNumber: 7 }, { kind: 'running', turn: 3, maxTurns: 100 });
+    expect(gh.statusBodies().at(-1)).toContain('working on it');
+
+    // A live runner that tolerates no stall: BullMQ fails the job itself; processJob never runs for it.
+    const metrics = new FrognanoMetrics({ defaultMetrics: false });
+    // Earlier tests' runners (stalledInterval 60 s) left BullMQ's per-queue stall-check throttle key behind.
+    await redis.del(`${prefix}:${QUEUE_NAME}:stalled-check`);
+    await startRunner(FIX, metrics, { stalledIntervalMs: 500, maxStalledCount: 0 });
+    await waitFor('the job to fail', async () => (await state(id)) === 'failed');
+    const failed = (await queue.getJob(id))!;
+    expect(failed.failedReason).toBe(STALLED_FAILED_REASON);
+    await waitFor('the status comment', async () => gh.statusBodies().at(-1)?.includes('stopped responding'));
+
+    const last = gh.statusBodies().at(-1)!;
+    expect(last).toContain('frognano: failed');
+    expect(last).toContain('The runner stopped responding 1 time while working on this issue');
+    expect(last).toContain('`/frognano retry`');
+    // The same comment was edited: one comment per issue.
+    expect(gh.find('POST', `/repos/${owner}/${REPO}/issues/7/comments`)).toHaveLength(1);
+    expect(gh.find('POST', `/repos/${owner}/${REPO}/pulls`)).toHaveLength(0);
+    expect((await metrics.render()).body).toContain('frognano_jobs_failed_total{reason="stalled"} 1');
+    // `/frognano status` in the app reads the same reason from the failed job, instead of BullMQ's wording.
+    expect(await statusOfJob(queue, redis, failed)).toEqual({ kind: 'failed', reason: stalledFailureText(1) });
   });
 });
