@@ -2,12 +2,13 @@ import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { BwrapSandboxConfigSchema, parseUser, type BwrapSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { baseEnv } from './local.js';
 import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
 import { runProcess } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, ReadFileOptions } from './types.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -217,8 +218,12 @@ export class BwrapSandbox implements Sandbox {
     }
   }
 
-  readFile(p: string): Promise<Buffer> {
-    return this.files.readFile(p, BWRAP_WORKDIR);
+  readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
+    return this.files.readFile(p, BWRAP_WORKDIR, options);
+  }
+
+  openFileStream(p: string): Promise<Readable> {
+    return this.files.openFileStream(p, BWRAP_WORKDIR);
   }
 
   writeFile(p: string, data: string | Buffer): Promise<void> {

@@ -2,14 +2,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable, type Duplex } from 'node:stream';
+import { Writable, type Duplex, type Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { DockerSandboxConfigSchema, parseUser, type DockerSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { baseEnv } from './local.js';
 import { chownTree, claimWorkspace, type WorkspaceOwner } from './ownership.js';
 import { CappedBuffer } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, ReadFileOptions } from './types.js';
 
 /** Labels on every sandbox container, so the reaper can find the ones a crashed runner left behind. */
 export const SANDBOX_LABEL = 'dev.frognano.sandbox';
@@ -371,8 +371,12 @@ export class DockerSandbox implements Sandbox {
     return err instanceof Error ? err : new Error(String(err));
   }
 
-  readFile(p: string): Promise<Buffer> {
-    return this.files.readFile(p, CONTAINER_WORKDIR);
+  readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
+    return this.files.readFile(p, CONTAINER_WORKDIR, options);
+  }
+
+  openFileStream(p: string): Promise<Readable> {
+    return this.files.openFileStream(p, CONTAINER_WORKDIR);
   }
 
   writeFile(p: string, data: string | Buffer): Promise<void> {

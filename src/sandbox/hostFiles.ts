@@ -1,6 +1,9 @@
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { SandboxPathError, type FileEntry } from './types.js';
+import type { Readable } from 'node:stream';
+import { FileTooLargeError, SandboxPathError, type FileEntry, type ReadFileOptions } from './types.js';
+
+const CHUNK_BYTES = 1024 * 1024;
 
 /**
  * File operations on a repository that lives on the host (local and bwrap sandboxes, and the
@@ -68,12 +71,54 @@ export class HostFiles {
     }
   }
 
-  async readFile(rel: string, workdirAlias?: string): Promise<Buffer> {
+  async readFile(rel: string, workdirAlias?: string, opts: ReadFileOptions = {}): Promise<Buffer> {
+    const fh = await this.openRegular(rel, workdirAlias);
+    try {
+      const { size } = await fh.stat();
+      const max = opts.maxBytes ?? Infinity;
+      if (size > max) throw new FileTooLargeError(rel, size, max);
+      // Read in pieces up to the cap rather than trusting the size: the file may grow while it is read.
+      const chunks: Buffer[] = [];
+      let total = 0;
+      for (;;) {
+        // The expected remainder (+1 to see the end), at least 64 KiB should the file have grown, at most a chunk.
+        const want = Math.min(CHUNK_BYTES, max - total + 1, Math.max(size - total, 64 * 1024) + 1);
+        const { bytesRead, buffer } = await fh.read(Buffer.allocUnsafe(want), 0, want, null);
+        if (bytesRead === 0) break;
+        total += bytesRead;
+        if (total > max) throw new FileTooLargeError(rel, total, max);
+        chunks.push(bytesRead === want ? buffer : buffer.subarray(0, bytesRead));
+      }
+      return Buffer.concat(chunks, total);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** A stream of a regular file, for files too large to read whole (the stream closes the file when done). */
+  async openFileStream(rel: string, workdirAlias?: string): Promise<Readable> {
+    const fh = await this.openRegular(rel, workdirAlias);
+    return fh.createReadStream({ highWaterMark: CHUNK_BYTES });
+  }
+
+  /**
+   * Opens a file for reading after the path checks. Only regular files: reading a FIFO the model made with
+   * mkfifo would block until the tool timeout, and a device could be endless.
+   */
+  private async openRegular(rel: string, workdirAlias?: string): Promise<fs.FileHandle> {
     const abs = await this.resolve(rel, workdirAlias);
     const st = await fs.stat(abs).catch(() => null);
     if (!st) throw new Error(`File not found: ${rel}`);
     if (st.isDirectory()) throw new Error(`${rel} is a directory, not a file`);
-    return fs.readFile(abs);
+    if (!st.isFile()) throw new Error(`${rel} is not a regular file`);
+    // O_NONBLOCK: should it have been swapped for a FIFO since the stat, opening still returns at once.
+    const fh = await fs.open(abs, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    const again = await fh.stat();
+    if (!again.isFile()) {
+      await fh.close();
+      throw new Error(`${rel} is not a regular file`);
+    }
+    return fh;
   }
 
   async writeFile(rel: string, data: string | Buffer, workdirAlias?: string): Promise<void> {

@@ -28,7 +28,7 @@ export { checkSandbox, checkDocker, checkBwrap, resolveSandboxConfig, type Sandb
 export { DockerSandbox, reapStaleSandboxes, SandboxUnavailableError, SANDBOX_LABEL } from './docker.js';
 export { BwrapSandbox } from './bwrap.js';
 export { LocalSandbox } from './local.js';
-export { SandboxPathError, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult, type FileEntry } from './types.js';
+export { FileTooLargeError, SandboxPathError, type ReadFileOptions, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult, type FileEntry } from './types.js';
 
 export async function createSandbox(cfg: SandboxConfigInput, workspaceDir: string): Promise<Sandbox> {
   const resolved = await resolveSandboxConfig(cfg);

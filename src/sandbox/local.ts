@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { HostFiles } from './hostFiles.js';
 import { runProcess } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, ReadFileOptions } from './types.js';
 
 /** The environment every sandboxed command starts from: nothing of the host's, so no token can leak in. */
 export function baseEnv(home: string): Record<string, string> {
@@ -54,8 +55,12 @@ export class LocalSandbox implements Sandbox {
     });
   }
 
-  readFile(p: string): Promise<Buffer> {
-    return this.files.readFile(p, this.workdir);
+  readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
+    return this.files.readFile(p, this.workdir, options);
+  }
+
+  openFileStream(p: string): Promise<Readable> {
+    return this.files.openFileStream(p, this.workdir);
   }
 
   writeFile(p: string, data: string | Buffer): Promise<void> {

@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * The Sandbox is the only way the Leaf tools touch a repository: every implementation
  * (docker, bwrap, local) exposes the same operations so the agent loop never knows where it runs.
@@ -40,14 +42,30 @@ export interface FileEntry {
   size: number;
 }
 
+export interface ReadFileOptions {
+  /**
+   * Refuse (FileTooLargeError) instead of loading a file larger than this: one multi-GB file in a repository
+   * must not exhaust the runner's memory.
+   */
+  maxBytes?: number;
+}
+
 export interface Sandbox {
   readonly kind: SandboxKind;
   /** Absolute path of the repository root as seen by commands inside the sandbox. */
   readonly workdir: string;
   /** Runs `bash -lc command` in the repository (or `cwd` below it). Never throws for a non-zero exit. */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
-  /** Reads a repo-relative file. Throws SandboxPathError / ENOENT-style errors with readable messages. */
-  readFile(path: string): Promise<Buffer>;
+  /**
+   * Reads a repo-relative regular file. Throws SandboxPathError / ENOENT-style errors with readable messages,
+   * and FileTooLargeError when it is larger than `options.maxBytes`.
+   */
+  readFile(path: string, options?: ReadFileOptions): Promise<Buffer>;
+  /**
+   * Streams a repo-relative regular file (same path rules as readFile), for files too large to read whole.
+   * Optional so other implementations stay valid; local, bwrap and docker have it.
+   */
+  openFileStream?(path: string): Promise<Readable>;
   /** Writes a repo-relative file, creating parent directories. */
   writeFile(path: string, data: string | Buffer): Promise<void>;
   /** Lists regular files under a repo-relative directory (recursive, `.git` skipped), sorted, at most `limit`. */
@@ -60,5 +78,13 @@ export class SandboxPathError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'SandboxPathError';
+  }
+}
+
+/** A file is larger than the reader allowed (ReadFileOptions.maxBytes). */
+export class FileTooLargeError extends Error {
+  constructor(readonly path: string, readonly size: number, readonly maxBytes: number) {
+    super(`${path} is ${size} bytes, more than the ${maxBytes} bytes allowed`);
+    this.name = 'FileTooLargeError';
   }
 }

@@ -6,7 +6,7 @@ import { lstat, mkdtemp, readFile, rm, stat, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Sandbox } from '../../src/sandbox/types.js';
+import { FileTooLargeError, type Sandbox } from '../../src/sandbox/types.js';
 import { hostPidsMatching, waitFor } from './support.js';
 
 export interface IsolationLimits {
@@ -21,6 +21,35 @@ const LIMITS: IsolationLimits = { memoryMb: 256, pidsLimit: 64 };
 
 /** A number no other process on the machine uses as a sleep argument, to find ours in /proc. */
 const marker = () => 3000 + (randomBytes(2).readUInt16BE() % 60000);
+
+/**
+ * readFile's size cap, openFileStream, and refusing what is not a regular file: every sandbox (local included) must
+ * keep a huge file or a FIFO in the repository from exhausting or hanging the runner.
+ */
+export async function expectFileReadGuards(sb: Sandbox): Promise<void> {
+  await sb.writeFile('sized/ten.txt', '0123456789');
+  expect((await sb.readFile('sized/ten.txt', { maxBytes: 10 })).toString()).toBe('0123456789');
+  const err = await sb.readFile('sized/ten.txt', { maxBytes: 9 }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(FileTooLargeError);
+  expect(err).toMatchObject({ path: 'sized/ten.txt', size: 10, maxBytes: 9 });
+  // Made by a command, as the model would: a 3 MiB file (several read chunks) and a FIFO.
+  const made = await sb.exec('head -c 3145728 /dev/zero | tr "\\0" q > sized/big.txt && mkfifo sized/pipe');
+  expect(made).toMatchObject({ exitCode: 0, stderr: '' });
+  const big = await sb.readFile('sized/big.txt');
+  expect(big.length).toBe(3 * 1024 * 1024);
+  expect(big.every((b) => b === 0x71)).toBe(true);
+  await expect(sb.readFile('sized/big.txt', { maxBytes: 3 * 1024 * 1024 - 1 })).rejects.toBeInstanceOf(FileTooLargeError);
+  expect(sb.openFileStream).toBeDefined();
+  let streamed = 0;
+  for await (const chunk of await sb.openFileStream!('sized/big.txt')) streamed += (chunk as Buffer).length;
+  expect(streamed).toBe(3 * 1024 * 1024);
+  // Reading a FIFO would block until the tool timeout: refused at once.
+  await expect(sb.readFile('sized/pipe')).rejects.toThrow(/^sized\/pipe is not a regular file$/);
+  await expect(sb.openFileStream!('sized/pipe')).rejects.toThrow(/^sized\/pipe is not a regular file$/);
+  await expect(sb.openFileStream!('sized')).rejects.toThrow(/sized is a directory/);
+  await expect(sb.openFileStream!('sized/none.txt')).rejects.toThrow(/File not found: sized\/none.txt/);
+  await expect(sb.openFileStream!('../../etc/passwd')).rejects.toThrow(/outside the repository/);
+}
 
 export function describeIsolation(name: string, factory: SandboxFactory): void {
   describe(`${name}: isolation`, () => {
@@ -198,6 +227,10 @@ except OSError as e:
       expect(r.exitCode).not.toBe(0);
       const ok = await sb.exec(`python3 -c "b = bytearray(16 * 1024 * 1024); print('small ok')"`);
       expect(ok.stdout).toBe('small ok\n');
+    });
+
+    it('caps file reads, streams large files, and refuses FIFOs', async () => {
+      await expectFileReadGuards(sb);
     });
 
     it('runs commands in a subdirectory and refuses paths outside the workspace', async () => {

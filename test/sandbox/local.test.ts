@@ -2,6 +2,7 @@ import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalSandbox } from '../../src/sandbox/local.js';
+import { expectFileReadGuards } from './conformance.js';
 
 describe('LocalSandbox', () => {
   let dir: string;
@@ -58,5 +59,9 @@ describe('LocalSandbox', () => {
     await expect(sb.writeFile('etc-link/x', 'x')).rejects.toThrow(/outside the repository/);
     await expect(sb.readFile('missing.txt')).rejects.toThrow(/File not found/);
     await expect(sb.exec('pwd', { cwd: 'nope' })).rejects.toThrow(/Directory not found: nope/);
+  });
+
+  it('caps file reads, streams large files, and refuses FIFOs', async () => {
+    await expectFileReadGuards(sb);
   });
 });
