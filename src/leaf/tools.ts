@@ -2,8 +2,9 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import type { ToolCall, ToolSpec } from '../inference/types.js';
-import { SandboxPathError, type Sandbox } from '../sandbox/types.js';
+import { FileTooLargeError, SandboxPathError, type Sandbox } from '../sandbox/types.js';
 import { DEFAULT_LIMITS, type LeafLimits } from './limits.js';
+import { readLineWindow } from './lineWindow.js';
 import { truncateHead } from './text.js';
 
 /**
@@ -18,6 +19,15 @@ export const BASH_MAX_CHARS = 30_000;
 export const GLOB_MAX_FILES = 1_000;
 /** Files a Glob looks at before giving up; protects against repositories with vendored millions. */
 export const GLOB_SCAN_LIMIT = 200_000;
+/**
+ * Largest file Read and Edit load into memory whole: a multi-GB file in a repository must not exhaust the
+ * runner's memory. Read pages through larger files with offset and limit; Edit sends the model to Bash.
+ */
+export const FILE_TOOL_MAX_BYTES = 16 * 1024 * 1024;
+/** How far a paged Read of a large file may scan for its lines; beyond, Bash (sed -n) is the tool. */
+export const READ_SCAN_MAX_BYTES = 1024 * 1024 * 1024;
+/** Leading bytes in which a NUL marks a file binary. */
+const BINARY_PROBE_BYTES = 8000;
 /** Per-stream capture cap for Bash; far above BASH_MAX_CHARS, so the marker counts what was dropped. */
 const BASH_CAPTURE_BYTES = 256 * 1024;
 /** How long past its own timeout a Bash call may take before the sandbox counts as broken. */
@@ -225,6 +235,23 @@ export function renderToolError(tool: string, err: unknown): string {
   return `OSError: ${message}`;
 }
 
+/** 1536 -> "1.5 KiB"; sizes in messages to the model. */
+export function formatBytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} bytes` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+/** Quotes a path for the Bash command a message suggests, when it needs quoting. */
+function shellQuote(p: string): string {
+  return /^[\w./+-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`;
+}
+
 // ---- executor ---------------------------------------------------------------------------------
 
 export interface ToolOutcome {
@@ -235,7 +262,12 @@ export interface ToolOutcome {
   elapsedMs: number;
 }
 
-export type ToolLimits = Pick<LeafLimits, 'bashTimeoutMs' | 'bashMaxTimeoutMs' | 'fileToolTimeoutMs'>;
+export type ToolLimits = Pick<LeafLimits, 'bashTimeoutMs' | 'bashMaxTimeoutMs' | 'fileToolTimeoutMs'> & {
+  /** Files over this many bytes are not loaded whole (default FILE_TOOL_MAX_BYTES). */
+  maxFileBytes: number;
+  /** Bytes a paged Read of a larger file may scan (default READ_SCAN_MAX_BYTES). */
+  readScanMaxBytes: number;
+};
 
 /** One line describing a call, for progress events and trajectory summaries. */
 export function summarizeToolCall(call: Pick<ToolCall, 'name' | 'arguments'>): string {
@@ -273,6 +305,8 @@ export class ToolExecutor {
       bashTimeoutMs: limits.bashTimeoutMs ?? DEFAULT_LIMITS.bashTimeoutMs,
       bashMaxTimeoutMs: limits.bashMaxTimeoutMs ?? DEFAULT_LIMITS.bashMaxTimeoutMs,
       fileToolTimeoutMs: limits.fileToolTimeoutMs ?? DEFAULT_LIMITS.fileToolTimeoutMs,
+      maxFileBytes: limits.maxFileBytes ?? FILE_TOOL_MAX_BYTES,
+      readScanMaxBytes: limits.readScanMaxBytes ?? READ_SCAN_MAX_BYTES,
     };
   }
 
@@ -332,27 +366,68 @@ export class ToolExecutor {
     return s === '' ? '.' : s.replace(/\/+$/, '');
   }
 
-  private async readText(filePath: string): Promise<string> {
-    const buf = await this.sandbox.readFile(filePath);
-    if (buf.subarray(0, 8000).includes(0)) {
-      throw new ToolUsageError(
-        'ValueError',
-        `${this.display(filePath)} looks like a binary file (${buf.length} bytes); inspect it with Bash (e.g. xxd | head) instead`,
-      );
-    }
-    return buf.toString('utf8');
+  private binaryFile(filePath: string, size: number): ToolUsageError {
+    return new ToolUsageError(
+      'ValueError',
+      `${this.display(filePath)} looks like a binary file (${size} bytes); inspect it with Bash (e.g. xxd | head) instead`,
+    );
   }
 
   private async read(a: z.infer<typeof ReadArgs>): Promise<string> {
-    const text = await this.readText(a.file_path);
-    const lines = text.split(/\r\n|\n|\r/);
-    if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
     const offset = Math.max(1, a.offset ?? 1);
     const limit = a.limit ?? 0;
+    let buf: Buffer;
+    try {
+      buf = await this.sandbox.readFile(a.file_path, { maxBytes: this.limits.maxFileBytes });
+    } catch (err) {
+      if (err instanceof FileTooLargeError) return this.readLargeFile(a.file_path, err.size, offset, limit);
+      throw err;
+    }
+    if (buf.subarray(0, BINARY_PROBE_BYTES).includes(0)) throw this.binaryFile(a.file_path, buf.length);
+    const lines = buf.toString('utf8').split(/\r\n|\n|\r/);
+    if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
     const end = limit <= 0 ? lines.length : Math.min(lines.length, offset - 1 + limit);
     const numbered: string[] = [];
     for (let i = offset - 1; i < end; i++) numbered.push(`${i + 1}. ${lines[i]}`);
     return truncateHead(`${this.display(a.file_path)}\n${numbered.join('\n')}`, READ_MAX_CHARS);
+  }
+
+  /**
+   * Read of a file over maxFileBytes: the requested window is streamed (same output as for a small file), so a
+   * window is required; without one, or when it lies too far in, the model is pointed to Bash.
+   */
+  private async readLargeFile(filePath: string, size: number, offset: number, limit: number): Promise<string> {
+    const shown = this.display(filePath);
+    const bash = `use Bash instead, e.g. \`sed -n '${offset},${offset + Math.max(limit, 200) - 1}p' ${shellQuote(shown)}\`, head, tail or grep -n`;
+    if (limit <= 0 || !this.sandbox.openFileStream) {
+      throw new ToolUsageError(
+        'ValueError',
+        `${shown} is ${formatBytes(size)}, too large to Read whole (limit ${formatBytes(this.limits.maxFileBytes)}); ` +
+          (this.sandbox.openFileStream ? `pass offset and limit to read part of it, or ${bash}` : bash),
+      );
+    }
+    const stream = await this.sandbox.openFileStream(filePath);
+    try {
+      const r = await readLineWindow(stream, {
+        prefix: `${shown}\n`,
+        offset,
+        limit,
+        maxChars: READ_MAX_CHARS,
+        maxScanBytes: this.limits.readScanMaxBytes,
+        binaryProbeBytes: BINARY_PROBE_BYTES,
+      });
+      if (r.kind === 'binary') throw this.binaryFile(filePath, size);
+      if (r.kind === 'scan_limit') {
+        throw new ToolUsageError(
+          'ValueError',
+          `${shown} is ${formatBytes(size)}; lines ${offset}-${offset + limit - 1} are not within its first ` +
+            `${formatBytes(r.scannedBytes)}, too far for Read to page to; ${bash}`,
+        );
+      }
+      return truncateHead(r.text, READ_MAX_CHARS, r.droppedChars);
+    } finally {
+      stream.destroy();
+    }
   }
 
   private async write(a: z.infer<typeof WriteArgs>): Promise<string> {
@@ -362,7 +437,17 @@ export class ToolExecutor {
 
   private async edit(a: z.infer<typeof EditArgs>): Promise<string> {
     if (a.old_string === '') throw new ToolUsageError('ValueError', 'old_string must be non-empty');
-    const buf = await this.sandbox.readFile(a.file_path);
+    let buf: Buffer;
+    try {
+      buf = await this.sandbox.readFile(a.file_path, { maxBytes: this.limits.maxFileBytes });
+    } catch (err) {
+      if (!(err instanceof FileTooLargeError)) throw err;
+      throw new ToolUsageError(
+        'ValueError',
+        `${this.display(a.file_path)} is ${formatBytes(err.size)}, too large to Edit (limit ${formatBytes(this.limits.maxFileBytes)}); ` +
+          'change it with Bash instead (e.g. sed -i, or a short script)',
+      );
+    }
     const text = buf.toString('utf8');
     // Writing back a decoded non-UTF-8 file would silently replace bytes with U+FFFD.
     if (!Buffer.from(text, 'utf8').equals(buf)) {

@@ -1,8 +1,11 @@
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { ReadStream } from 'node:fs';
 import { LocalSandbox } from '../../src/sandbox/local.js';
+import type { Sandbox } from '../../src/sandbox/types.js';
 import {
   BASH_MAX_CHARS,
+  FILE_TOOL_MAX_BYTES,
   LEAF_TOOLS,
   READ_MAX_CHARS,
   ToolExecutor,
@@ -197,5 +200,105 @@ describe('ToolExecutor on a LocalSandbox', () => {
     await chmod(path.join(dir, 'run.sh'), 0o755);
     await run('Edit', { file_path: 'run.sh', old_string: 'echo a', new_string: 'echo b' });
     expect((await run('Bash', { command: './run.sh' })).output).toBe('Exit code: 0\nSTDOUT:\nb\n\nSTDERR:\n');
+  });
+});
+
+describe('Read and Edit of files too large to load whole', () => {
+  let dir: string;
+  let sb: LocalSandbox;
+  beforeAll(async () => {
+    dir = await tempDir();
+    sb = new LocalSandbox(dir);
+  });
+  afterAll(async () => {
+    await sb.close();
+    await removeDir(dir);
+  });
+
+  /** The same tool call with the whole-file path (a cap above the file) and the streamed one (a cap below it). */
+  const both = async (args: Record<string, unknown>, cap: number) => {
+    const whole = await new ToolExecutor(sb).execute({ name: 'Read', arguments: args });
+    const paged = await new ToolExecutor(sb, { maxFileBytes: cap }).execute({ name: 'Read', arguments: args });
+    return { whole, paged };
+  };
+
+  it('refuses to load more than FILE_TOOL_MAX_BYTES: a 20 MiB file is paged, never read whole', async () => {
+    expect(FILE_TOOL_MAX_BYTES).toBe(16 * 1024 * 1024);
+    const line = `${'y'.repeat(99)}\n`; // 100 bytes a line
+    await writeFile(path.join(dir, 'huge.log'), line.repeat((20 * 1024 * 1024) / 100));
+    // The real sandbox, passed through, to see how much of the file Read took: nothing whole, one chunk streamed.
+    const loaded: number[] = [];
+    const streams: ReadStream[] = [];
+    const watched: Sandbox = {
+      kind: sb.kind,
+      workdir: sb.workdir,
+      exec: (c, o) => sb.exec(c, o),
+      readFile: async (p, o) => {
+        const buf = await sb.readFile(p, o);
+        loaded.push(buf.length);
+        return buf;
+      },
+      writeFile: (p, d) => sb.writeFile(p, d),
+      listFiles: (d, l) => sb.listFiles(d, l),
+      openFileStream: async (p) => {
+        const s = (await sb.openFileStream(p)) as ReadStream;
+        streams.push(s);
+        return s;
+      },
+      close: async () => {},
+    };
+    const ex = new ToolExecutor(watched);
+    const r = await ex.execute({ name: 'Read', arguments: { file_path: 'huge.log', offset: 3, limit: 2 } });
+    expect(r).toMatchObject({ isError: false, output: `huge.log\n3. ${'y'.repeat(99)}\n4. ${'y'.repeat(99)}` });
+    expect(loaded).toEqual([]);
+    expect(streams).toHaveLength(1);
+    expect(streams[0].bytesRead).toBeLessThanOrEqual(2 * 1024 * 1024);
+    expect(streams[0].destroyed).toBe(true);
+    const whole = await ex.execute({ name: 'Read', arguments: { file_path: 'huge.log' } });
+    expect(whole.isError).toBe(true);
+    expect(whole.output).toBe(
+      'ValueError: huge.log is 20 MiB, too large to Read whole (limit 16 MiB); pass offset and limit to read part of it, ' +
+        "or use Bash instead, e.g. `sed -n '1,200p' huge.log`, head, tail or grep -n",
+    );
+    const edit = await ex.execute({ name: 'Edit', arguments: { file_path: 'huge.log', old_string: 'y', new_string: 'z' } });
+    expect(edit).toMatchObject({
+      isError: true,
+      output: 'ValueError: huge.log is 20 MiB, too large to Edit (limit 16 MiB); change it with Bash instead (e.g. sed -i, or a short script)',
+    });
+  });
+
+  it('pages a large file exactly as Read shows a small one: line breaks, numbering, truncation marker', async () => {
+    const text = 'α\r\nβ\rγ\n\n' + 'w'.repeat(30_000) + '\nlast \u00e9 line\r\n';
+    await writeFile(path.join(dir, 'mixed.txt'), text);
+    for (const args of [
+      { offset: 1, limit: 3 },
+      { offset: 2, limit: 10 },
+      { offset: 4, limit: 1 },
+      { offset: 5, limit: 2 }, // the 30,000-char line: cut at 20,000 chars with the exact count
+      { offset: 6, limit: 5 },
+      { offset: 50, limit: 5 }, // past the end: the path line only, as for a small file
+    ]) {
+      const { whole, paged } = await both({ file_path: 'mixed.txt', ...args }, 16);
+      expect(paged).toMatchObject({ isError: false, output: whole.output });
+    }
+    expect((await both({ file_path: 'mixed.txt', offset: 5, limit: 1 }, 16)).paged.output).toMatch(/\n\[truncated 10\d{3} chars\]$/);
+  });
+
+  it('says binary, or sends the model to Bash, when paging cannot answer', async () => {
+    await writeFile(path.join(dir, 'blob.bin'), Buffer.concat([Buffer.from('abc\n'), Buffer.alloc(100)]));
+    const { whole, paged } = await both({ file_path: 'blob.bin', offset: 1, limit: 1 }, 16);
+    expect(paged.output).toBe(whole.output);
+    expect(paged.output).toMatch(/^ValueError: blob.bin looks like a binary file \(104 bytes\)/);
+
+    await writeFile(path.join(dir, 'long lines.txt'), `${'z'.repeat(5000)}\n`.repeat(10));
+    const far = await new ToolExecutor(sb, { maxFileBytes: 1000, readScanMaxBytes: 20_000 }).execute({
+      name: 'Read',
+      arguments: { file_path: 'long lines.txt', offset: 8, limit: 1 },
+    });
+    expect(far).toMatchObject({ isError: true });
+    expect(far.output).toBe(
+      'ValueError: long lines.txt is 49 KiB; lines 8-8 are not within its first 20 KiB, too far for Read to page to; ' +
+        "use Bash instead, e.g. `sed -n '8,207p' 'long lines.txt'`, head, tail or grep -n",
+    );
   });
 });
