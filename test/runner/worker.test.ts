@@ -85,6 +85,19 @@ describe('runner worker', () => {
 
   const state = async (id: string) => (await queue.getJob(id))?.getState();
 
+  /** A runner takes the job, says so on the issue, and dies: its lock (1 s) is never renewed. */
+  async function dieWhileRunning(id: string) {
+    const deadConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const dead = new Worker(QUEUE_NAME, null, { connection: deadConn, prefix, autorun: false, lockDuration: 1000 });
+    expect((await dead.getNextJob('dead-runner', { block: false }))?.id).toBe(id);
+    await dead.close();
+    await deadConn.quit();
+    const octokit = new ProbotOctokit({ auth: { token: fakeInstallationToken() }, retry: { enabled: false }, throttle: { enabled: false } });
+    await upsertStatusComment(octokit, redis, { owner, repo: REPO, issueNumber: 7 }, { kind: 'running', turn: 3, maxTurns: 100 });
+    // Earlier runners (stalledInterval 60 s) leave BullMQ's per-queue stall-check throttle key behind.
+    await redis.del(`${prefix}:${QUEUE_NAME}:stalled-check`);
+  }
+
   it('stops a running job when a maintainer cancels it (/frognano cancel)', async () => {
     const runner = await startRunner(SLOW);
     const { job } = await enqueueJob(queue, jobData(owner, REPO));
@@ -141,20 +154,11 @@ describe('runner worker', () => {
   it('when BullMQ gives up on a job that stalled (its runner died), the status comment says failed and why', async () => {
     const { job } = await enqueueJob(queue, jobData(owner, REPO));
     const id = job.id!;
-    // A runner takes the job, says so on the issue, and dies: its lock (1 s) is never renewed.
-    const deadConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const dead = new Worker(QUEUE_NAME, null, { connection: deadConn, prefix, autorun: false, lockDuration: 1000 });
-    expect((await dead.getNextJob('dead-runner', { block: false }))?.id).toBe(id);
-    await dead.close();
-    await deadConn.quit();
-    const octokit = new ProbotOctokit({ auth: { token: fakeInstallationToken() }, retry: { enabled: false }, throttle: { enabled: false } });
-    await upsertStatusComment(octokit, redis, { owner, repo: REPO, issueNumber: 7 }, { kind: 'running', turn: 3, maxTurns: 100 });
+    await dieWhileRunning(id);
     expect(gh.statusBodies().at(-1)).toContain('working on it');
 
     // A live runner that tolerates no stall: BullMQ fails the job itself; processJob never runs for it.
     const metrics = new FrognanoMetrics({ defaultMetrics: false });
-    // Earlier tests' runners (stalledInterval 60 s) left BullMQ's per-queue stall-check throttle key behind.
-    await redis.del(`${prefix}:${QUEUE_NAME}:stalled-check`);
     await startRunner(FIX, metrics, { stalledIntervalMs: 500, maxStalledCount: 0 });
     await waitFor('the job to fail', async () => (await state(id)) === 'failed');
     const failed = (await queue.getJob(id))!;
@@ -171,5 +175,20 @@ describe('runner worker', () => {
     expect((await metrics.render()).body).toContain('frognano_jobs_failed_total{reason="stalled"} 1');
     // `/frognano status` in the app reads the same reason from the failed job, instead of BullMQ's wording.
     expect(await statusOfJob(queue, redis, failed)).toEqual({ kind: 'failed', reason: stalledFailureText(1) });
+  });
+
+  it('a job given up after stalling that a maintainer had cancelled reads as cancelled', async () => {
+    const { job } = await enqueueJob(queue, jobData(owner, REPO));
+    const id = job.id!;
+    await dieWhileRunning(id);
+    await requestCancel(redis, id, 'maint');
+    try {
+      await startRunner(FIX, undefined, { stalledIntervalMs: 500, maxStalledCount: 0 });
+      await waitFor('the job to fail', async () => (await state(id)) === 'failed');
+      await waitFor('the status comment', async () => gh.statusBodies().at(-1)?.includes('cancelled'));
+      expect(gh.statusBodies().at(-1)).toContain('Cancelled by @maint');
+    } finally {
+      await redis.del(cancelKey(id));
+    }
   });
 });
