@@ -4,6 +4,8 @@
  * them Probot starts in setup mode: open http://localhost:3000 to register the GitHub App from
  * app.yml (manifest flow), which writes the credentials to .env; then restart.
  */
+// First: `.env` must be in process.env before the imports below read settings (LOG_LEVEL in ../ops/logger.js).
+import './loadDotEnv.js';
 import { run, type Probot, type ApplicationFunctionOptions } from 'probot';
 import type { Redis } from 'ioredis';
 import { createFrognanoApp, labelFromEnv } from './index.js';

@@ -34,25 +34,31 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function start(env: Record<string, string>): Promise<{ base: string; output: () => string }> {
+/** `env` values of undefined remove the variable; `cwd` is where the app looks for `.env` (and app.yml). */
+async function start(env: Record<string, string | undefined>, cwd = ROOT): Promise<{ base: string; output: () => string }> {
   const port = await freePort();
   const clean = { ...process.env };
   for (const k of ['APP_ID', 'PRIVATE_KEY', 'PRIVATE_KEY_PATH', 'WEBHOOK_SECRET', 'WEBHOOK_PROXY_URL', 'NODE_ENV']) delete clean[k];
+  // NO_SMEE_SETUP: the setup page would otherwise try to reach smee.io for a webhook proxy.
+  const childEnv: Record<string, string | undefined> = { ...clean, HOST: '127.0.0.1', PORT: String(port), NO_SMEE_SETUP: 'true', LOG_LEVEL: 'info', ...env };
+  for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
   let out = '';
-  child = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['src/app/main.ts'], {
-    cwd: ROOT,
-    // NO_SMEE_SETUP: the setup page would otherwise try to reach smee.io for a webhook proxy.
-    env: { ...clean, HOST: '127.0.0.1', PORT: String(port), NO_SMEE_SETUP: 'true', LOG_LEVEL: 'info', ...env },
+  child = spawn(join(ROOT, 'node_modules/.bin/tsx'), [join(ROOT, 'src/app/main.ts')], {
+    cwd,
+    env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
+  const base = `http://127.0.0.1:${port}`;
+  // Up when it answers HTTP (not when it logs so: a quieter LOG_LEVEL hides "Listening on").
   const deadline = Date.now() + 45_000;
-  while (!out.includes('Listening on')) {
+  for (;;) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`app did not start:\n${out}`);
+    if (await fetch(`${base}/`, { redirect: 'manual' }).then(() => true, () => false)) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { base: `http://127.0.0.1:${port}`, output: () => out };
+  return { base, output: () => out };
 }
 
 describe('npm start (src/app/main.ts)', () => {
@@ -98,6 +104,26 @@ describe('npm start (src/app/main.ts)', () => {
     expect((await post(good)).status).toBe(200);
     expect((await post('sha256=' + '0'.repeat(64))).status).toBe(400);
     expect(output()).toContain('frognano: triggering on label');
+  }, 60_000);
+
+  test('LOG_LEVEL in .env sets the level of every line, the first ones included', async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'fn-main-env-'));
+    writeFileSync(join(tmp, '.env'), '# only warnings and errors\nLOG_LEVEL=warn\n');
+    const { base, output } = await start({ LOG_LEVEL: undefined }, tmp);
+    expect((await fetch(`${base}/probot`)).status).toBe(200); // an info line per request at level info
+    await new Promise((r) => setTimeout(r, 300));
+    expect(output()).not.toContain('Listening on');
+    expect(output()).not.toContain('"level":30');
+  }, 60_000);
+
+  test('a LOG_LEVEL in the environment wins over the one in .env', async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'fn-main-env-'));
+    writeFileSync(join(tmp, '.env'), 'LOG_LEVEL=warn\n');
+    const { base, output } = await start({ LOG_LEVEL: 'info' }, tmp);
+    expect((await fetch(`${base}/probot`)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(output()).toContain('Listening on');
+    expect(output()).toMatch(/"level":30,.*"url":"\/probot"/);
   }, 60_000);
 
   test('FROGNANO_QUEUE_PREFIX: the app serves the queue under that prefix (the one runners read)', async () => {
