@@ -2,13 +2,13 @@ import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { BwrapSandboxConfigSchema, parseUser, type BwrapSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
+import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { baseEnv } from './local.js';
 import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
 import { runProcess } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, ReadFileOptions } from './types.js';
+import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -87,10 +87,10 @@ async function assertReachable(dir: string, user: { uid: number; gid: number }):
  * A root runner starts bwrap as the sandbox uid (setpriv) so that the process limit applies: the kernel never
  * enforces RLIMIT_NPROC for real uid 0, even inside a user namespace.
  */
-export class BwrapSandbox implements Sandbox {
+export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
   readonly kind = 'bwrap' as const;
   readonly workdir = BWRAP_WORKDIR;
-  private readonly files: HostFiles;
+  protected readonly files: HostFiles;
   private readonly deadline: number;
   private closing: Promise<void> | undefined;
   private readonly running = new Map<AbortController, Promise<ExecResult>>();
@@ -102,6 +102,7 @@ export class BwrapSandbox implements Sandbox {
     /** Holds the generated passwd/group files. */
     private readonly stateDir: string,
   ) {
+    super();
     this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
     this.deadline = Date.now() + cfg.jobTimeoutMs;
   }
@@ -178,7 +179,7 @@ export class BwrapSandbox implements Sandbox {
     ];
   }
 
-  private assertUsable(): void {
+  protected override assertUsable(): void {
     if (this.closing) throw new Error('sandbox is closed');
     if (Date.now() >= this.deadline) {
       throw new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
@@ -216,23 +217,6 @@ export class BwrapSandbox implements Sandbox {
       this.running.delete(ac);
       options.signal?.removeEventListener('abort', onAbort);
     }
-  }
-
-  readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
-    return this.files.readFile(p, BWRAP_WORKDIR, options);
-  }
-
-  openFileStream(p: string): Promise<Readable> {
-    return this.files.openFileStream(p, BWRAP_WORKDIR);
-  }
-
-  writeFile(p: string, data: string | Buffer): Promise<void> {
-    this.assertUsable();
-    return this.files.writeFile(p, data, BWRAP_WORKDIR);
-  }
-
-  listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
-    return this.files.listFiles(dir, limit, BWRAP_WORKDIR);
   }
 
   close(): Promise<void> {

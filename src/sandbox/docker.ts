@@ -2,14 +2,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable, type Duplex, type Readable } from 'node:stream';
+import { Writable, type Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { DockerSandboxConfigSchema, parseUser, type DockerSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
+import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { baseEnv } from './local.js';
 import { chownTree, claimWorkspace, type WorkspaceOwner } from './ownership.js';
 import { CappedBuffer } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, ReadFileOptions } from './types.js';
+import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 /** Labels on every sandbox container, so the reaper can find the ones a crashed runner left behind. */
 export const SANDBOX_LABEL = 'dev.frognano.sandbox';
@@ -116,10 +117,10 @@ function waitForEnd(stream: Duplex): Promise<void> {
  * cannot leave it running longer than that (and `reapStaleSandboxes` removes it sooner).
  * Commands are `docker exec`s; file operations go straight to the bind-mounted directory on the host.
  */
-export class DockerSandbox implements Sandbox {
+export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   readonly kind = 'docker' as const;
   readonly workdir = CONTAINER_WORKDIR;
-  private readonly files: HostFiles;
+  protected readonly files: HostFiles;
   private readonly jobTimer: NodeJS.Timeout;
   private expired = false;
   private closing: Promise<void> | undefined;
@@ -133,6 +134,7 @@ export class DockerSandbox implements Sandbox {
     readonly hostDir: string,
     private readonly owner: WorkspaceOwner,
   ) {
+    super();
     this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
     this.jobTimer = setTimeout(() => {
       this.expired = true;
@@ -224,7 +226,7 @@ export class DockerSandbox implements Sandbox {
     return rel ? `${CONTAINER_WORKDIR}/${rel}` : CONTAINER_WORKDIR;
   }
 
-  private assertUsable(): void {
+  protected override assertUsable(): void {
     if (this.closing) throw new Error('sandbox is closed');
     if (this.expired) {
       throw new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
@@ -369,23 +371,6 @@ export class DockerSandbox implements Sandbox {
     }
     if (engineUnreachable(e)) return new SandboxUnavailableError(`Docker engine not reachable (${e.code})`);
     return err instanceof Error ? err : new Error(String(err));
-  }
-
-  readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
-    return this.files.readFile(p, CONTAINER_WORKDIR, options);
-  }
-
-  openFileStream(p: string): Promise<Readable> {
-    return this.files.openFileStream(p, CONTAINER_WORKDIR);
-  }
-
-  writeFile(p: string, data: string | Buffer): Promise<void> {
-    this.assertUsable();
-    return this.files.writeFile(p, data, CONTAINER_WORKDIR);
-  }
-
-  listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
-    return this.files.listFiles(dir, limit, CONTAINER_WORKDIR);
   }
 
   /** Removes the container (killing everything in it) and gives the workspace back to its owner. */

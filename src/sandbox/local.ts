@@ -1,10 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { HostFiles } from './hostFiles.js';
+import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { runProcess } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, ReadFileOptions } from './types.js';
+import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 /** The environment every sandboxed command starts from: nothing of the host's, so no token can leak in. */
 export function baseEnv(home: string): Record<string, string> {
@@ -25,10 +25,10 @@ export function baseEnv(home: string): Record<string, string> {
  * No isolation at all: commands run as plain subprocesses of the runner in the repository directory.
  * Only for hosts without Docker and bubblewrap, and only when explicitly configured (SANDBOX=local).
  */
-export class LocalSandbox implements Sandbox {
+export class LocalSandbox extends HostFilesSandbox implements Sandbox {
   readonly kind = 'local' as const;
   readonly workdir: string;
-  private readonly files: HostFiles;
+  protected readonly files: HostFiles;
   /**
    * A private HOME per sandbox: commands must not run the runner's dotfiles (which may hang, or hold credentials
    * such as ~/.npmrc tokens) nor leave state in them.
@@ -37,6 +37,7 @@ export class LocalSandbox implements Sandbox {
   private closed = false;
 
   constructor(repoDir: string, private readonly defaultTimeoutMs = 120_000) {
+    super();
     this.workdir = path.resolve(repoDir);
     this.files = new HostFiles(this.workdir);
   }
@@ -53,22 +54,6 @@ export class LocalSandbox implements Sandbox {
       maxOutputBytes: options.maxOutputBytes,
       stdin: options.stdin,
     });
-  }
-
-  readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
-    return this.files.readFile(p, this.workdir, options);
-  }
-
-  openFileStream(p: string): Promise<Readable> {
-    return this.files.openFileStream(p, this.workdir);
-  }
-
-  writeFile(p: string, data: string | Buffer): Promise<void> {
-    return this.files.writeFile(p, data, this.workdir);
-  }
-
-  listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
-    return this.files.listFiles(dir, limit, this.workdir);
   }
 
   /** Removes the private HOME; the repository directory belongs to the caller. */
