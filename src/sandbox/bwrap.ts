@@ -188,12 +188,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     this.assertUsable();
-    let cwdInside = BWRAP_WORKDIR;
-    if (options.cwd) {
-      const abs = await this.files.resolveDir(options.cwd, BWRAP_WORKDIR);
-      const rel = path.relative(this.hostDir, abs).split(path.sep).join('/');
-      if (rel) cwdInside = `${BWRAP_WORKDIR}/${rel}`;
-    }
+    const cwdInside = options.cwd ? await this.files.resolveDirInside(options.cwd, BWRAP_WORKDIR) : BWRAP_WORKDIR;
     const env = { ...baseEnv(BWRAP_HOME), ...options.env };
     // The job deadline bounds every command too; close() aborts whatever still runs.
     const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.cfg.defaultTimeoutMs, this.deadline - Date.now()));

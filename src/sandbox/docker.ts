@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { Writable, type Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { DockerSandboxConfigSchema, parseUser, type DockerSandboxConfig } from './config.js';
@@ -219,13 +218,6 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     return new DockerSandbox(docker, container, cfg, hostDir, owner);
   }
 
-  private async containerPath(cwd: string | undefined): Promise<string> {
-    if (!cwd) return CONTAINER_WORKDIR;
-    const abs = await this.files.resolveDir(cwd, CONTAINER_WORKDIR);
-    const rel = path.relative(this.hostDir, abs).split(path.sep).join('/');
-    return rel ? `${CONTAINER_WORKDIR}/${rel}` : CONTAINER_WORKDIR;
-  }
-
   protected override assertUsable(): void {
     if (this.closing) throw new Error('sandbox is closed');
     if (this.expired) {
@@ -247,7 +239,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
         stdoutTruncated: 0, stderrTruncated: 0, durationMs: 0,
       };
     }
-    const cwd = await this.containerPath(options.cwd);
+    const cwd = options.cwd ? await this.files.resolveDirInside(options.cwd, CONTAINER_WORKDIR) : CONTAINER_WORKDIR;
     const pidFile = `${EXEC_STATE_DIR}/${++this.execSeq}-${randomBytes(4).toString('hex')}.pid`;
     const env = { ...baseEnv(CONTAINER_HOME), ...options.env };
     const hasStdin = options.stdin !== undefined;

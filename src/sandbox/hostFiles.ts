@@ -55,6 +55,12 @@ export class HostFiles {
     return abs;
   }
 
+  /** resolveDir(), as the path a command inside the sandbox sees it (the root is mounted at `workdir`). */
+  async resolveDirInside(rel: string, workdir: string): Promise<string> {
+    const inner = path.relative(this.root, await this.resolveDir(rel, workdir)).split(path.sep).join('/');
+    return inner ? `${workdir}/${inner}` : workdir;
+  }
+
   private async realpathOfExisting(abs: string): Promise<string> {
     let cur = abs;
     const rest: string[] = [];
