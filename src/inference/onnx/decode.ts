@@ -24,6 +24,8 @@ export class OnnxDecoder {
   private readonly inputNames: Set<string>;
   private readonly positionRank: number;
   private readonly prefillChunkSize: number;
+  /** Feeds that are the same on every run, built once rather than per token. */
+  private readonly constantFeeds: Record<string, ort.Tensor> = {};
 
   constructor(
     readonly session: ort.InferenceSession,
@@ -47,6 +49,10 @@ export class OnnxDecoder {
     const posMeta = (session.inputMetadata as readonly { name: string; shape?: readonly unknown[] }[]).find((m) => m.name === 'position_ids');
     // Qwen-VL style exports (Qwen3.5 included) take M-RoPE positions as [3, batch, seq].
     this.positionRank = posMeta?.shape?.length === 3 ? 3 : 2;
+    // Only the last position's logits are needed; exports that can skip the rest say so with this input.
+    for (const name of ['num_logits_to_keep', 'logits_to_keep']) {
+      if (this.inputNames.has(name)) this.constantFeeds[name] = new ort.Tensor('int64', BigInt64Array.of(1n), []);
+    }
   }
 
   newState(): DecoderState {
@@ -77,7 +83,7 @@ export class OnnxDecoder {
   private async step(ids: number[], state: DecoderState): Promise<{ logits: Float32Array; state: DecoderState }> {
     const n = ids.length;
     const past = state.length;
-    const feeds: Record<string, ort.Tensor> = {};
+    const feeds: Record<string, ort.Tensor> = { ...this.constantFeeds };
     const idTensor = new ort.Tensor('int64', BigInt64Array.from(ids, (i) => BigInt(i)), [1, n]);
     if (this.inputNames.has('input_ids')) {
       feeds.input_ids = idTensor;
@@ -94,10 +100,6 @@ export class OnnxDecoder {
         this.positionRank === 3
           ? new ort.Tensor('int64', BigInt64Array.from({ length: 3 * n }, (_, i) => row[i % n]!), [3, 1, n])
           : new ort.Tensor('int64', row, [1, n]);
-    }
-    // Only the last position's logits are needed; exports that can skip the rest say so with this input.
-    for (const name of ['num_logits_to_keep', 'logits_to_keep']) {
-      if (this.inputNames.has(name)) feeds[name] = new ort.Tensor('int64', BigInt64Array.of(1n), []);
     }
     if (this.inputNames.has('use_cache_branch')) feeds.use_cache_branch = new ort.Tensor('bool', [past > 0], [1]);
     for (const spec of this.specs) feeds[spec.input] = state.tensors.get(spec.input)!;
@@ -122,7 +124,12 @@ export function lastRow(logits: ort.Tensor): Float32Array {
   const vocab = dims[dims.length - 1]!;
   const total = dims.reduce((a, b) => a * b, 1);
   const start = total - vocab;
-  if (logits.type === 'float32') return (logits.data as Float32Array).slice(start, total);
+  if (logits.type === 'float32') {
+    // A decode step's logits are a single row already: use them as they are. A prefill's [1, n, vocab] block
+    // is copied from, so the whole block is not kept alive by a view of its last row.
+    const data = logits.data as Float32Array;
+    return start === 0 ? data : data.slice(start, total);
+  }
   if (logits.type === 'float16') {
     const raw = logits.data as Uint16Array;
     const out = new Float32Array(vocab);
