@@ -8,7 +8,7 @@ import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { baseEnv } from './local.js';
 import { chownTree, claimWorkspace, type WorkspaceOwner } from './ownership.js';
-import { CappedBuffer } from './process.js';
+import { CappedBuffer, cancelledBeforeStart } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 /** Labels on every sandbox container, so the reaper can find the ones a crashed runner left behind. */
@@ -233,12 +233,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     this.assertUsable();
     const started = Date.now();
     const cap = options.maxOutputBytes ?? this.cfg.maxOutputBytes;
-    if (options.signal?.aborted) {
-      return {
-        exitCode: null, stdout: '', stderr: '', timedOut: false, cancelled: true,
-        stdoutTruncated: 0, stderrTruncated: 0, durationMs: 0,
-      };
-    }
+    if (options.signal?.aborted) return cancelledBeforeStart();
     const cwd = options.cwd ? await this.files.resolveDirInside(options.cwd, CONTAINER_WORKDIR) : CONTAINER_WORKDIR;
     const pidFile = `${EXEC_STATE_DIR}/${++this.execSeq}-${randomBytes(4).toString('hex')}.pid`;
     const env = { ...baseEnv(CONTAINER_HOME), ...options.env };

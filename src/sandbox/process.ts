@@ -35,6 +35,14 @@ export class CappedBuffer {
   }
 }
 
+/** The result of a command whose signal was aborted before it started (shared with the docker sandbox's exec). */
+export function cancelledBeforeStart(): ExecResult {
+  return {
+    exitCode: null, stdout: '', stderr: '', timedOut: false, cancelled: true,
+    stdoutTruncated: 0, stderrTruncated: 0, durationMs: 0,
+  };
+}
+
 /**
  * Runs argv[0] with argv[1..] in its own process group, so a timeout or cancel kills the whole tree
  * (a `bash -lc` that started background children included). Never rejects for a non-zero exit.
@@ -44,10 +52,7 @@ export function runProcess(argv: string[], opts: RunProcessOptions): Promise<Exe
   const cap = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) {
-      resolve({
-        exitCode: null, stdout: '', stderr: '', timedOut: false, cancelled: true,
-        stdoutTruncated: 0, stderrTruncated: 0, durationMs: 0,
-      });
+      resolve(cancelledBeforeStart());
       return;
     }
     const child = spawn(argv[0], argv.slice(1), {
