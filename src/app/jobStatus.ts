@@ -3,7 +3,7 @@ import { JobResultSchema } from '../queue/schema.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { isStalledFailure, stalledFailureText } from '../queue/stalled.js';
 import { queuePosition, isPendingState, type FrognanoJob, type FrognanoQueue } from '../queue/queue.js';
-import { cancelRequestedDetail, type StatusState } from '../github/statusComment.js';
+import { runningState, type StatusState } from '../github/statusComment.js';
 
 /** Progress a runner may store with `job.updateProgress(...)`; read loosely, it is only shown. */
 interface RunnerProgress {
@@ -27,10 +27,7 @@ export async function statusOfJob(queue: FrognanoQueue, redis: Redis, job: Frogn
   const id = job.id!;
   if (isPendingState(state)) return { kind: 'queued', position: await queuePosition(queue, id) };
   if (state === 'active') {
-    const p = readProgress(job.progress);
-    const cancel = await getCancelRequest(redis, id);
-    const detail = cancel ? cancelRequestedDetail(cancel.by) : p.detail;
-    return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail };
+    return runningState(readProgress(job.progress), await getCancelRequest(redis, id));
   }
   if (state === 'completed') {
     const r = JobResultSchema.safeParse(job.returnvalue);

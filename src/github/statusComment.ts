@@ -65,6 +65,17 @@ export function cancelRequestedDetail(by?: string): string {
   return `Cancellation requested${by ? ` by @${by}` : ''}; the runner stops at its next step.`;
 }
 
+/**
+ * The running state for a runner's progress, as both the app (from the job's stored progress) and the
+ * runner (in its own updates) write it: once a cancel was requested, its note replaces the latest step.
+ */
+export function runningState(
+  p: { runner?: string; turn?: number; maxTurns?: number; detail?: string },
+  cancel: { by?: string } | null,
+): StatusState {
+  return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail: cancel ? cancelRequestedDetail(cancel.by) : p.detail };
+}
+
 const RETRY_HINT = 'A maintainer can comment `/frognano retry` to start a new attempt (adding the label again does not re-run it).';
 
 /** One-line summary of a state, used in replies to `/frognano status`. */

@@ -26,7 +26,7 @@ import {
   renderPullRequestBody,
 } from '../github/pullRequest.js';
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
-import { cancelRequestedDetail, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
+import { runningState, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
 import type { ModelBackend } from '../inference/types.js';
 import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
@@ -149,9 +149,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
         job: (p) => job.updateProgress(p).then(() => undefined),
         comment: async (p) => {
           // After `/frognano cancel` the comment keeps saying so until the run stops, instead of the latest tool call.
-          const cancel = await getCancelRequest(ctx.redis, jobId);
-          const detail = cancel ? cancelRequestedDetail(cancel.by) : p.detail;
-          await setStatus({ kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail });
+          await setStatus(runningState(p, await getCancelRequest(ctx.redis, jobId)));
         },
         onError: (err) => log.warn({ err }, 'progress update failed'),
       },
