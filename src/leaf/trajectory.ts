@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { ChatMessage, FinishReason, ToolSpec } from '../inference/types.js';
 import { redact } from '../util/redact.js';
 
@@ -80,6 +81,71 @@ export interface Trajectory {
   /** Filled by solve() once the patch is computed; empty until then or when nothing changed. */
   output_patch: string;
 }
+
+/**
+ * The trajectory JSON as `solve` and the runner write it, checked field by field so a reader (`frognano
+ * replay`) can say exactly what is wrong with a damaged or foreign file. Unknown extra keys are accepted
+ * (newer writers may add some) and dropped.
+ */
+const toolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) });
+
+const chatMessageSchema = z.object({
+  role: z.enum(['system', 'user', 'assistant', 'tool']),
+  content: z.string(),
+  reasoning: z.string().optional(),
+  tool_calls: z.array(toolCallSchema).optional(),
+  tool_call_id: z.string().optional(),
+  name: z.string().optional(),
+});
+
+const observationSchema = z.object({
+  tool_call_id: z.string(),
+  tool: z.string(),
+  observation: z.string(),
+  is_error: z.boolean(),
+  elapsed_ms: z.number().nonnegative(),
+});
+
+const stepSchema = z.object({
+  step: z.number().int().nonnegative(),
+  assistant: chatMessageSchema,
+  observations: z.array(observationSchema),
+  parse_errors: z.array(z.string()),
+  finish_reason: z.enum(['stop', 'tool_calls', 'length', 'aborted']),
+  prompt_tokens: z.number().nonnegative(),
+  completion_tokens: z.number().nonnegative(),
+  generate_ms: z.number().nonnegative(),
+  tools_ms: z.number().nonnegative(),
+});
+
+export const TrajectoryFileSchema = z.object({
+  trajectory_format: z.literal('leaf-function-calling'),
+  trajectory_id: z.string(),
+  task: z.object({
+    title: z.string(),
+    body: z.string(),
+    repo: z.string().optional(),
+    issueNumber: z.number().int().positive().optional(),
+  }),
+  model: z.object({ backend: z.string(), model: z.string() }),
+  messages: z.array(chatMessageSchema),
+  tools: z.array(z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })),
+  steps: z.array(stepSchema),
+  n_steps: z.number().int().nonnegative(),
+  // Every ExitReason, in EXIT_REASON_TEXT's order (the Record type makes that list complete).
+  exit_reason: z.enum(Object.keys(EXIT_REASON_TEXT) as [ExitReason, ...ExitReason[]]),
+  error: z.string().nullable(),
+  final_message: z.string(),
+  context_tokens: z.number().nonnegative(),
+  total_completion_tokens: z.number().nonnegative(),
+  elapsed_sec: z.number().nonnegative(),
+  started_at: z.string(),
+  output_patch: z.string(),
+});
+
+// Compile-time guard: the schema must keep accepting exactly what the Leaf harness writes.
+const _writerFits = (t: Trajectory): z.infer<typeof TrajectoryFileSchema> => t;
+void _writerFits;
 
 /** Deep copy with every string passed through redact(): safe to store, log or post. */
 export function redactDeep<T>(value: T): T {
