@@ -59,7 +59,7 @@ describe('tiny hybrid model (linear attention + full attention)', () => {
     const { decoder } = await decoderFor('hybrid-prefix');
     const full = await decoder.forward(PROMPT, decoder.newState());
 
-    const cache = new PrefixCache(decoder.specs, decoder.rewindable);
+    const cache = new PrefixCache(decoder);
     const first = await decoder.forward(PROMPT.slice(0, 9), decoder.newState());
     cache.store(PROMPT.slice(0, 9), first.state);
     const hit = cache.lookup(PROMPT);
@@ -75,7 +75,7 @@ describe('tiny hybrid model (linear attention + full attention)', () => {
 
   test('recurrent state is never rewound: a cached sequence that diverges is not reused', async () => {
     const { decoder } = await decoderFor('hybrid-diverge');
-    const cache = new PrefixCache(decoder.specs, decoder.rewindable);
+    const cache = new PrefixCache(decoder);
     const other = [...PROMPT.slice(0, 6), 300, 301, 302];
     cache.store(other, (await decoder.forward(other, decoder.newState())).state);
     expect(cache.lookup(PROMPT).reused).toBe(0);
@@ -107,7 +107,7 @@ describe('tiny attention-only model', () => {
   test('KV caches are truncated to the common prefix and match a full re-run', async () => {
     const { decoder } = await decoderFor('kv-only', { layerTypes: ['full_attention', 'full_attention'] });
     expect(decoder.rewindable).toBe(true);
-    const cache = new PrefixCache(decoder.specs, decoder.rewindable);
+    const cache = new PrefixCache(decoder);
     const diverging = [...PROMPT.slice(0, 10), 300, 301, 302, 303];
     cache.store(diverging, (await decoder.forward(diverging, decoder.newState())).state);
     const hit = cache.lookup(PROMPT);

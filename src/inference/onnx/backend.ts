@@ -69,7 +69,7 @@ export class OnnxBackend implements ModelBackend {
     this.eosTokenIds = new Set(eosIds);
     this.contextLength = opts.contextLength ?? config.max_position_embeddings ?? 131072;
     if (opts.prefixCache !== false) {
-      this.cache = new PrefixCache(decoder.specs, decoder.rewindable, opts.prefixCacheEntries ?? 2);
+      this.cache = new PrefixCache(decoder, opts.prefixCacheEntries ?? 2);
     }
   }
 

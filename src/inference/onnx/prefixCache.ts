@@ -15,7 +15,8 @@
  *
  * Memory: each entry holds one copy of the state (KV grows with its length); the entry count is capped.
  */
-import type { DecoderState, StateSpec } from './stateLayout.js';
+import type { OnnxDecoder } from './decode.js';
+import type { DecoderState } from './stateLayout.js';
 import { truncateState } from './stateLayout.js';
 
 interface Entry {
@@ -39,9 +40,9 @@ export function commonPrefixLength(a: readonly number[], b: readonly number[]): 
 export class PrefixCache {
   private entries: Entry[] = [];
 
+  /** `layout`: the decoder whose states are kept (its state specs, and whether they can be rewound). */
   constructor(
-    private readonly specs: StateSpec[],
-    private readonly rewindable: boolean,
+    private readonly layout: Pick<OnnxDecoder, 'specs' | 'rewindable'>,
     private readonly maxEntries = 2,
   ) {}
 
@@ -54,7 +55,7 @@ export class PrefixCache {
     let best: PrefixHit = { reused: 0 };
     for (const entry of this.entries) {
       const common = commonPrefixLength(entry.ids, ids);
-      if (this.rewindable) {
+      if (this.layout.rewindable) {
         const usable = Math.min(common, limit);
         if (usable > best.reused) best = { reused: usable, state: entry.state };
       } else if (common === entry.ids.length && common <= limit && common > best.reused) {
@@ -62,7 +63,7 @@ export class PrefixCache {
       }
     }
     if (best.state && best.state.length !== best.reused) {
-      best = { reused: best.reused, state: truncateState(this.specs, best.state, best.reused) };
+      best = { reused: best.reused, state: truncateState(this.layout.specs, best.state, best.reused) };
     }
     return best;
   }
@@ -78,9 +79,5 @@ export class PrefixCache {
 
   clear(): void {
     this.entries = [];
-  }
-
-  get size(): number {
-    return this.entries.length;
   }
 }
