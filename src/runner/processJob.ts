@@ -32,7 +32,7 @@ import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
 import { EXIT_REASON_TEXT, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
 import { getCancelRequest } from '../queue/cancel.js';
-import { JobDataSchema, type JobData, type JobResult } from '../queue/schema.js';
+import { JobDataSchema, jobIdFor, type JobData, type JobResult } from '../queue/schema.js';
 import type { SandboxConfig } from '../sandbox/config.js';
 import { createSandbox } from '../sandbox/index.js';
 import type { Sandbox } from '../sandbox/types.js';
@@ -115,7 +115,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     throw new UnrecoverableError(`invalid job data: ${issue.path.join('.') || 'payload'}: ${issue.message}`);
   }
   const data = parsed.data;
-  const jobId = job.id ?? `${data.owner}/${data.repo}#${data.issueNumber}@${data.attempt}`;
+  const jobId = job.id ?? jobIdFor(data);
   const log = ctx.logger.child({ jobId, repo: `${data.owner}/${data.repo}`, issue: data.issueNumber });
   const ref: IssueRef = { owner: data.owner, repo: data.repo, issueNumber: data.issueNumber };
   const meta: StatusMeta = { attempt: data.attempt, jobId, triggeredBy: data.triggeredBy.login };

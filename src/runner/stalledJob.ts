@@ -1,6 +1,6 @@
 import { upsertStatusComment, type StatusState } from '../github/statusComment.js';
 import { getCancelRequest } from '../queue/cancel.js';
-import { JobDataSchema } from '../queue/schema.js';
+import { JobDataSchema, jobIdFor } from '../queue/schema.js';
 import { stalledFailureText } from '../queue/stalled.js';
 import { forgetSecretLater, installationAccessFor, type RunnerContext } from './processJob.js';
 
@@ -22,7 +22,7 @@ export async function reportStalledJob(job: StalledJob, ctx: RunnerContext): Pro
   const parsed = JobDataSchema.safeParse(job.data);
   if (!parsed.success) return null;
   const d = parsed.data;
-  const jobId = job.id ?? `${d.owner}/${d.repo}#${d.issueNumber}@${d.attempt}`;
+  const jobId = job.id ?? jobIdFor(d);
   const cancel = await getCancelRequest(ctx.redis, jobId);
   const state: StatusState = cancel ? { kind: 'cancelled', by: cancel.by } : { kind: 'failed', reason: stalledFailureText(job.stalledCounter) };
   const access = await installationAccessFor(ctx)(d.installationId, d.repo);
