@@ -3,8 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import {
-  BwrapSandboxConfigSchema,
-  DockerSandboxConfigSchema,
+  autoCandidates,
   SandboxConfigSchema,
   type BwrapSandboxConfig,
   type DockerSandboxConfig,
@@ -149,9 +148,10 @@ export async function checkSandbox(input: SandboxConfigInput): Promise<SandboxCh
         }],
       };
     case 'auto': {
-      const d = await checkDocker(DockerSandboxConfigSchema.parse({ ...cfg.docker, kind: 'docker' }), { smokeTest: true });
+      const { docker, bwrap } = autoCandidates(cfg);
+      const d = await checkDocker(docker, { smokeTest: true });
       if (d.ok) return { kind: 'docker', ok: true, checks: [d] };
-      const b = await checkBwrap(BwrapSandboxConfigSchema.parse({ ...cfg.bwrap, kind: 'bwrap' }));
+      const b = await checkBwrap(bwrap);
       return { kind: b.ok ? 'bwrap' : 'docker', ok: b.ok, checks: [d, b] };
     }
   }
@@ -163,10 +163,9 @@ export async function resolveSandboxConfig(
 ): Promise<DockerSandboxConfig | BwrapSandboxConfig | Extract<ReturnType<typeof SandboxConfigSchema.parse>, { kind: 'local' }>> {
   const cfg = SandboxConfigSchema.parse(input);
   if (cfg.kind !== 'auto') return cfg;
-  const docker = DockerSandboxConfigSchema.parse({ ...cfg.docker, kind: 'docker' });
+  const { docker, bwrap } = autoCandidates(cfg);
   const d = await checkDocker(docker);
   if (d.ok) return docker;
-  const bwrap = BwrapSandboxConfigSchema.parse({ ...cfg.bwrap, kind: 'bwrap' });
   const b = await checkBwrap(bwrap);
   if (b.ok) return bwrap;
   throw new SandboxUnavailableError(

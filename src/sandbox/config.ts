@@ -73,6 +73,14 @@ export type AutoSandboxConfig = z.infer<typeof AutoSandboxConfigSchema>;
 export type SandboxConfig = z.infer<typeof SandboxConfigSchema>;
 export type SandboxConfigInput = z.input<typeof SandboxConfigSchema>;
 
+/** The docker and the bwrap config an `auto` config tries, every default filled in. */
+export function autoCandidates(cfg: AutoSandboxConfig): { docker: DockerSandboxConfig; bwrap: BwrapSandboxConfig } {
+  return {
+    docker: DockerSandboxConfigSchema.parse({ ...cfg.docker, kind: 'docker' }),
+    bwrap: BwrapSandboxConfigSchema.parse({ ...cfg.bwrap, kind: 'bwrap' }),
+  };
+}
+
 /**
  * Reads the sandbox configuration from the environment:
  * FROGNANO_SANDBOX=docker|bwrap|local|auto (default auto), FROGNANO_SANDBOX_IMAGE, FROGNANO_SANDBOX_MEMORY_MB,

@@ -17,6 +17,7 @@ export {
   AutoSandboxConfigSchema,
   DEFAULT_SANDBOX_IMAGE,
   sandboxConfigFromEnv,
+  autoCandidates,
   type SandboxConfig,
   type SandboxConfigInput,
   type DockerSandboxConfig,

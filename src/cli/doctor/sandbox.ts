@@ -1,4 +1,12 @@
-import { checkBwrap, checkDocker, checkSandbox, sandboxConfigFromEnv, type SandboxCheckResult } from '../../sandbox/index.js';
+import {
+  autoCandidates,
+  checkBwrap,
+  checkDocker,
+  checkSandbox,
+  sandboxConfigFromEnv,
+  type SandboxCheckResult,
+  type SandboxConfig,
+} from '../../sandbox/index.js';
 import { check, type CheckResult } from './check.js';
 
 const LABEL: Record<SandboxCheckResult['kind'], string> = {
@@ -13,27 +21,19 @@ const LABEL: Record<SandboxCheckResult['kind'], string> = {
  * must work (auto uses docker first), and a missing second one is only a warning.
  */
 export async function checkSandboxes(kind: string | undefined, env: NodeJS.ProcessEnv): Promise<CheckResult[]> {
-  let chosen = kind ?? env.FROGNANO_SANDBOX?.trim().toLowerCase();
-  if (chosen === 'auto' || chosen === '') chosen = undefined;
-  const configFor = (k: string) => sandboxConfigFromEnv({ ...env, FROGNANO_SANDBOX: k });
-  let cfgError: string | undefined;
+  let cfg: SandboxConfig;
   try {
-    configFor(chosen ?? 'auto');
+    cfg = sandboxConfigFromEnv({ ...env, FROGNANO_SANDBOX: kind ?? env.FROGNANO_SANDBOX });
   } catch (err) {
-    cfgError = (err as Error).message;
+    return [check.fail('Sandbox', (err as Error).message, 'fix the FROGNANO_SANDBOX* environment variables (see README)')];
   }
-  if (cfgError) return [check.fail('Sandbox', cfgError, 'fix the FROGNANO_SANDBOX* environment variables (see README)')];
 
-  if (chosen) {
-    const result = await checkSandbox(configFor(chosen));
+  if (cfg.kind !== 'auto') {
+    const result = await checkSandbox(cfg);
     return result.checks.map((r) => toLine(r, true, r.kind === 'local'));
   }
-  const cfg = configFor('auto');
-  if (cfg.kind !== 'auto') throw new Error('unreachable: auto config expected');
-  const [docker, bwrap] = await Promise.all([
-    checkDocker(sandboxConfigFromEnv({ ...env, FROGNANO_SANDBOX: 'docker' }) as Parameters<typeof checkDocker>[0]),
-    checkBwrap(sandboxConfigFromEnv({ ...env, FROGNANO_SANDBOX: 'bwrap' }) as Parameters<typeof checkBwrap>[0]),
-  ]);
+  const candidates = autoCandidates(cfg);
+  const [docker, bwrap] = await Promise.all([checkDocker(candidates.docker), checkBwrap(candidates.bwrap)]);
   const anyOk = docker.ok || bwrap.ok;
   return [toLine(docker, !anyOk, false), toLine(bwrap, !anyOk, false)];
 }
