@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { estimateTokens } from '../leaf/text.js';
+import { sleep } from './retry.js';
 import {
   ModelError,
   type BackendInfo,
@@ -130,21 +131,6 @@ export function renderRawTurn(turn: { reasoning?: string; content: string; tool_
   return parts.join('\n');
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 export const REPLAY_EXHAUSTED_MESSAGE = 'The replay script has no more turns; stopping here.';
 
 export class ReplayBackend implements ModelBackend {
@@ -209,7 +195,13 @@ export class ReplayBackend implements ModelBackend {
     const turn = this.turns[this.index];
     if (!turn) return empty('stop', REPLAY_EXHAUSTED_MESSAGE);
     this.index++;
-    if (turn.delay_ms && !(await sleep(turn.delay_ms, options.signal))) return empty('aborted', '');
+    if (turn.delay_ms) {
+      try {
+        await sleep(turn.delay_ms, options.signal);
+      } catch {
+        return empty('aborted', ''); // sleep rejects only when the signal aborts
+      }
+    }
     if (turn.error !== undefined) throw new ModelError(turn.error);
 
     const toolCalls: ToolCall[] = turn.tool_calls.map((c, i) => ({
