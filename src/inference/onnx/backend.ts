@@ -51,7 +51,6 @@ function toIdList(v: unknown): number[] {
 
 export class OnnxBackend implements ModelBackend {
   private readonly cache?: PrefixCache;
-  private readonly eosTokenIds: ReadonlySet<number>;
   private readonly contextLength: number;
   /** One generation at a time: the session and the prefix cache are shared state. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -61,12 +60,11 @@ export class OnnxBackend implements ModelBackend {
   private constructor(
     readonly decoder: OnnxDecoder,
     readonly tokenizer: HfTokenizer,
-    private readonly config: ModelConfig,
-    eosIds: number[],
+    config: ModelConfig,
+    private readonly eosTokenIds: ReadonlySet<number>,
     private readonly meta: { model: string; device: string; sessions: ort.InferenceSession[] },
     opts: OnnxBackendOptions,
   ) {
-    this.eosTokenIds = new Set(eosIds);
     this.contextLength = opts.contextLength ?? config.max_position_embeddings ?? 131072;
     if (opts.prefixCache !== false) {
       this.cache = new PrefixCache(decoder, opts.prefixCacheEntries ?? 2);
@@ -110,7 +108,7 @@ export class OnnxBackend implements ModelBackend {
       decoder,
       tokenizer,
       files.config,
-      [...eos],
+      eos,
       {
         model: opts.modelName ?? path.basename(files.dir),
         device: (opts.executionProviders ?? ['cpu']).join(','),
@@ -246,20 +244,11 @@ export class OnnxBackend implements ModelBackend {
     };
   }
 
-  /** Drops every kept state (e.g. between unrelated jobs on a long-lived runner). */
-  resetPrefixCache(): void {
-    this.cache?.clear();
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.queue.catch(() => undefined);
     this.cache?.clear();
     for (const s of this.meta.sessions) await s.release();
-  }
-
-  get modelConfig(): ModelConfig {
-    return this.config;
   }
 }
