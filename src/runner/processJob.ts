@@ -36,6 +36,7 @@ import { JobDataSchema, jobIdFor, type JobData, type JobResult } from '../queue/
 import type { SandboxConfig } from '../sandbox/config.js';
 import { createSandbox } from '../sandbox/index.js';
 import type { Sandbox } from '../sandbox/types.js';
+import { withJob } from '../ops/logger.js';
 import type { FrognanoMetrics } from '../ops/metrics.js';
 import { forgetSecret, redact } from '../util/redact.js';
 import { ProgressReporter, type RunnerProgress } from './progress.js';
@@ -116,7 +117,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
   }
   const data = parsed.data;
   const jobId = job.id ?? jobIdFor(data);
-  const log = ctx.logger.child({ jobId, repo: `${data.owner}/${data.repo}`, issue: data.issueNumber });
+  const log = withJob(ctx.logger, jobId, { repo: `${data.owner}/${data.repo}`, issue: data.issueNumber });
   const ref: IssueRef = { owner: data.owner, repo: data.repo, issueNumber: data.issueNumber };
   const meta: StatusMeta = { attempt: data.attempt, jobId, triggeredBy: data.triggeredBy.login };
   const started = Date.now();
