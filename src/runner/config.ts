@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_GIT_BASE_URL } from '../github/git.js';
-import { queuePrefixFromEnv } from '../queue/connection.js';
+import { DEFAULT_BOT_IDENTITY, DEFAULT_GIT_BASE_URL } from '../github/git.js';
+import { DEFAULT_REDIS_URL, queuePrefixFromEnv } from '../queue/connection.js';
 
 /** Runner settings from the environment; every value has a default except the GitHub App credentials. */
 export const RunnerConfigSchema = z.object({
@@ -12,13 +12,13 @@ export const RunnerConfigSchema = z.object({
   /** REST API base for GitHub Enterprise Server (`https://ghe.example/api/v3`); api.github.com otherwise. */
   apiBaseUrl: z.string().url().optional(),
   gitBaseUrl: z.string().regex(/^(https?|file):\/\//, 'must start with https://, http:// or file://').default(DEFAULT_GIT_BASE_URL),
-  redisUrl: z.string().default('redis://127.0.0.1:6379'),
+  redisUrl: z.string().default(DEFAULT_REDIS_URL),
   queuePrefix: z.string().min(1).optional(),
   concurrency: z.coerce.number().int().min(1).max(64).default(1),
   workDir: z.string().default(path.join(os.tmpdir(), 'frognano-runner')),
   trajectoryDir: z.string().default(path.join(os.homedir(), '.frognano', 'trajectories')),
-  botName: z.string().min(1).default('frognano[bot]'),
-  botEmail: z.string().min(3).default('frognano[bot]@users.noreply.github.com'),
+  botName: z.string().min(1).default(DEFAULT_BOT_IDENTITY.name),
+  botEmail: z.string().min(3).default(DEFAULT_BOT_IDENTITY.email),
   maxTurns: z.coerce.number().int().min(1).max(1000).optional(),
   wallTimeMinutes: z.coerce.number().positive().optional(),
   /** SIGTERM: wait this long for active jobs before handing them back to the queue. */
