@@ -1,4 +1,5 @@
 import picomatch from 'picomatch';
+import { codeFence } from '../leaf/text.js';
 import type { GitHubClient } from './client.js';
 import type { NumstatEntry } from './git.js';
 import type { RepoConfig } from './repoConfig.js';
@@ -82,13 +83,6 @@ function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}\n… [${text.length - max} more characters]`;
 }
 
-function fence(text: string): string {
-  // A fence longer than any backtick run inside, so model/test output cannot close it early.
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const f = '`'.repeat(longest + 1);
-  return `${f}\n${text}\n${f}`;
-}
-
 /** The pull request description; always within GitHub's 65,536-character limit (the trajectory shrinks to fit). */
 export function renderPullRequestBody(i: PullRequestBodyInput): string {
   const parts: string[] = [];
@@ -125,7 +119,7 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
       const verdict = t.timedOut ? '⏱️ timed out' : t.exitCode === 0 ? '✅ passed' : `❌ failed (exit ${t.exitCode ?? 'killed'})`;
       parts.push(`- \`${t.command.replace(/`/g, "'").slice(0, 300)}\`: ${verdict}`);
       if (t.exitCode !== 0 && t.outputTail.trim()) {
-        parts.push('', '  <details><summary>Output (tail)</summary>', '', fence(neutralizeMentions(clip(t.outputTail, 3000))), '', '  </details>');
+        parts.push('', '  <details><summary>Output (tail)</summary>', '', codeFence(neutralizeMentions(clip(t.outputTail, 3000))), '', '  </details>');
       }
     }
     parts.push('');

@@ -28,6 +28,16 @@ export function tail(text: string, limit: number): string {
 }
 
 /**
+ * A Markdown code block its content cannot close early: the fence is longer than any backtick run inside
+ * (at least three). Used for model and command output in pull requests and trajectory renders.
+ */
+export function codeFence(text: string, lang = ''): string {
+  const longest = (text.match(/`+/g) ?? []).reduce((n, run) => Math.max(n, run.length), 0);
+  const ticks = '`'.repeat(Math.max(3, longest + 1));
+  return `${ticks}${lang}\n${text}\n${ticks}`;
+}
+
+/**
  * Rough token count: UTF-8 bytes / 4 (the usual fallback of chat harnesses). Used only where no
  * tokenizer is at hand: the replay backend, and the loop when a backend cannot count tokens itself.
  */

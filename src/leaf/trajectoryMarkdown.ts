@@ -1,5 +1,5 @@
 import { summarizeToolCall } from './tools.js';
-import { elideMiddle } from './text.js';
+import { codeFence, elideMiddle } from './text.js';
 import { EXIT_REASON_TEXT, redactDeep, type Trajectory, type TrajectoryStep } from './trajectory.js';
 
 /**
@@ -52,12 +52,9 @@ function escapeHtml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-/** A fenced block that the content cannot close early. */
+/** A fenced block; content over `cap` characters is elided in the middle. */
 function fence(content: string, cap: number, lang = 'text'): string {
-  const text = elideMiddle(content, cap);
-  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((m) => m.length));
-  const ticks = '`'.repeat(Math.max(3, longest + 1));
-  return `${ticks}${lang}\n${text}\n${ticks}`;
+  return codeFence(elideMiddle(content, cap), lang);
 }
 
 function formatDuration(sec: number): string {
