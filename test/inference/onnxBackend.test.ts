@@ -77,6 +77,27 @@ async function greedyIds(b: OnnxBackend, messages: ChatMessage[], n: number): Pr
   return out.tokens;
 }
 
+/** A copy of the tiny model directory, changed by `mutate`. */
+async function variant(name: string, mutate: (dir: string) => Promise<void>): Promise<string> {
+  const dir = path.join(root, name);
+  await cp(modelDir, dir, { recursive: true });
+  await mutate(dir);
+  return dir;
+}
+
+/** Loads the model in `dir` and checks that it says what the main tiny model says (`check` runs first). */
+async function expectSameTextAsMain(dir: string, maxNewTokens: number, check?: (b: OnnxBackend) => void): Promise<void> {
+  const b = await OnnxBackend.load(dir);
+  try {
+    check?.(b);
+    const r = await b.generate(conversation(), TOOLS, { maxNewTokens });
+    const ref = await backend.generate(conversation(), TOOLS, { maxNewTokens });
+    expect(r.rawText).toBe(ref.rawText);
+  } finally {
+    await b.close();
+  }
+}
+
 test('loads offline from a local directory with a single onnxruntime copy', async () => {
   const { env } = await import('@huggingface/transformers');
   expect(env.allowRemoteModels).toBe(false);
@@ -167,12 +188,12 @@ test('an end-of-turn token from generation_config.json stops generation', async 
   const ids = await greedyIds(backend, conversation(), 12);
   const k = ids.findIndex((id, i) => i >= 3 && ids.indexOf(id) === i);
   expect(k).toBeGreaterThanOrEqual(3);
-  const dir = path.join(root, 'eos-variant');
-  await cp(modelDir, dir, { recursive: true });
-  const genPath = path.join(dir, 'generation_config.json');
-  const gen = JSON.parse(await readFile(genPath, 'utf8'));
-  gen.eos_token_id = [...gen.eos_token_id, ids[k]];
-  await writeFile(genPath, JSON.stringify(gen));
+  const dir = await variant('eos-variant', async (d) => {
+    const genPath = path.join(d, 'generation_config.json');
+    const gen = JSON.parse(await readFile(genPath, 'utf8'));
+    gen.eos_token_id = [...gen.eos_token_id, ids[k]];
+    await writeFile(genPath, JSON.stringify(gen));
+  });
   const b = await OnnxBackend.load(dir);
   try {
     const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 12 });
@@ -285,15 +306,7 @@ test('a scripted answer with reasoning and a tool call comes back parsed, ending
 test('the transformers.js Qwen3.5 layout (embed_tokens + decoder_model_merged, M-RoPE) gives the same text', async () => {
   const dir = path.join(root, 'split');
   await buildTinyModel(dir, { splitEmbedding: true, mropePositionIds: true });
-  const b = await OnnxBackend.load(dir);
-  try {
-    expect(b.decoder.session.inputNames).toContain('inputs_embeds');
-    const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 10 });
-    const ref = await backend.generate(conversation(), TOOLS, { maxNewTokens: 10 });
-    expect(r.rawText).toBe(ref.rawText);
-  } finally {
-    await b.close();
-  }
+  await expectSameTextAsMain(dir, 10, (b) => expect(b.decoder.session.inputNames).toContain('inputs_embeds'));
 });
 
 test('weights in external data (model.onnx + model.onnx_data) load from the graph directory', async () => {
@@ -301,39 +314,18 @@ test('weights in external data (model.onnx + model.onnx_data) load from the grap
   await buildTinyModel(dir, { externalData: true });
   const graphSize = (await stat(path.join(dir, 'model.onnx'))).size;
   expect((await stat(path.join(dir, 'model.onnx_data'))).size).toBeGreaterThan(10 * graphSize);
-  const b = await OnnxBackend.load(dir);
-  try {
-    const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 8 });
-    const ref = await backend.generate(conversation(), TOOLS, { maxNewTokens: 8 });
-    expect(r.rawText).toBe(ref.rawText);
-  } finally {
-    await b.close();
-  }
+  await expectSameTextAsMain(dir, 8);
 });
 
 test('the Hugging Face layout (onnx/model.onnx) loads too', async () => {
-  const dir = path.join(root, 'hub-layout');
-  await cp(modelDir, dir, { recursive: true });
-  await mkdir(path.join(dir, 'onnx'));
-  await rename(path.join(dir, 'model.onnx'), path.join(dir, 'onnx', 'model.onnx'));
-  const b = await OnnxBackend.load(dir);
-  try {
-    const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 8 });
-    const ref = await backend.generate(conversation(), TOOLS, { maxNewTokens: 8 });
-    expect(r.rawText).toBe(ref.rawText);
-  } finally {
-    await b.close();
-  }
+  const dir = await variant('hub-layout', async (d) => {
+    await mkdir(path.join(d, 'onnx'));
+    await rename(path.join(d, 'model.onnx'), path.join(d, 'onnx', 'model.onnx'));
+  });
+  await expectSameTextAsMain(dir, 8);
 });
 
 describe('malformed model directories fail with a clear error', () => {
-  const variant = async (name: string, mutate: (dir: string) => Promise<void>) => {
-    const dir = path.join(root, name);
-    await cp(modelDir, dir, { recursive: true });
-    await mutate(dir);
-    return dir;
-  };
-
   test('missing directory', async () => {
     await expect(OnnxBackend.load(path.join(root, 'nope'))).rejects.toThrow(/model directory .*nope does not exist/);
   });
