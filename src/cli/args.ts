@@ -44,6 +44,15 @@ export function parseDuration(flag: string, value: string, command: string): num
   throw new UsageError(`--${flag} wants a duration like 90s, 15m or 1h30m, got '${value}'.`, command);
 }
 
+const SANDBOX_KINDS = ['docker', 'bwrap', 'local', 'auto'];
+
+/** --sandbox, checked on the command line so a typo is a usage error (exit 2) before anything is set up. */
+export function assertSandboxKind(value: string | undefined, command: string): void {
+  if (value !== undefined && !SANDBOX_KINDS.includes(value)) {
+    throw new UsageError(`--sandbox must be one of docker, bwrap, local (or auto), got '${value}'.`, command);
+  }
+}
+
 /** owner/repo#N -> its parts, or a UsageError saying what the form is. */
 export function parseIssueRef(value: string, command: string): { owner: string; repo: string; issueNumber: number } {
   const m = /^([A-Za-z0-9_.-]{1,100})\/([A-Za-z0-9_.-]{1,100})#(\d{1,10})$/.exec(value.trim());

@@ -1,4 +1,4 @@
-import { parseCommandArgs } from '../args.js';
+import { assertSandboxKind, parseCommandArgs } from '../args.js';
 import { formatCheck, guarded, type CheckResult } from '../doctor/check.js';
 import { checkGitHubApp } from '../doctor/githubApp.js';
 import { checkModel } from '../doctor/model.js';
@@ -30,9 +30,7 @@ export async function doctorCommand(args: string[], io: CliIo): Promise<number> 
     throw new UsageError(`doctor takes no arguments, got '${positionals[0]}'.`, 'doctor');
   }
 
-  if (values.sandbox !== undefined && !['docker', 'bwrap', 'local', 'auto'].includes(values.sandbox)) {
-    throw new UsageError(`--sandbox must be one of docker, bwrap, local (or auto), got '${values.sandbox}'.`, 'doctor');
-  }
+  assertSandboxKind(values.sandbox, 'doctor');
   // Usage mistakes (two models at once) still exit 2; a broken model environment becomes a failed line.
   let modelCfg: BackendConfig | undefined;
   let modelError: string | undefined;

@@ -6,7 +6,7 @@ import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
 import { solve, type SolveResult } from '../../leaf/solve.js';
 import { EXIT_REASON_TEXT } from '../../leaf/trajectory.js';
 import { checkSandbox, createSandbox, resolveSandboxConfig, sandboxConfigFromEnv, type SandboxConfig } from '../../sandbox/index.js';
-import { parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
+import { assertSandboxKind, parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
 import { diffStat, renderDiffStat } from '../diffStat.js';
 import { CliError, EXIT, setupError, UsageError, type ExitCode } from '../exitCodes.js';
 import { formatDuration, formatTokens, oneLine } from '../format.js';
@@ -39,8 +39,6 @@ const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-const SANDBOX_KINDS = ['docker', 'bwrap', 'local', 'auto'];
 
 type Values = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>['values'];
 
@@ -80,9 +78,7 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
   }
   const limits = limitsFromFlags(values);
   const githubRef = values.github !== undefined ? parseIssueRef(values.github, 'solve') : undefined;
-  if (values.sandbox !== undefined && !SANDBOX_KINDS.includes(values.sandbox)) {
-    throw new UsageError(`--sandbox must be one of docker, bwrap, local (or auto), got '${values.sandbox}'.`, 'solve');
-  }
+  assertSandboxKind(values.sandbox, 'solve');
   const backendCfg = backendConfigFromFlags(values, io.env, io.cwd, 'solve');
 
   // 2. Setup: repository, model files, sandbox, issue. Failures exit 3 and nothing has run yet.
