@@ -1,11 +1,9 @@
 import type { Context } from 'probot';
 import { completeApprovalCheck } from '../github/checks.js';
 import type { GitHubClient } from '../github/client.js';
+import { BOT_BRANCH_PREFIX } from '../github/git.js';
 import { getUserPermission } from '../github/permissions.js';
 import { labelApproved } from '../github/pullRequest.js';
-
-/** Branches the runner pushes (src/github/git.ts branchNameFor). */
-export const BOT_BRANCH_PREFIX = 'frognano/';
 
 export type ReviewDecision =
   | { action: 'approved'; checkRunId: number }

@@ -215,7 +215,11 @@ export async function pushBranch(
   }
 }
 
+/** Every branch the runner pushes starts with this; the approval gate (src/app/review.ts) acts only on such branches. */
+export const BOT_BRANCH_PREFIX = 'frognano/';
+
 /** `frognano/issue-12`, or `frognano/issue-12-attempt-3` for retries. */
 export function branchNameFor(issueNumber: number, attempt: number): string {
-  return attempt > 1 ? `frognano/issue-${issueNumber}-attempt-${attempt}` : `frognano/issue-${issueNumber}`;
+  const name = `${BOT_BRANCH_PREFIX}issue-${issueNumber}`;
+  return attempt > 1 ? `${name}-attempt-${attempt}` : name;
 }
