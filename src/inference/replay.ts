@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { estimateTokens } from '../leaf/text.js';
+import { estimatePromptTokens, estimateTokens } from '../leaf/text.js';
 import { sleep } from './retry.js';
 import {
   ModelError,
@@ -174,7 +174,7 @@ export class ReplayBackend implements ModelBackend {
   }
 
   async countTokens(messages: ChatMessage[], tools: ToolSpec[]): Promise<number> {
-    return estimateTokens(JSON.stringify(messages)) + estimateTokens(JSON.stringify(tools));
+    return estimatePromptTokens(messages, tools);
   }
 
   async generate(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions = {}): Promise<GenerateResult> {

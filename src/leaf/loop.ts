@@ -4,7 +4,7 @@ import type { Sandbox } from '../sandbox/types.js';
 import { safeListener, type LeafEventListener } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
 import { renderTaskMessage, SYSTEM_PROMPT, topLevelEntries } from './prompt.js';
-import { estimateTokens } from './text.js';
+import { estimatePromptTokens, estimateTokens } from './text.js';
 import { LEAF_TOOLS, summarizeToolCall, ToolAbortedError, ToolExecutor, ToolInfrastructureError } from './tools.js';
 import type { ExitReason, LeafTask, Observation, Trajectory, TrajectoryStep } from './trajectory.js';
 
@@ -128,7 +128,7 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
     if (last) {
       return last.promptTokens + last.completionTokens + estimateTokens(JSON.stringify(messages.slice(last.messageCount)));
     }
-    return estimateTokens(JSON.stringify(messages)) + estimateTokens(JSON.stringify(tools));
+    return estimatePromptTokens(messages, tools);
   };
 
   try {

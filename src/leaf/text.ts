@@ -1,3 +1,5 @@
+import type { ChatMessage, ToolSpec } from '../inference/types.js';
+
 /** Text helpers shared by the tools, the loop and the trajectory renderer. */
 
 /**
@@ -43,4 +45,9 @@ export function codeFence(text: string, lang = ''): string {
  */
 export function estimateTokens(text: string): number {
   return Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
+}
+
+/** The same estimate for a whole prompt: the messages and the tool specs as JSON. */
+export function estimatePromptTokens(messages: ChatMessage[], tools: ToolSpec[]): number {
+  return estimateTokens(JSON.stringify(messages)) + estimateTokens(JSON.stringify(tools));
 }
