@@ -17,11 +17,7 @@ export function formatTokens(n: number): string {
   return `${Math.round(n / 1000)}k`;
 }
 
-/** One line, at most `max` characters, with an ellipsis when cut. */
-export function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, Math.max(0, max - 1))}…`;
-}
+export { oneLine } from '../leaf/text.js';
 
 /** Keeps the head and tail of long text and says how much was left out. */
 export function trimMiddle(text: string, maxChars: number): string {

@@ -29,6 +29,12 @@ export function tail(text: string, limit: number): string {
   return `[${text.length - limit} earlier chars omitted]\n${text.slice(text.length - limit)}`;
 }
 
+/** One line, at most `max` characters, with an ellipsis when cut. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, Math.max(0, max - 1))}…`;
+}
+
 /**
  * A Markdown code block its content cannot close early: the fence is longer than any backtick run inside
  * (at least three). Used for model and command output in pull requests and trajectory renders.

@@ -5,7 +5,7 @@ import type { ToolCall, ToolSpec } from '../inference/types.js';
 import { FileTooLargeError, SandboxPathError, type Sandbox } from '../sandbox/types.js';
 import { DEFAULT_LIMITS, type LeafLimits } from './limits.js';
 import { readLineWindow } from './lineWindow.js';
-import { truncateHead } from './text.js';
+import { oneLine, truncateHead } from './text.js';
 
 /**
  * The five Leaf tools. FrogNano was trained on exactly these names, parameters and output shapes
@@ -289,8 +289,7 @@ export function summarizeToolCall(call: Pick<ToolCall, 'name' | 'arguments'>): s
     default:
       s = JSON.stringify(a);
   }
-  s = s.replace(/\s+/g, ' ').trim();
-  return s.length > 120 ? `${s.slice(0, 119)}…` : s;
+  return oneLine(s, 120);
 }
 
 /**
