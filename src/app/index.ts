@@ -8,6 +8,7 @@ import { claimOnce, withRedisLock } from '../queue/lock.js';
 import { currentAttempt, forgetFreshAttempt, issueSlug, labelAttempt, nextAttempt, type IssueKey } from '../queue/attempts.js';
 import { getUserPermission } from '../github/permissions.js';
 import {
+  CANCEL_REQUESTED,
   cachedStatusCommentId,
   summarizeStatus,
   updateStatusComment,
@@ -239,7 +240,7 @@ export function createFrognanoApp(deps: AppDeps) {
   }
 
   function appOwns(state: StatusState): boolean {
-    if (state.kind === 'running') return (state.detail ?? '').startsWith('Cancellation requested');
+    if (state.kind === 'running') return (state.detail ?? '').startsWith(CANCEL_REQUESTED);
     return state.kind === 'queued' || state.kind === 'failed' || state.kind === 'cancelled';
   }
 

@@ -57,12 +57,15 @@ function ordinal(n: number): string {
   return `${n}${s[(v - 20) % 10] ?? s[v] ?? s[0]}`;
 }
 
+/** How every cancelRequestedDetail note starts; the app recognises a running state it wrote by it. */
+export const CANCEL_REQUESTED = 'Cancellation requested';
+
 /**
  * The running comment's note after `/frognano cancel`. The app writes it and the runner keeps it in its
  * progress updates until it stops, so the maintainer's request never seems to vanish.
  */
 export function cancelRequestedDetail(by?: string): string {
-  return `Cancellation requested${by ? ` by @${by}` : ''}; the runner stops at its next step.`;
+  return `${CANCEL_REQUESTED}${by ? ` by @${by}` : ''}; the runner stops at its next step.`;
 }
 
 /**
