@@ -4,12 +4,13 @@
  * sandbox, 3 turns, patch, trajectory files) on a temporary git repository.
  *   npx tsx bench/cli.ts [runs]
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { commitAll, summarize } from './lib.js';
 
 const runs = Number(process.argv[2] ?? 5);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,9 +28,8 @@ function time(args: string[], env: NodeJS.ProcessEnv = process.env): number[] {
 }
 
 function report(label: string, ms: number[]): void {
-  const sorted = [...ms].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)];
-  console.log(`${label.padEnd(44)} median ${median.toFixed(0).padStart(5)} ms   min ${sorted[0].toFixed(0).padStart(5)} ms   (${runs} runs)`);
+  const { median, min } = summarize(ms);
+  console.log(`${label.padEnd(44)} median ${median.toFixed(0).padStart(5)} ms   min ${min.toFixed(0).padStart(5)} ms   (${runs} runs)`);
 }
 
 const work = await mkdtemp(path.join(os.tmpdir(), 'fn-bench-cli-'));
@@ -40,12 +40,10 @@ try {
   } else console.log('frognano --version (dist/)                    skipped: run `npm run build` first');
 
   const repo = path.join(work, 'repo');
-  execFileSync('git', ['init', '-q', repo]);
+  await mkdir(repo);
   for (let i = 0; i < 100; i++) await writeFile(path.join(repo, `f${i}.txt`), `line\n`.repeat(100));
   await writeFile(path.join(repo, 'calc.sh'), 'add() { echo $(( $1 - $2 )); }\n');
-  const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@x', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@x' };
-  execFileSync('git', ['add', '-A'], { cwd: repo });
-  execFileSync('git', ['commit', '-qm', 'base'], { cwd: repo, env: gitEnv });
+  commitAll(repo, 'base');
   const script = path.join(work, 'turns.json');
   await writeFile(script, JSON.stringify({
     turns: [

@@ -3,7 +3,6 @@
  * per turn, using the replay backend and the local sandbox on a temporary git repository.
  *   npx tsx bench/leaf-harness.ts [turns]
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +10,7 @@ import { ReplayBackend, type ReplayTurn } from '../src/inference/replay.js';
 import { runLeaf } from '../src/leaf/loop.js';
 import { renderTrajectoryMarkdown, serializeTrajectory } from '../src/leaf/trajectory.js';
 import { LocalSandbox } from '../src/sandbox/local.js';
+import { commitAll, summarize } from './lib.js';
 
 const turns = Number(process.argv[2] ?? 60);
 const root = await mkdtemp(path.join(os.tmpdir(), 'fn-bench-'));
@@ -20,10 +20,7 @@ await mkdir(home);
 await mkdir(path.join(repo, 'src'), { recursive: true });
 process.env.HOME = home; // keep the host's login scripts out of the measurement
 for (let i = 0; i < 200; i++) await writeFile(path.join(repo, 'src', `m${i}.ts`), `export const v${i} = ${i};\n`.repeat(50));
-const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@x', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@x' };
-execFileSync('git', ['init', '-q'], { cwd: repo });
-execFileSync('git', ['add', '-A'], { cwd: repo });
-execFileSync('git', ['commit', '-qm', 'init'], { cwd: repo, env: gitEnv });
+commitAll(repo, 'init');
 
 const script: ReplayTurn[] = [];
 for (let i = 0; i < turns; i++) {
@@ -53,8 +50,8 @@ const jsonMs = Number(process.hrtime.bigint() - t0) / 1e6;
 
 console.log(`turns: ${t.n_steps} (${t.exit_reason}), loop ${loopMs.toFixed(0)} ms, ${(loopMs / t.n_steps).toFixed(1)} ms/turn`);
 for (const [tool, ms] of Object.entries(byTool)) {
-  const sorted = [...ms].sort((a, b) => a - b);
-  console.log(`  ${tool.padEnd(5)} n=${ms.length} median ${sorted[Math.floor(sorted.length / 2)]} ms, max ${sorted.at(-1)} ms`);
+  const { median, max } = summarize(ms);
+  console.log(`  ${tool.padEnd(5)} n=${ms.length} median ${median} ms, max ${max} ms`);
 }
 console.log(`final context estimate: ${t.context_tokens} tokens`);
 console.log(`markdown: ${md.length} chars in ${mdMs.toFixed(1)} ms; json: ${json.length} chars in ${jsonMs.toFixed(1)} ms`);

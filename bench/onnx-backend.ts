@@ -15,6 +15,7 @@ import { buildTinyModel, type LayerType } from '../scripts/build-tiny-model.js';
 import { OnnxBackend } from '../src/inference/onnx/backend.js';
 import { encodePrompt } from '../src/inference/onnx/tokenizer.js';
 import type { ChatMessage, ToolSpec } from '../src/inference/types.js';
+import { summarize } from './lib.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: number) => {
@@ -43,7 +44,6 @@ const BASE: ChatMessage[] = [
   { role: 'user', content: 'Make the tests pass.' },
 ];
 
-/** A plain greedy loop with hand-written feeds: the floor any backend pays for the graph itself. */
 interface Timing {
   wall: number;
   /** Process CPU time (all threads): far less disturbed than wall time when other work shares the machine. */
@@ -59,6 +59,7 @@ function startTimer(): () => Timing {
   };
 }
 
+/** A plain greedy loop with hand-written feeds: the floor any backend pays for the graph itself. */
 async function bareLoop(session: ort.InferenceSession, promptIds: number[], steps: number): Promise<Timing> {
   const feeds: Record<string, ort.Tensor> = {};
   for (const m of session.inputMetadata as readonly { name: string; shape: readonly (number | string)[] }[]) {
@@ -130,7 +131,7 @@ async function main() {
       runs.bareMany.push(await bareLoop(session, promptIds, generated - 1));
       runs.many.push(await time(generated));
     }
-    const median = (xs: Timing[], key: keyof Timing) => xs.map((x) => x[key]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const median = (xs: Timing[], key: keyof Timing) => summarize(xs.map((x) => x[key])).median;
     const decodeRate = (total: number, first: number) => ((generated - 1) / (total - first)) * 1000;
     console.log(`\nprompt ${promptIds.length} tokens, ${generated} new tokens (greedy), median of ${repeats} interleaved runs`);
     for (const key of ['wall', 'cpu'] as const) {

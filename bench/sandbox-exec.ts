@@ -12,15 +12,14 @@ import { BwrapSandboxConfigSchema, DockerSandboxConfigSchema } from '../src/sand
 import { DockerSandbox } from '../src/sandbox/docker.js';
 import { LocalSandbox } from '../src/sandbox/local.js';
 import type { Sandbox } from '../src/sandbox/types.js';
+import { summarize } from './lib.js';
 
 const runs = Number(process.argv[2] ?? 30);
 const image = process.env.FROGNANO_SANDBOX_IMAGE ?? 'frognano-sandbox:test';
 
 function stats(ms: number[]): string {
-  const s = [...ms].sort((a, b) => a - b);
-  const pct = (p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-  const mean = s.reduce((a, b) => a + b, 0) / s.length;
-  return `mean ${mean.toFixed(1)} ms  p50 ${pct(50).toFixed(1)}  p90 ${pct(90).toFixed(1)}  max ${s[s.length - 1].toFixed(1)}`;
+  const s = summarize(ms);
+  return `mean ${s.mean.toFixed(1)} ms  p50 ${s.median.toFixed(1)}  p90 ${s.p90.toFixed(1)}  max ${s.max.toFixed(1)}`;
 }
 
 async function time(fn: () => Promise<unknown>): Promise<number> {
