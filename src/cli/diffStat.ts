@@ -1,18 +1,12 @@
-export interface FileStat {
-  path: string;
-  additions: number;
-  deletions: number;
-  /** Binary files have no line counts. */
-  binary: boolean;
-}
+import type { ChangedFile } from '../leaf/patch.js';
 
 /**
  * Per-file +/- counts of a unified git diff (what `git diff --stat` shows), for patches stored in a
- * trajectory where the repository is no longer at hand.
+ * trajectory where the repository is no longer at hand (solve itself gets them from git's --numstat).
  */
-export function diffStat(patch: string): FileStat[] {
-  const files: FileStat[] = [];
-  let current: FileStat | undefined;
+export function diffStat(patch: string): ChangedFile[] {
+  const files: ChangedFile[] = [];
+  let current: ChangedFile | undefined;
   let inHunk = false;
   for (const line of patch.split('\n')) {
     const header = /^diff --git a\/(.+?) b\/(.+)$/.exec(line);
@@ -40,7 +34,7 @@ export function diffStat(patch: string): FileStat[] {
 }
 
 /** ` src/a.ts | 7 +++++--` lines and the `N files changed, +A -D` total, like git's --stat. */
-export function renderDiffStat(files: FileStat[], barWidth = 30): string[] {
+export function renderDiffStat(files: ChangedFile[], barWidth = 30): string[] {
   if (files.length === 0) return ['no changes'];
   const width = Math.min(60, Math.max(...files.map((f) => f.path.length)));
   const most = Math.max(1, ...files.map((f) => f.additions + f.deletions));

@@ -7,7 +7,7 @@ import { solve, type SolveResult } from '../../leaf/solve.js';
 import { EXIT_REASON_TEXT } from '../../leaf/trajectory.js';
 import { checkSandbox, createSandbox, resolveSandboxConfig, sandboxConfigFromEnv, type SandboxConfig } from '../../sandbox/index.js';
 import { assertSandboxKind, parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
-import { diffStat, renderDiffStat } from '../diffStat.js';
+import { renderDiffStat } from '../diffStat.js';
 import { CliError, EXIT, setupError, UsageError, type ExitCode } from '../exitCodes.js';
 import { formatDuration, formatTokens, oneLine } from '../format.js';
 import { SOLVE_HELP } from '../help.js';
@@ -262,7 +262,7 @@ function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
   );
   if (t.error) lines.push(`Error: ${oneLine(t.error, 500)}`);
   if (r.patch.trim()) {
-    lines.push('', ...renderDiffStat(r.changedFiles.length ? r.changedFiles : diffStat(r.patch)));
+    lines.push('', ...renderDiffStat(r.changedFiles));
   }
   for (const [title, results] of [['Setup', r.setupResults], ['Tests', r.testResults]] as const) {
     if (!results.length) continue;
