@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { redact } from '../util/redact.js';
+import { issueSlug } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
 
 /** Hidden marker that identifies the bot's single status comment on an issue. */
@@ -170,7 +171,7 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
 }
 
 export function statusCacheKey(ref: IssueRef): string {
-  return `frognano:status:${ref.owner.toLowerCase()}/${ref.repo.toLowerCase()}#${ref.issueNumber}`;
+  return `frognano:status:${issueSlug(ref)}`;
 }
 
 const CACHE_TTL_SECONDS = 90 * 24 * 3600;
