@@ -56,6 +56,8 @@ export class OnnxBackend implements ModelBackend {
   private queue: Promise<unknown> = Promise.resolve();
   private turn = 0;
   private closed = false;
+  /** The last prompt encoded: the Leaf loop counts each prompt's tokens right before generating from it. */
+  private lastEncoded?: { prompt: string; ids: number[] };
 
   private constructor(
     readonly decoder: OnnxDecoder,
@@ -128,7 +130,13 @@ export class OnnxBackend implements ModelBackend {
   }
 
   async countTokens(messages: ChatMessage[], tools: ToolSpec[]): Promise<number> {
-    return encodePrompt(this.tokenizer, this.renderPrompt(messages, tools)).length;
+    return this.encode(this.renderPrompt(messages, tools)).length;
+  }
+
+  /** Token ids of a rendered prompt; the same prompt twice in a row is encoded once. */
+  private encode(prompt: string): number[] {
+    if (this.lastEncoded?.prompt !== prompt) this.lastEncoded = { prompt, ids: encodePrompt(this.tokenizer, prompt) };
+    return this.lastEncoded.ids;
   }
 
   generate(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions = {}): Promise<GenerateResult> {
@@ -142,7 +150,7 @@ export class OnnxBackend implements ModelBackend {
     if (this.closed) throw new ModelError('the onnx backend was closed');
     const started = Date.now();
     const prompt = this.renderPrompt(messages, tools);
-    const promptIds = encodePrompt(this.tokenizer, prompt);
+    const promptIds = this.encode(prompt);
     const promptTokens = promptIds.length;
     if (promptTokens === 0) throw new ModelError('the chat template rendered an empty prompt');
     if (promptTokens >= this.contextLength) {
