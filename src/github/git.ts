@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseNumstat } from '../leaf/patch.js';
 import { runProcess } from '../sandbox/process.js';
 import { redact, registerSecret } from '../util/redact.js';
 
@@ -162,16 +163,7 @@ export async function applyPatch(dir: string, patch: string, opts: { timeoutMs?:
 
 /** What is staged relative to HEAD, per file, as the host sees it (trusted, unlike the sandbox's own count). */
 export async function stagedNumstat(dir: string): Promise<NumstatEntry[]> {
-  const out = await git(['diff', '--cached', '--numstat', '-z', '--no-renames', 'HEAD'], { cwd: dir });
-  const entries: NumstatEntry[] = [];
-  for (const rec of out.split('\0')) {
-    if (!rec) continue;
-    const m = /^(-|\d+)\t(-|\d+)\t([\s\S]*)$/.exec(rec);
-    if (!m) continue;
-    const binary = m[1] === '-';
-    entries.push({ path: m[3], additions: binary ? 0 : Number(m[1]), deletions: binary ? 0 : Number(m[2]), binary });
-  }
-  return entries;
+  return parseNumstat(await git(['diff', '--cached', '--numstat', '-z', '--no-renames', 'HEAD'], { cwd: dir }));
 }
 
 export interface Identity {

@@ -44,12 +44,17 @@ export async function computePatch(
   await git(sandbox, `${GIT} add -A`, signal);
   const patch = await git(sandbox, `${GIT} diff ${diffOpts} --binary --full-index ${baseCommit} --`, signal);
   const numstat = await git(sandbox, `${GIT} diff ${diffOpts} --no-renames --numstat -z ${baseCommit} --`, signal);
-  const changedFiles: ChangedFile[] = [];
-  for (const rec of numstat.split('\0')) {
+  return { patch, changedFiles: parseNumstat(numstat) };
+}
+
+/** `git diff --numstat -z --no-renames` output, one entry per file (binary files count no lines). */
+export function parseNumstat(out: string): ChangedFile[] {
+  const files: ChangedFile[] = [];
+  for (const rec of out.split('\0')) {
     const m = /^(\d+|-)\t(\d+|-)\t(.+)$/s.exec(rec);
     if (!m) continue;
     const binary = m[1] === '-';
-    changedFiles.push({ path: m[3], additions: binary ? 0 : Number(m[1]), deletions: binary ? 0 : Number(m[2]), binary });
+    files.push({ path: m[3], additions: binary ? 0 : Number(m[1]), deletions: binary ? 0 : Number(m[2]), binary });
   }
-  return { patch, changedFiles };
+  return files;
 }
