@@ -1,7 +1,7 @@
 import { CliError, EXIT, UsageError } from './exitCodes.js';
 import { HELP, MAIN_HELP } from './help.js';
 import { processIo, writeLine, type CliIo } from './io.js';
-import { packageInfo } from './packageInfo.js';
+import { packageInfo } from '../util/packageInfo.js';
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 

@@ -8,11 +8,9 @@
  * A runner that dies without saying goodbye disappears after `ttlSeconds`.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
+import { packageInfo } from '../util/packageInfo.js';
 
 export interface RunnerInfo {
   id: string;
@@ -84,24 +82,6 @@ export function parseNvidiaSmi(stdout: string): GpuInfo {
   return first.mem === undefined ? { gpu } : { gpu, gpuMemoryMiB: first.mem };
 }
 
-let cachedVersion: string | undefined;
-
-/** This package's version, from the nearest package.json above this file (works from src/ and dist/). */
-export function packageVersion(): string {
-  if (cachedVersion) return cachedVersion;
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'frognano-bot' && pkg.version) return (cachedVersion = pkg.version);
-    } catch {
-      // not here; look one directory up
-    }
-    dir = path.dirname(dir);
-  }
-  return (cachedVersion = 'unknown');
-}
-
 export interface RegisterRunnerOptions {
   redis: Redis;
   model: string;
@@ -166,7 +146,7 @@ export async function registerRunner(opts: RegisterRunnerOptions): Promise<Runne
     backend: opts.backend,
     gpu: gpu.gpu,
     gpuMemoryMiB: gpu.gpuMemoryMiB,
-    version: opts.version ?? packageVersion(),
+    version: opts.version ?? packageInfo().version,
     pid: process.pid,
     startedAt: now,
     lastSeenAt: now,

@@ -6,10 +6,10 @@ import {
   describeRunner,
   detectGpu,
   listRunners,
-  packageVersion,
   parseNvidiaSmi,
   registerRunner,
 } from '../../src/ops/runnerRegistry.js';
+import { packageInfo } from '../../src/util/packageInfo.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -54,12 +54,12 @@ describe('runner registry', () => {
         backend: 'onnx',
         gpu: 'NVIDIA H200',
         gpuMemoryMiB: 143771,
-        version: packageVersion(),
+        version: packageInfo().version,
         pid: process.pid,
         currentJob: 'octo/hello#7@1',
       });
       expect(Date.parse(gpuRunner.startedAt)).not.toBeNaN();
-      expect(describeRunner(gpuRunner)).toBe(`gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v${packageVersion()})`);
+      expect(describeRunner(gpuRunner)).toBe(`gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v${packageInfo().version})`);
       expect(describeRunner(runners[0])).toMatch(/^cpu-box \(CPU, FrogNano-4B via openai, v/);
 
       await a.setCurrentJob(null);
@@ -120,6 +120,6 @@ describe('runner registry', () => {
   });
 
   it('knows its own version from package.json', () => {
-    expect(packageVersion()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(packageInfo().version).toMatch(/^\d+\.\d+\.\d+/);
   });
 });

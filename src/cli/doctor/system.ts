@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { describeRunner, listRunners } from '../../ops/runnerRegistry.js';
 import { createRedisConnection, DEFAULT_REDIS_URL } from '../../queue/connection.js';
 import { redact } from '../../util/redact.js';
-import { packageInfo } from '../packageInfo.js';
+import { packageInfo } from '../../util/packageInfo.js';
 import { check, type CheckResult } from './check.js';
 
 /** Node version against package.json's engines.node (">=X.Y"). */
