@@ -2,7 +2,7 @@ import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BwrapSandboxConfigSchema, parseUser, type BwrapSandboxConfig } from './config.js';
+import { BwrapSandboxConfigSchema, jobTimeLimitError, parseUser, type BwrapSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { baseEnv } from './local.js';
@@ -182,7 +182,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
   protected override assertUsable(): void {
     if (this.closing) throw new Error('sandbox is closed');
     if (Date.now() >= this.deadline) {
-      throw new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
+      throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
   }
 

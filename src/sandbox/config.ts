@@ -139,6 +139,11 @@ export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sand
   return parsed.data;
 }
 
+/** What commands and writes fail with once a sandbox's jobTimeoutMs has passed (docker and bwrap). */
+export function jobTimeLimitError(jobTimeoutMs: number): Error {
+  return new Error(`sandbox stopped: the job time limit of ${Math.round(jobTimeoutMs / 1000)}s was reached`);
+}
+
 /** Parses "UID:GID". */
 export function parseUser(user: string): { uid: number; gid: number } {
   const [uid, gid] = user.split(':').map(Number);

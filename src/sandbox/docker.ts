@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import { Writable, type Duplex } from 'node:stream';
 import Docker from 'dockerode';
-import { DockerSandboxConfigSchema, parseUser, type DockerSandboxConfig } from './config.js';
+import { DockerSandboxConfigSchema, jobTimeLimitError, parseUser, type DockerSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { baseEnv } from './local.js';
@@ -221,7 +221,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   protected override assertUsable(): void {
     if (this.closing) throw new Error('sandbox is closed');
     if (this.expired) {
-      throw new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
+      throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
   }
 
@@ -351,7 +351,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   private explainExecError(err: unknown): Error {
     const e = err as DockerError;
     if (this.expired) {
-      return new Error(`sandbox stopped: the job time limit of ${Math.round(this.cfg.jobTimeoutMs / 1000)}s was reached`);
+      return jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
     if (e.statusCode === 404 || e.statusCode === 409) {
       return new Error(`sandbox container ${this.container.id.slice(0, 12)} is no longer running: ${e.json?.message ?? e.message}`);
