@@ -45,4 +45,3 @@ export class UsageError extends CliError {
 }
 
 export const setupError = (message: string, hint?: string) => new CliError(message, EXIT.SETUP, hint);
-export const runtimeError = (message: string, hint?: string) => new CliError(message, EXIT.RUNTIME, hint);
