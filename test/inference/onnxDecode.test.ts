@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { buildTinyModel, type TinyModelConfig } from '../../scripts/build-tiny-model.js';
-import { OnnxDecoder } from '../../src/inference/onnx/decode.js';
+import { lastRow, OnnxDecoder } from '../../src/inference/onnx/decode.js';
 import { IncrementalDetokenizer } from '../../src/inference/onnx/detokenize.js';
 import { locateModelFiles } from '../../src/inference/onnx/modelFiles.js';
 import { PrefixCache } from '../../src/inference/onnx/prefixCache.js';
@@ -116,6 +116,17 @@ describe('tiny attention-only model', () => {
     const resumed = await decoder.forward(PROMPT.slice(10), hit.state!);
     const full = await decoder.forward(PROMPT, decoder.newState());
     expect(maxAbsDiff(full.logits, resumed.logits)).toBeLessThan(1e-4);
+  });
+});
+
+describe('logits', () => {
+  test('the last position is read from float32 and float16 logits', () => {
+    expect(Array.from(lastRow(new ort.Tensor('float32', Float32Array.from([1, 2, 3, 4, 5, 6]), [1, 2, 3])))).toEqual([4, 5, 6]);
+    expect(Array.from(lastRow(new ort.Tensor('float32', Float32Array.from([7, 8, 9]), [1, 1, 3])))).toEqual([7, 8, 9]);
+    // Half-precision bits of 1, -2, 0, 0, 0 | 0.5, -0, the smallest subnormal (2^-24), +Infinity, NaN.
+    const half = Uint16Array.from([0x3c00, 0xc000, 0, 0, 0, 0x3800, 0x8000, 0x0001, 0x7c00, 0x7e00]);
+    expect(Array.from(lastRow(new ort.Tensor('float16', half, [1, 2, 5])))).toEqual([0.5, -0, 2 ** -24, Infinity, NaN]);
+    expect(Array.from(lastRow(new ort.Tensor('float16', half.subarray(0, 5), [1, 1, 5])))).toEqual([1, -2, 0, 0, 0]);
   });
 });
 
