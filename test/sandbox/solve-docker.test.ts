@@ -2,34 +2,17 @@
  * The Leaf job end to end in the real docker sandbox: a real git repository, scripted model turns (ReplayBackend),
  * the five tools executed in the container, the patch computed inside it, tests run with pytest in the image.
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
+import { rm } from 'node:fs/promises';
 import { ReplayBackend } from '../../src/inference/replay.js';
 import { solve } from '../../src/leaf/solve.js';
 import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker.js';
+import { makeRepo } from '../leaf/helpers.js';
 import { dockerForTests, TEST_IMAGE } from './support.js';
 
 const docker = await dockerForTests();
 const describeDocker = docker ? describe : describe.skip;
 const RUN_LABEL = { 'dev.frognano.test': `solve-docker-${randomUUID()}` };
-
-const run = promisify(execFile);
-async function makeRepo(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-solve-docker-src-'));
-  for (const [rel, content] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
-    await writeFile(path.join(dir, rel), content);
-  }
-  const g = (...args: string[]) => run('git', ['-C', dir, ...args], { env: { PATH: process.env.PATH, HOME: dir } });
-  await g('init', '-q', '-b', 'main');
-  await g('add', '-A');
-  await g('-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'initial');
-  return dir;
-}
 
 describeDocker('solve in the docker sandbox', () => {
   let source: string;
