@@ -28,7 +28,6 @@ command -v docker >/dev/null || { echo "docker CLI not found" >&2; exit 1; }
 if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
   if [ ! -s "$ROOTFS_TAR" ]; then
     command -v debootstrap >/dev/null || { echo "debootstrap not found: apt-get install debootstrap" >&2; exit 1; }
-    mkdir -p "$CACHE"
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' EXIT
     echo "debootstrap $SUITE ($INCLUDE) ..."
