@@ -42,10 +42,9 @@ async function main(): Promise<void> {
   const runnerDescription = describeRunner(registration.info);
 
   if (sandbox.kind === 'docker' || sandbox.kind === 'auto') {
-    const socketPath = sandbox.kind === 'docker' ? sandbox.socketPath : sandbox.docker.socketPath;
-    const jobTimeoutMs = (sandbox.kind === 'docker' ? sandbox.jobTimeoutMs : sandbox.docker.jobTimeoutMs) ?? 2 * 60 * 60_000;
+    const { socketPath, jobTimeoutMs } = sandbox.kind === 'docker' ? sandbox : sandbox.docker;
     try {
-      const removed = await reapStaleSandboxes(new Docker(socketPath ? { socketPath } : undefined), jobTimeoutMs);
+      const removed = await reapStaleSandboxes(new Docker(socketPath ? { socketPath } : undefined), jobTimeoutMs ?? 2 * 60 * 60_000);
       if (removed.length) log.info({ removed: removed.length }, 'removed stale sandbox containers');
     } catch (err) {
       // No Docker engine is fine for `auto` (bwrap is used); say so once.
