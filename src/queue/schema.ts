@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { issueSlug } from './attempts.js';
 
 /** BullMQ queue name (DESIGN.md). */
 export const QUEUE_NAME = 'frognano';
@@ -47,10 +48,10 @@ export type JobResult = z.infer<typeof JobResultSchema>;
 /**
  * Deterministic job id: one job per (repository, issue, attempt), so redelivered webhooks and
  * double labels collapse onto the same BullMQ job. GitHub names are case-insensitive, hence the
- * lower-casing. BullMQ forbids ':' in custom ids; none of these parts can contain one.
+ * lower-cased issueSlug. BullMQ forbids ':' in custom ids; none of these parts can contain one.
  */
 export function jobIdFor(d: Pick<JobData, 'owner' | 'repo' | 'issueNumber' | 'attempt'>): string {
-  return `${d.owner.toLowerCase()}/${d.repo.toLowerCase()}#${d.issueNumber}@${d.attempt}`;
+  return `${issueSlug(d)}@${d.attempt}`;
 }
 
 /** Cuts an issue body to MAX_ISSUE_BODY_CHARS, saying so, so huge issues are queued rather than rejected. */
