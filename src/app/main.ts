@@ -15,6 +15,7 @@ import { createQueue, type FrognanoQueue } from '../queue/queue.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
 import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
+import { maskUrlPassword } from '../util/redact.js';
 
 let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue } | undefined;
 
@@ -39,7 +40,7 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
   metrics.bindQueue(queue);
   resources = { redis, queueConnection, queue };
-  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${url.replace(/\/\/[^@/]*@/, '//***@')} (key prefix ${prefix ?? 'bull'})`);
+  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${maskUrlPassword(url)} (key prefix ${prefix ?? 'bull'})`);
 }
 
 async function main(): Promise<void> {

@@ -33,3 +33,14 @@ export function redact(text: string): string {
   }
   return out;
 }
+
+/** redis://:secret@host -> redis://:***@host (redact() only knows user:password@ forms). */
+export function maskUrlPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return redact(u.toString());
+  } catch {
+    return redact(url).replace(/:[^:@/]*@/, ':***@');
+  }
+}

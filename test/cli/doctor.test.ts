@@ -2,7 +2,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { checkGitHubApp } from '../../src/cli/doctor/githubApp.js';
-import { checkRedis, maskUrlPassword } from '../../src/cli/doctor/system.js';
+import { checkRedis } from '../../src/cli/doctor/system.js';
+import { maskUrlPassword } from '../../src/util/redact.js';
 import { cleanEnv, runFrognano, tempDir } from './helpers.js';
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';

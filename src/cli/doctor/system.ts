@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { describeRunner, listRunners } from '../../ops/runnerRegistry.js';
 import { createRedisConnection, DEFAULT_REDIS_URL } from '../../queue/connection.js';
-import { redact } from '../../util/redact.js';
+import { maskUrlPassword } from '../../util/redact.js';
 import { packageInfo } from '../../util/packageInfo.js';
 import { check, type CheckResult } from './check.js';
 
@@ -83,15 +83,4 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** redis://:secret@host -> redis://:***@host (redact() only knows user:password@ forms). */
-export function maskUrlPassword(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return redact(u.toString());
-  } catch {
-    return redact(url).replace(/:[^:@/]*@/, ':***@');
-  }
 }
