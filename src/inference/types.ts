@@ -42,13 +42,25 @@ export interface ToolSpec {
 }
 
 export interface GenerateOptions {
-  /** Per-turn generation cap (FrogNano: 8,192). */
+  /**
+   * Per-turn generation cap. Undefined: as much as the context window leaves (upstream Leaf's eval sets
+   * max_tokens_per_turn to null). Backends clamp it to what the context leaves either way.
+   */
   maxNewTokens?: number;
-  /** 0 or undefined = greedy. */
+  /** Sampling (upstream Leaf eval: temperature 0.6, top_p 0.95, top_k 20, min_p 0, repetition_penalty 1.0). 0 = greedy. */
   temperature?: number;
   topP?: number;
+  /** 0 or undefined: no top-k cut. */
   topK?: number;
+  /** 0 or undefined: no min-p cut. */
+  minP?: number;
+  /** 1.0 or undefined: none. */
+  repetitionPenalty?: number;
   seed?: number;
+  /** Qwen3.5 `chat_template_kwargs.enable_thinking` (upstream Leaf eval: true). */
+  enableThinking?: boolean;
+  /** OpenAI `parallel_tool_calls` (upstream Leaf eval: true). */
+  parallelToolCalls?: boolean;
   /** Extra stop strings on top of the model's end-of-turn tokens. */
   stop?: string[];
   signal?: AbortSignal;

@@ -55,6 +55,16 @@ export interface LeafTask {
   /** owner/name */
   repo?: string;
   issueNumber?: number;
+  /**
+   * What the bot adds to the issue, in order, each rendered after the issue text under its heading: a
+   * maintainer's guidance, the discussion by writers, repository instructions (AGENTS.md), review feedback.
+   */
+  context?: TaskSection[];
+}
+
+export interface TaskSection {
+  heading: string;
+  text: string;
 }
 
 /**
@@ -126,6 +136,7 @@ export const TrajectoryFileSchema = z.object({
     body: z.string(),
     repo: z.string().optional(),
     issueNumber: z.number().int().positive().optional(),
+    context: z.array(z.object({ heading: z.string(), text: z.string() })).optional(),
   }),
   model: z.object({ backend: z.string(), model: z.string() }),
   messages: z.array(chatMessageSchema),

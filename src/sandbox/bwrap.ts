@@ -137,6 +137,11 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
 
   /** The complete command line for one command (exported for checkSandbox and the tests' inspection). */
   argv(command: string, cwdInside: string, env: Record<string, string>): string[] {
+    return this.argvFor(['bash', '-lc', command], cwdInside, env);
+  }
+
+  /** The complete command line that runs `inner` (argv) inside the sandbox. */
+  argvFor(inner: string[], cwdInside: string, env: Record<string, string>): string[] {
     const isRoot = (process.getuid?.() ?? 0) === 0;
     const prefix = isRoot
       ? ['setpriv', `--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all']
@@ -145,7 +150,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash).
     const limits =
       `ulimit -S -H -u ${this.cfg.pidsLimit} -v ${this.cfg.memoryMb * 1024} -f ${this.cfg.fileSizeMb * 1024} ` +
-      `-n ${this.cfg.nofile} -c 0 || exit 125; exec bash -lc "$1"`;
+      `-n ${this.cfg.nofile} -c 0 || exit 125; exec "$@"`;
     return [
       ...prefix,
       this.cfg.bwrapPath,
@@ -175,7 +180,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       '--clearenv',
       ...setenv,
       '--',
-      'bash', '-c', limits, 'frognano-sandbox', command,
+      'bash', '-c', limits, 'frognano-sandbox', ...inner,
     ];
   }
 
@@ -186,7 +191,11 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     }
   }
 
-  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    return this.spawn(['bash', '-lc', command], options);
+  }
+
+  async spawn(inner: string[], options: ExecOptions = {}): Promise<ExecResult> {
     this.assertUsable();
     const cwdInside = options.cwd ? await this.files.resolveDirInside(options.cwd, BWRAP_WORKDIR) : BWRAP_WORKDIR;
     const env = { ...baseEnv(BWRAP_HOME), ...options.env };
@@ -196,7 +205,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     const onAbort = () => ac.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) ac.abort();
-    const run = runProcess(this.argv(command, cwdInside, env), {
+    const run = runProcess(this.argvFor(inner, cwdInside, env), {
         cwd: '/',
         // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },

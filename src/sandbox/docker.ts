@@ -229,7 +229,11 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     return `${this.owner.uid}:${this.owner.gid}`;
   }
 
-  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    return this.spawn(['bash', '-lc', command], options);
+  }
+
+  async spawn(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
     this.assertUsable();
     const started = Date.now();
     const cap = options.maxOutputBytes ?? this.cfg.maxOutputBytes;
@@ -246,14 +250,14 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     // carries the command's), so its "Killed" notices stay out of the output.
     const wrapper =
       'exec 3>&2 2>/dev/null; mkdir -p "${1%/*}" || exit 125; ' +
-      'setsid bash -c \'echo $$ > "$1" || exit 125; exec bash -lc "$2"\' sandbox "$1" "$2" 2>&3 3>&-; ' +
-      'rc=$?; pg=$(cat "$1") && kill -KILL -- "-$pg"; rm -f "$1"; ' +
-      'shopt -s nullglob; others=("${1%/*}"/*.pid); [ ${#others[@]} -eq 0 ] && kill -KILL -1; exit $rc';
+      'pf="$1"; shift; setsid bash -c \'echo $$ > "$1" || exit 125; shift; exec "$@"\' sandbox "$pf" "$@" 2>&3 3>&-; ' +
+      'rc=$?; pg=$(cat "$pf") && kill -KILL -- "-$pg"; rm -f "$pf"; ' +
+      'shopt -s nullglob; others=("${pf%/*}"/*.pid); [ ${#others[@]} -eq 0 ] && kill -KILL -1; exit $rc';
     let exec: Docker.Exec;
     let stream: Duplex;
     try {
       exec = await this.container.exec({
-        Cmd: ['bash', '-c', wrapper, 'sandbox', pidFile, command],
+        Cmd: ['bash', '-c', wrapper, 'sandbox', pidFile, ...argv],
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         WorkingDir: cwd,
         User: this.userSpec(),

@@ -42,11 +42,15 @@ export class LocalSandbox extends HostFilesSandbox implements Sandbox {
     this.files = new HostFiles(this.workdir);
   }
 
-  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    return this.spawn(['bash', '-lc', command], options);
+  }
+
+  async spawn(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
     if (this.closed) throw new Error('sandbox is closed');
     const cwd = options.cwd ? await this.files.resolveDir(options.cwd, this.workdir) : this.workdir;
     this.home ??= mkdtemp(path.join(os.tmpdir(), 'frognano-home-'));
-    return runProcess(['bash', '-lc', command], {
+    return runProcess(argv, {
       cwd,
       env: { ...baseEnv(await this.home), ...options.env },
       timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs,

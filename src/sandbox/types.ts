@@ -57,6 +57,11 @@ export interface Sandbox {
   /** Runs `bash -lc command` in the repository (or `cwd` below it). Never throws for a non-zero exit. */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /**
+   * Runs argv[0] with argv[1..] directly (no shell, no login files) inside the sandbox boundary, with the same
+   * options, limits and clean-up as exec. The Leaf tools run their in-sandbox helper through this.
+   */
+  spawn(argv: string[], options?: ExecOptions): Promise<ExecResult>;
+  /**
    * Reads a repo-relative regular file. Throws SandboxPathError / ENOENT-style errors with readable messages,
    * and FileTooLargeError when it is larger than `options.maxBytes`.
    */

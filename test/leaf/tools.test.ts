@@ -233,6 +233,7 @@ describe('Read and Edit of files too large to load whole', () => {
       kind: sb.kind,
       workdir: sb.workdir,
       exec: (c, o) => sb.exec(c, o),
+      spawn: (a, o) => sb.spawn(a, o),
       readFile: async (p, o) => {
         const buf = await sb.readFile(p, o);
         loaded.push(buf.length);
