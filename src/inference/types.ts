@@ -107,3 +107,14 @@ export class ModelError extends Error {
     this.name = 'ModelError';
   }
 }
+
+/**
+ * The prompt (plus what the turn asked to generate) does not fit the model's context: the run ends with
+ * `max_context_len`, not as a model failure. Backends throw it when they recognise their server's wording.
+ */
+export class ContextOverflowError extends ModelError {
+  constructor(message: string) {
+    super(message, false);
+    this.name = 'ContextOverflowError';
+  }
+}
