@@ -34,6 +34,11 @@ export interface SolveOptions {
   limits?: Partial<LeafLimits>;
   /** Run in the sandbox before the model starts (installing dependencies, say); failures are told to the model. */
   setupCommands?: string[];
+  /**
+   * The repository opted in to network for its setup commands (`setup.network: true`). The agent's own commands
+   * never have network. Not honoured yet by every sandbox: see src/sandbox.
+   */
+  setupNetwork?: boolean;
   /** Run after the model finished; their results are reported, they do not change the patch. */
   testCommands?: string[];
   /** When given: trajectory.json, trajectory.md and changes.patch are written here. */
