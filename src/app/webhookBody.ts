@@ -56,10 +56,19 @@ function readCapped(req: IncomingMessage, maxBytes: number): Promise<string | nu
   });
 }
 
+/** How long the rest of a refused body is read and dropped, so the sender sees the 413 before the connection goes. */
+const LINGER_MS = 2000;
+
 function tooLarge(req: IncomingMessage, res: ServerResponse, maxBytes: number): true {
   const text = JSON.stringify({ error: `Payload too large: webhook bodies are limited to ${maxBytes} bytes` });
-  res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' });
-  // Stop reading what the sender still streams: once the answer is out, drop the connection.
+  res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
+  // Closing at once would reset a sender still writing, often before it reads the answer. Drop what still
+  // comes (nothing is kept) for a short while, then cut the connection whatever the sender does.
+  req.resume();
+  const timer = setTimeout(() => req.socket.destroy(), LINGER_MS);
+  timer.unref();
+  req.once('end', () => clearTimeout(timer));
+  req.socket.once('close', () => clearTimeout(timer));
   return true;
 }

@@ -1,7 +1,7 @@
 import picomatch from 'picomatch';
 import { codeFence } from '../leaf/text.js';
 import type { GitHubClient } from './client.js';
-import type { NumstatEntry } from './git.js';
+import { BOT_BRANCH_PREFIX, type NumstatEntry } from './git.js';
 import type { RepoConfig } from './repoConfig.js';
 
 /** GitHub rejects pull request bodies longer than this. */
@@ -158,6 +158,39 @@ export function pullRequestTitle(issueTitle: string, issueNumber: number): strin
 
 function status(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : undefined;
+}
+
+/** The slice of a pull request (REST answer or webhook payload) that says who opened it and from where. */
+export interface PullRequestOrigin {
+  user?: { type?: string } | null;
+  head: { ref: string; repo?: { full_name: string } | null };
+  base: { repo: { full_name: string } };
+}
+
+/**
+ * True for a pull request frognano opened: a bot account's, from a `frognano/` branch of the repository itself
+ * (a fork can name its branch `frognano/...` too, and a person can push one). Commands, reviews and follow-ups
+ * act only on these.
+ */
+export function isBotPullRequest(pr: PullRequestOrigin): boolean {
+  return notBotPullRequestReason(pr) === null;
+}
+
+/** Why a pull request is not one frognano opened (for logs), or null when it is. */
+export function notBotPullRequestReason(pr: PullRequestOrigin): string | null {
+  if (!pr.head.ref.startsWith(BOT_BRANCH_PREFIX)) return `branch ${pr.head.ref} is not a frognano branch`;
+  if (pr.head.repo?.full_name !== pr.base.repo.full_name) return 'the pull request comes from a fork';
+  if (pr.user?.type !== 'Bot') return 'the pull request was not opened by a bot';
+  return null;
+}
+
+/** The pull request behind an issue-shaped payload (`issue.pull_request` carries only links). */
+export async function fetchPullRequestOrigin(
+  octokit: { request(route: string, params?: Record<string, unknown>): Promise<{ data: any }> },
+  ref: { owner: string; repo: string; number: number },
+): Promise<PullRequestOrigin> {
+  const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}', { owner: ref.owner, repo: ref.repo, pull_number: ref.number });
+  return data as PullRequestOrigin;
 }
 
 /** Creates the label when the repository lacks it (422 = it exists already). */
