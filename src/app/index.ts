@@ -254,7 +254,7 @@ export function createFrognanoApp(deps: AppDeps) {
   }
 
   function appOwns(state: StatusState): boolean {
-    if (state.kind === 'running') return (state.detail ?? '').startsWith(CANCEL_REQUESTED);
+    if (state.kind === 'running') return (state.note ?? '').startsWith(CANCEL_REQUESTED);
     return state.kind === 'queued' || state.kind === 'failed' || state.kind === 'cancelled';
   }
 
