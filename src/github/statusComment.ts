@@ -53,7 +53,7 @@ function clean(text: string, max: number): string {
 function quoteReason(reason: string): string {
   const t = redact(reason).trim();
   if (!t) return '';
-  if (!t.includes('\n') && t.length <= 200 && !/^[#>\-+*=|<]|^\d+[.)]/.test(t)) return `> ${defang(t)}`;
+  if (!t.includes("\n") && t.length <= 1000 && !/^[#>\-+*=|<]|^\d+[.)]/.test(t)) return `> ${defang(t)}`;
   return untrustedBlock(t, MAX_REASON_CHARS);
 }
 
