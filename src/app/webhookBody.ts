@@ -38,21 +38,24 @@ function readCapped(req: IncomingMessage, maxBytes: number): Promise<string | nu
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onData);
+      fn();
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > maxBytes) {
-        chunks.length = 0;
-        req.off('data', onData);
-        req.off('end', onEnd);
-        resolve(null);
-        return;
-      }
-      chunks.push(chunk);
+      if (size <= maxBytes) return void chunks.push(chunk);
+      chunks.length = 0;
+      settle(() => resolve(null));
     };
-    const onEnd = () => resolve(Buffer.concat(chunks).toString('utf8'));
     req.on('data', onData);
-    req.on('end', onEnd);
-    req.once('error', reject);
+    req.once('end', () => settle(() => resolve(Buffer.concat(chunks).toString('utf8'))));
+    req.once('error', (err) => settle(() => reject(err)));
+    // A sender that hangs up mid-body ends here too, instead of leaving the promise (and its chunks) behind.
+    req.once('close', () => settle(() => reject(new Error('the webhook request was aborted before its body ended'))));
   });
 }
 
