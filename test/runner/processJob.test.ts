@@ -313,6 +313,17 @@ describe('processJob', () => {
     expectNoInternals(gh.statusBodies().at(-1)!);
   });
 
+  it('a full context window ends the run with a public reason (no patch), not the server\'s error text', async () => {
+    await setup([
+      { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'cat hello.txt' } }] },
+      { content: '', error: "http://10.20.30.40:8000/v1/chat/completions: This model's maximum context length is 32768 tokens" },
+    ]);
+    const result = await processJob(handle(), ctx, new AbortController().signal);
+    expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_context_len' });
+    expect(result.reason).toBe('No pull request: the context window was full (`max_context_len`, after 1 turn) before the model said it was done.');
+    expectNoInternals(gh.statusBodies().at(-1)!);
+  });
+
   it('an error that brings its own public reason (a sandbox limit) is shown as such; its detail stays in the log', async () => {
     await setup(FIX_TURNS);
     const reason = 'The workspace grew past its disk budget of 2 GiB, so the run was stopped. Clean up large generated files in `setupCommands`, then comment `/frognano retry`.';
