@@ -61,7 +61,7 @@ export function createFrognanoApp(deps: AppDeps) {
       const octokit = context.octokit as unknown as StatusOctokit;
       const key = issueKey(p);
       const perm = await getUserPermission(octokit, key.owner, key.repo, p.sender.login);
-      if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(p.sender.login, perm.role, 'label', label), log);
+      if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(p.sender.login, perm.role, 'label', label), log.child({ user: p.sender.login, role: perm.role }));
 
       await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
         const { attempt, fresh } = await labelAttempt(redis, key);
@@ -124,7 +124,7 @@ export function createFrognanoApp(deps: AppDeps) {
       if (notOurs) return void log.info(`ignoring a command on a pull request: ${notOurs}`);
     }
     const perm = await getUserPermission(octokit, key.owner, key.repo, user);
-    if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(user, perm.role, 'command', label), log);
+    if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(user, perm.role, 'command', label), log.child({ user, role: perm.role }));
 
     await octokit
       .request('POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions', {
