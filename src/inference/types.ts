@@ -113,7 +113,13 @@ export class ModelError extends Error {
  * `max_context_len`, not as a model failure. Backends throw it when they recognise their server's wording.
  */
 export class ContextOverflowError extends ModelError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The prompt's size when the backend knows it (so a run rejected on turn 1 does not report 0 tokens). */
+    readonly promptTokens?: number,
+    /** The context length the server enforces, when it said. */
+    readonly contextLength?: number,
+  ) {
     super(message, false);
     this.name = 'ContextOverflowError';
   }
