@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const FIXTURES = path.join(__dirname, '..', 'fixtures', 'model-servers');
+export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'model-servers');
 
 export interface HttpFixture {
   status: number;

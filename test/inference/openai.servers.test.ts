@@ -1,0 +1,324 @@
+/**
+ * OpenAIBackend against recorded model-server responses (test/fixtures/model-servers/): vLLM with
+ * `--tool-call-parser qwen3_coder --reasoning-parser qwen3` and llama.cpp's `llama-server --jinja`, replayed from a
+ * real HTTP server, one test per case the client must survive.
+ */
+import { OpenAIBackend, type OpenAIBackendOptions } from '../../src/inference/openai.js';
+import type { RetryInfo } from '../../src/inference/retry.js';
+import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
+import { ScriptedServer, loadFixture, replay, router, type HttpFixture } from './modelServerReplay.js';
+
+const vllm = (name: string) => loadFixture('vllm', name);
+const llamacpp = (name: string) => loadFixture('llamacpp', name);
+
+const TOOLS: ToolSpec[] = ['Bash', 'Read', 'Write'].map((name) => ({
+  type: 'function',
+  function: {
+    name,
+    description: name,
+    parameters: {
+      type: 'object',
+      properties: { command: { type: 'string' }, file_path: { type: 'string' }, content: { type: 'string' }, offset: { type: 'integer' }, limit: { type: 'integer' } },
+    },
+  },
+}));
+const MESSAGES: ChatMessage[] = [
+  { role: 'system', content: 'You are a coding agent.' },
+  { role: 'user', content: 'Fix the CRLF bug in src/io.py.' },
+];
+
+const server = new ScriptedServer();
+beforeAll(() => server.start());
+afterAll(() => server.stop());
+
+function backend(extra: Partial<OpenAIBackendOptions> = {}): OpenAIBackend {
+  return new OpenAIBackend({ baseUrl: server.url, model: 'frognano-4b', retry: { baseDelayMs: 10, maxDelayMs: 40 }, random: () => 0.5, ...extra });
+}
+
+/** vLLM with max_model_len 8192 that counts 2100 prompt tokens. */
+const VLLM_ROUTES = { '/v1/models': vllm('models'), '/tokenize': vllm('tokenize') };
+const NO_DISCOVERY = {};
+
+async function rejection(p: Promise<unknown>): Promise<ModelError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(ModelError);
+    return e as ModelError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
+  test("sends upstream Leaf's eval sampling and max_tokens clamped to the server's context", async () => {
+    server.script(router(VLLM_ROUTES, [vllm('final-answer')]));
+    const b = backend({ stream: false });
+    await b.generate(MESSAGES, TOOLS, { maxNewTokens: 8192, temperature: 0.6, topP: 0.95, topK: 20, minP: 0, repetitionPenalty: 1, parallelToolCalls: true, enableThinking: true, seed: 42 });
+    expect(b.info().contextLength).toBe(8192);
+    const { messages: _m, tools: _t, ...body } = server.chats[0]!.body;
+    expect(body).toEqual({
+      model: 'frognano-4b',
+      tool_choice: 'auto',
+      temperature: 0.6,
+      parallel_tool_calls: true,
+      max_tokens: 8192 - 2100,
+      top_p: 0.95,
+      top_k: 20,
+      min_p: 0,
+      repetition_penalty: 1,
+      chat_template_kwargs: { enable_thinking: true },
+      seed: 42,
+    });
+  });
+
+  test('an operator context setting below the server\'s wins; the server\'s caps a larger one', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('final-answer')]));
+    const small = backend({ stream: false, contextLength: 4096 });
+    await small.generate(MESSAGES, TOOLS, { maxNewTokens: 8192 });
+    expect(small.info().contextLength).toBe(4096);
+    expect(server.chats[0]!.body.max_tokens).toBe(4096 - 2100);
+
+    server.script(router(VLLM_ROUTES, [vllm('final-answer')]));
+    const large = backend({ stream: false, contextLength: 131072 });
+    await large.generate(MESSAGES, TOOLS, {});
+    expect(large.info().contextLength).toBe(8192);
+    expect(server.chats[0]!.body.max_tokens).toBe(8192 - 2100); // no per-turn cap: all the context leaves
+  });
+
+  test('parsed tool calls with reasoning_content; raw text keeps the calls in the form the model wrote', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('tool-calls')]));
+    const r = await backend({ stream: false }).generate(MESSAGES, TOOLS, { maxNewTokens: 4096 });
+    expect(r.message).toEqual({
+      role: 'assistant',
+      content: '',
+      reasoning: 'The test reads a CRLF file; check how read() opens it.',
+      tool_calls: [
+        { id: 'chatcmpl-tool-0d6f3a1b2c4e4f5a8b9c0d1e2f3a4b5c', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' } },
+        { id: 'chatcmpl-tool-7e8f9a0b1c2d4e3f8a9b0c1d2e3f4a5b', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 } },
+      ],
+    });
+    expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 5123, prefillTokens: 131, completionTokens: 188, parseErrors: [] });
+    expect(r.rawText).toBe(
+      '<think>\nThe test reads a CRLF file; check how read() opens it.\n\n</think>\n\n\n\n' +
+        '<tool_call>\n<function=Bash>\n<parameter=command>\npython -m pytest tests/test_io.py -x -q\n</parameter>\n' +
+        '<parameter=description>\nRun the failing test\n</parameter>\n</function>\n</tool_call>\n' +
+        '<tool_call>\n<function=Read>\n<parameter=file_path>\n/repo/src/io.py\n</parameter>\n<parameter=offset>\n40\n</parameter>\n' +
+        '<parameter=limit>\n30\n</parameter>\n</function>\n</tool_call>',
+    );
+  });
+
+  test('vLLM >= 0.11 names the field `reasoning`', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('tool-calls-reasoning-field')]));
+    const r = await backend({ stream: false }).generate(MESSAGES, TOOLS);
+    expect(r.message.reasoning).toBe('Run the tests first.');
+    expect(r.message.tool_calls).toEqual([{ id: expect.any(String), name: 'Bash', arguments: { command: 'ls' } }]);
+  });
+
+  test('a Write cut off at max_tokens is reported as length and never returned as a call (non-streamed)', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('truncated-tool-call')]));
+    const r = await backend({ stream: false }).generate(MESSAGES, TOOLS, { maxNewTokens: 64 });
+    expect(server.chats[0]!.body.max_tokens).toBe(64);
+    expect(r.finishReason).toBe('length');
+    expect(r.message.tool_calls).toBeUndefined();
+    expect(r.parseErrors).toEqual([]);
+    expect(r.rawText).toContain('<parameter=content>\ndef read(path):\n    with open(pa\n</parameter>');
+  });
+
+  test('streamed: reasoning and content deltas, tool-call fragments assembled, usage from the last chunk', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('stream-tool-calls')]));
+    const deltas: string[] = [];
+    const r = await backend().generate(MESSAGES, TOOLS, { maxNewTokens: 4096, onToken: (d) => deltas.push(d) });
+    expect(server.chats[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(deltas.join('')).toBe('The test reads a CRLF file.\n\n\n');
+    expect(r.message.tool_calls).toEqual([
+      { id: 'call_5f6a7b8c9d0e1f2a3b4c5d6e', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' } },
+      { id: 'call_0a1b2c3d4e5f6a7b8c9d0e1f', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 } },
+    ]);
+    expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 5123, prefillTokens: 131, completionTokens: 188 });
+  });
+
+  test('streamed by default even without onToken (so stalls are seen)', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('stream-tool-calls')]));
+    const r = await backend().generate(MESSAGES, TOOLS);
+    expect(server.chats[0]!.body.stream).toBe(true);
+    expect(r.message.tool_calls).toHaveLength(2);
+  });
+
+  test('a streamed Write cut off at max_tokens: length, no call, no parse error', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('stream-truncated-tool-call')]));
+    const r = await backend().generate(MESSAGES, TOOLS, { maxNewTokens: 64 });
+    expect(r.finishReason).toBe('length');
+    expect(r.message.tool_calls).toBeUndefined();
+    expect(r.parseErrors).toEqual([]);
+    expect(r.message.reasoning).toBe('Rewrite the reader.');
+  });
+
+  test('raw qwen3_coder markup streamed as content is parsed here', async () => {
+    server.script(router(VLLM_ROUTES, [vllm('stream-raw-markup')]));
+    const r = await backend().generate(MESSAGES, TOOLS);
+    expect(r.message).toMatchObject({ content: '', reasoning: 'List files.', tool_calls: [{ name: 'Bash', arguments: { command: 'ls -la' } }] });
+    expect(r.finishReason).toBe('tool_calls');
+  });
+
+  test('an engine error mid-stream is a ModelError quoting the server', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('stream-error')]));
+    const err = await rejection(backend().generate(MESSAGES, TOOLS));
+    expect(err.message).toBe(`${server.url} reported an error mid-stream: EngineCore encountered an issue. See stack trace (above) for the root cause.`);
+  });
+
+  test.each([
+    ['overflow-max-model-len', 4096, undefined],
+    ['overflow-too-large', 8192, 2100],
+    ['overflow-legacy', 4096, 100],
+    ['overflow-decoder-prompt', 65536, 70001],
+  ])('%s is a ContextOverflowError with the numbers the server gave', async (name, contextLength, promptTokens) => {
+    server.script(router(NO_DISCOVERY, [vllm(name)]));
+    const err = await rejection(backend().generate(MESSAGES, TOOLS));
+    expect(err).toBeInstanceOf(ContextOverflowError);
+    expect(err).toMatchObject({ contextLength, promptTokens, retryable: false });
+    expect(err.message).not.toMatch(/\.\.$/);
+    expect(server.chats).toHaveLength(1);
+  });
+
+  test('"max_tokens cannot be greater than max_model_len" teaches the length: one clamped retry succeeds', async () => {
+    const tokenize: HttpFixture = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"count":2100,"tokens":[]}' };
+    server.script(router({ '/tokenize': tokenize }, [vllm('overflow-max-model-len'), vllm('final-answer')]));
+    const b = backend({ stream: false });
+    const r = await b.generate(MESSAGES, TOOLS, { maxNewTokens: 8192 });
+    expect(r.message.content).toBe('The CRLF handling is fixed and the tests pass.');
+    expect(server.chats.map((c) => c.body.max_tokens)).toEqual([8192, 4096 - 2100]);
+    expect(b.info().contextLength).toBe(4096);
+  });
+
+  test('a prompt that fills the context fails before sending, with its size', async () => {
+    const tokenize: HttpFixture = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"count":9000,"max_model_len":8192,"tokens":[]}' };
+    server.script(router({ '/v1/models': vllm('models'), '/tokenize': tokenize }, [vllm('final-answer')]));
+    const err = await rejection(backend().generate(MESSAGES, TOOLS, { maxNewTokens: 1024 }));
+    expect(err).toBeInstanceOf(ContextOverflowError);
+    expect(err).toMatchObject({ promptTokens: 9000, contextLength: 8192 });
+    expect(err.message).toBe("the prompt (9000 tokens) fills the model's 8192-token context");
+    expect(server.chats).toHaveLength(0);
+  });
+
+  test('without --enable-auto-tool-choice: one warning, then tool_choice "none" and the raw markup parsed here', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('auto-tool-choice-rejected'), vllm('stream-raw-markup')]));
+    const warnings: string[] = [];
+    const retries: RetryInfo[] = [];
+    const b = backend({ onWarning: (w) => warnings.push(w), onRetry: (r) => retries.push(r) });
+    const r = await b.generate(MESSAGES, TOOLS);
+    expect(r.message.tool_calls).toEqual([{ id: expect.any(String), name: 'Bash', arguments: { command: 'ls -la' } }]);
+    expect(server.chats.map((c) => c.body.tool_choice)).toEqual(['auto', 'none']);
+    expect(warnings).toEqual([
+      `${server.url} refuses tool_choice "auto": parsing the model's raw tool-call markup instead (start vLLM with --enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3).`,
+    ]);
+    expect(retries).toEqual([]);
+    await b.generate(MESSAGES, TOOLS);
+    expect(server.chats.map((c) => c.body.tool_choice)).toEqual(['auto', 'none', 'none']);
+  });
+
+  test('a validation error surfaced as a 500 is not retried', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('validation-500')]));
+    const err = await rejection(backend().generate(MESSAGES, TOOLS));
+    expect(err.retryable).toBe(false);
+    expect(err.message).toMatch(/answered 500 Internal Server Error: 1 validation error for ValidatorIterator .*\(a rejection of the request: not retried\)$/);
+    expect(server.chats).toHaveLength(1);
+  });
+
+  test('an engine that died answers the same 500 twice: two attempts, not five', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('engine-dead-500')]));
+    const err = await rejection(backend().generate(MESSAGES, TOOLS));
+    expect(err.message).toMatch(/\(the same error twice: not retried further\)$/);
+    expect(server.chats).toHaveLength(2);
+  });
+
+  test('503 with Retry-After while the engine restarts, then the answer', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('unavailable-503'), vllm('stream-tool-calls')]));
+    const retries: RetryInfo[] = [];
+    const r = await backend({ onRetry: (i) => retries.push(i) }).generate(MESSAGES, TOOLS);
+    expect(r.message.tool_calls).toHaveLength(2);
+    expect(retries).toEqual([{ retry: 1, maxRetries: 10, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 503 Service Unavailable: Service Unavailable.` }]);
+  });
+
+  test('a server restart (connection refused, then back on the same port) is waited out with visible retries', async () => {
+    const restarting = new ScriptedServer();
+    await restarting.start();
+    const port = Number(new URL(restarting.url).port);
+    await restarting.stop();
+    const retries: RetryInfo[] = [];
+    const b = new OpenAIBackend({
+      baseUrl: restarting.url,
+      model: 'frognano-4b',
+      retry: { baseDelayMs: 100, maxDelayMs: 400 },
+      random: () => 0.5,
+      onRetry: (i) => retries.push(i),
+    });
+    const back = new ScriptedServer();
+    setTimeout(() => {
+      back.script(router(VLLM_ROUTES, [vllm('stream-tool-calls')]));
+      void back.start(port);
+    }, 600);
+    try {
+      const r = await b.generate(MESSAGES, TOOLS);
+      expect(r.message.tool_calls).toHaveLength(2);
+      expect(retries.length).toBeGreaterThanOrEqual(2);
+      expect(retries[0]!.reason).toMatch(/^cannot reach http:\/\/127\.0\.0\.1:\d+\/v1: ECONNREFUSED/);
+      expect(retries.map((r) => r.delayMs).slice(0, 3)).toEqual([75, 150, 300]);
+    } finally {
+      await back.stop();
+    }
+  });
+
+  test('retries stop at the policy window even with retries left', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('unavailable-503')]));
+    const err = await rejection(backend({ maxRetries: 50, retry: { maxRetryWindowMs: 2500 } }).generate(MESSAGES, TOOLS));
+    expect(err.message).toMatch(/gave up after 4 attempts in 3\.\d s\)$/); // Retry-After 1 s: attempts at 0, 1, 2, 3 s
+  });
+
+  test('a stream that goes silent is cut after the stall timeout and retried', async () => {
+    server.script(router(VLLM_ROUTES, [(_req, res) => replay(res, vllm('stream-tool-calls'), { stallAfterEvents: 4 }), vllm('stream-tool-calls')]));
+    const retries: RetryInfo[] = [];
+    const started = Date.now();
+    const r = await backend({ stallTimeoutMs: 300, onRetry: (i) => retries.push(i) }).generate(MESSAGES, TOOLS);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(r.message.tool_calls).toHaveLength(2);
+    expect(retries.map((i) => i.reason)).toEqual([`${server.url} sent nothing for 0.3 s (stalled stream).`]);
+  });
+
+  test('a stall after tokens were shown is reported, not retried (no repeated output)', async () => {
+    server.script(router(NO_DISCOVERY, [(_req, res) => replay(res, vllm('stream-tool-calls'), { stallAfterEvents: 4 })]));
+    const deltas: string[] = [];
+    const err = await rejection(backend({ stallTimeoutMs: 300 }).generate(MESSAGES, TOOLS, { onToken: (d) => deltas.push(d) }));
+    expect(err.message).toBe(`${server.url} sent nothing for 0.3 s (stalled stream). (after part of the answer was streamed)`);
+    expect(deltas.join('')).toBe('The test reads');
+    expect(server.chats).toHaveLength(1);
+  });
+
+  test('a server that never sends headers is a stall too', async () => {
+    server.script(router(NO_DISCOVERY, [() => undefined]));
+    const err = await rejection(backend({ stallTimeoutMs: 200, maxRetries: 1 }).generate(MESSAGES, TOOLS));
+    expect(err.message).toMatch(/sent nothing for 0\.2 s \(stalled stream\)\. \(gave up after 2 attempts/);
+  });
+
+  test('a failed token count is not latched: the next count asks the server again', async () => {
+    let calls = 0;
+    server.script(async (req, res) => {
+      if (req.path === '/tokenize') {
+        calls++;
+        if (calls === 1) return replay(res, vllm('engine-dead-500'));
+        return replay(res, vllm('tokenize'));
+      }
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"detail":"Not Found"}');
+    });
+    const b = backend();
+    expect(await b.countTokens(MESSAGES, TOOLS)).toBeGreaterThan(0); // an estimate this once
+    expect(await b.countTokens(MESSAGES, TOOLS)).toBe(2100);
+  });
+
+  test('ping learns max_model_len from /v1/models', async () => {
+    server.script(router(VLLM_ROUTES, []));
+    const b = backend();
+    expect(await b.ping()).toEqual({ ok: true, models: ['frognano-4b'], message: `${server.url} serves "frognano-4b", context 8192 tokens.` });
+    expect(b.info().contextLength).toBe(8192);
+  });
+});
