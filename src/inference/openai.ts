@@ -72,7 +72,7 @@ export interface OpenAIBackendOptions {
   stallTimeoutMs?: number;
   /** Stream answers (default true; needed for stall detection). */
   stream?: boolean;
-  /** Retries on 429, 5xx, network errors and stalls. Default 10 (see DEFAULT_RETRY_POLICY). */
+  /** Retries on 429, 5xx, network errors and stalls. Default 12 (see DEFAULT_RETRY_POLICY). */
   maxRetries?: number;
   retry?: Partial<Omit<RetryPolicy, 'maxRetries'>>;
   /** Context window set by the operator; the server's own (`max_model_len`, `n_ctx`) caps it when smaller. */
@@ -215,6 +215,7 @@ export class OpenAIBackend implements ModelBackend {
                 options.onToken(delta);
               }),
             () => partial.length > 0,
+            options.onRetry,
           );
           return this.toResult(wire, messages, tools, started, maxTokens);
         } catch (e) {
@@ -403,6 +404,7 @@ export class OpenAIBackend implements ModelBackend {
     callerSignal: AbortSignal | undefined,
     attempt: (signal: AbortSignal) => Promise<T>,
     deliveredOutput: () => boolean,
+    onRetry?: (info: RetryInfo) => void,
   ): Promise<T> {
     const started = performance.now();
     let previous500: string | undefined;
@@ -457,7 +459,9 @@ export class OpenAIBackend implements ModelBackend {
           throw new ModelError(this.clean(`${reason} (gave up after ${retry + 1} attempts in ${seconds(elapsedMs)})`), true);
         }
         const delayMs = waitMs ?? backoffDelayMs(retry, this.policy, this.random);
-        this.opts.onRetry?.({ retry: retry + 1, maxRetries: this.policy.maxRetries, delayMs, reason: this.clean(reason), elapsedMs });
+        const info: RetryInfo = { retry: retry + 1, maxRetries: this.policy.maxRetries, delayMs, reason: this.clean(reason), elapsedMs };
+        this.opts.onRetry?.(info);
+        onRetry?.(info);
         try {
           await this.sleepImpl(delayMs, callerSignal);
         } catch {

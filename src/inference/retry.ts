@@ -3,8 +3,8 @@
  * in total. Kept apart from the HTTP client so the timing rules can be read (and tested) on their own.
  *
  * The defaults outlast a model-server restart (vLLM loading a 4B model and capturing CUDA graphs takes one
- * to three minutes): ten retries wait 2, 4, 8, 16, then 30 s steps with equal jitter, i.e. at least 120 s
- * and at most 240 s in all, and no retry starts once 300 s have passed since the first failure.
+ * to three minutes): twelve retries wait 2, 4, 8, 16, then 30 s steps with equal jitter, i.e. at least 135 s
+ * and at most 270 s in all, and no retry starts once 300 s have passed since the first failure.
  */
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -20,7 +20,7 @@ export interface RetryPolicy {
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  maxRetries: 10,
+  maxRetries: 12,
   baseDelayMs: 2_000,
   maxDelayMs: 30_000,
   maxRetryAfterMs: 120_000,
@@ -39,10 +39,10 @@ export interface RetryInfo {
   elapsedMs: number;
 }
 
-/** One line for a log or progress display: "model server: <reason>; retry 2/10 in 4.0 s (12 s so far)". */
+/** One line for a log or progress display: "model server: <reason>. Retry 2/10 in 4.0 s (12 s so far)". */
 export function describeRetry(info: RetryInfo): string {
   const s = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
-  return `model server: ${info.reason} retry ${info.retry}/${info.maxRetries} in ${s(info.delayMs)} (${s(info.elapsedMs)} so far)`;
+  return `model server: ${info.reason} Retry ${info.retry}/${info.maxRetries} in ${s(info.delayMs)} (${s(info.elapsedMs)} so far)`;
 }
 
 /** 408, 409 (llama.cpp: slot busy), 425, 429 and every 5xx are worth another try; other 4xx are not. */

@@ -2,6 +2,8 @@
  * One interface for every model backend (onnx in-process, OpenAI-compatible HTTP, replay).
  * Messages follow the OpenAI chat shape, which is also what the Qwen chat template consumes.
  */
+import type { RetryInfo } from './retry.js';
+
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
 export interface ToolCall {
@@ -66,6 +68,11 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Streaming: called with each decoded text delta. */
   onToken?: (delta: string) => void;
+  /**
+   * Told before each retry's wait of this call (a model server restarting, 503s, a stalled stream), so the run can
+   * show it; `describeRetry(info)` makes it one line. Backends without retries never call it.
+   */
+  onRetry?: (info: RetryInfo) => void;
 }
 
 export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'aborted';

@@ -236,7 +236,7 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     const retries: RetryInfo[] = [];
     const r = await backend({ onRetry: (i) => retries.push(i) }).generate(MESSAGES, TOOLS);
     expect(r.message.tool_calls).toHaveLength(2);
-    expect(retries).toEqual([{ retry: 1, maxRetries: 10, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 503 Service Unavailable: Service Unavailable.` }]);
+    expect(retries).toEqual([{ retry: 1, maxRetries: 12, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 503 Service Unavailable: Service Unavailable.` }]);
   });
 
   test('a server restart (connection refused, then back on the same port) is waited out with visible retries', async () => {

@@ -310,7 +310,7 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     expect(result.message.content).toBe('ok');
     expect(retries).toEqual([
-      { retry: 1, maxRetries: 10, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 429 Too Many Requests: Too many requests.` },
+      { retry: 1, maxRetries: 12, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 429 Too Many Requests: Too many requests.` },
     ]);
     expect(server.requests).toHaveLength(2);
   });
