@@ -102,6 +102,14 @@ def usage_chunk(cid, u):
     return {"id": cid, "object": "chat.completion.chunk", "created": CREATED, "model": MODEL, "choices": [], "usage": u}
 
 
+# 4b. tool_choice "required": guided decoding to a JSON list of calls; the call is parsed from that, not by the
+#     tool parser, and finish_reason stays the engine's ("stop").
+http("required-tool-call", "200 OK", "application/json", completion(
+    "chatcmpl-0f1e2d3c4b5a4a69887766554433221a",
+    {"content": "", "reasoning": None,
+     "tool_calls": [{"id": "chatcmpl-tool-5a4b3c2d1e0f4a9b8c7d6e5f4a3b2c1d", "type": "function", "function": {"name": "report_status", "arguments": args({"ready": True})}}]},
+    "stop", usage(212, 9, 0)))
+
 # 5. Streamed: reasoning deltas, content, two calls as the qwen3_coder streaming parser emits them, usage last.
 cid = "chatcmpl-6e7f8a9b0c1d4e2f3a4b5c6d7e8f9a0b"
 events = [chunk(cid, {"role": "assistant", "content": ""})]

@@ -321,4 +321,24 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     expect(await b.ping()).toEqual({ ok: true, models: ['frognano-4b'], message: `${server.url} serves "frognano-4b", context 8192 tokens.` });
     expect(b.info().contextLength).toBe(8192);
   });
+
+  test('doctor probe: tool_choice "auto" accepted and "required" answered with a parsed call', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('final-answer'), vllm('required-tool-call')]));
+    expect(await backend().probeToolCalls()).toEqual({ ok: true, message: 'answers with parsed tool calls (report_status, finish_reason stop).' });
+    expect(server.chats.map((c) => [c.body.tool_choice, c.body.max_tokens])).toEqual([['auto', 1], ['required', 256]]);
+  });
+
+  test('doctor probe: a server without --enable-auto-tool-choice is told the exact flags', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('auto-tool-choice-rejected')]));
+    const probe = await backend().probeToolCalls();
+    expect(probe).toEqual({
+      ok: false,
+      message: `${server.url} refuses tool_choice "auto": start vLLM with --enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3 (the runner falls back to parsing raw markup, slower and less reliable).`,
+    });
+  });
+
+  test('doctor probe: an answer without tool_calls fails', async () => {
+    server.script(router(NO_DISCOVERY, [vllm('final-answer')]));
+    expect((await backend().probeToolCalls()).ok).toBe(false);
+  });
 });
