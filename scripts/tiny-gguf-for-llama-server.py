@@ -1,8 +1,12 @@
 """
-Writes a tiny random-weight Qwen3 GGUF (byte-level vocab, Qwen3.5's chat template) so a real
-llama.cpp `llama-server --jinja` can be run on a machine without model downloads. The model knows
-nothing; with `tool_choice: "required"` (grammar-constrained) llama-server still answers with a
-parsed tool call, which is what the recorded fixtures and `frognano doctor`'s probe need.
+Writes a tiny Qwen3 GGUF (byte-level vocab, Qwen3.5's chat template) so a real llama.cpp
+`llama-server --jinja` can be run on a machine without model downloads. The model knows nothing, but its
+next-token preferences are fixed by construction: every layer's output projection is zero and every token
+embeds to the same vector, so the logits are the same at every step and rank <|im_end|> first, <tool_call>
+second, "K" and "\n" next. So with `tool_choice: "auto"` it stops at once; with `"required"` (grammar-
+constrained: end of turn not allowed before a call) it opens a tool call at once and the grammar fills it
+(non-string arguments), which llama-server parses into `tool_calls`; with end of turn and <tool_call>
+banned by `logit_bias` it "reasons" in Ks. That is what the recorded fixtures and `frognano doctor`'s probe need.
 
 Usage: python3 scripts/tiny-gguf-for-llama-server.py LLAMA_CPP_DIR OUT.gguf
 Needs numpy and llama.cpp's own gguf-py (LLAMA_CPP_DIR/gguf-py); no torch, no hub.
@@ -78,22 +82,31 @@ def rand(*shape: int, scale: float = 0.02) -> np.ndarray:
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
-w.add_tensor("token_embd.weight", rand(n_vocab, n_embd))
+# Every token embeds to u; with the layers adding nothing, the final hidden state is u / rms(u) at every step, and
+# output row t = score_t * h / |h|^2 makes logit_t = score_t.
+u = rng.standard_normal(n_embd).astype(np.float32)
+h = u / np.sqrt(np.mean(u * u) + 1e-6)
+scores = rng.standard_normal(n_vocab) * 0.5
+scores[im_end] = 10.0
+scores[first_special + 3] = 9.0  # <tool_call>
+scores[ord("K")] = 8.5
+scores[ord("\n")] = 8.0  # byte tokens have their byte value as id
+w.add_tensor("token_embd.weight", np.tile(u, (n_vocab, 1)))
 w.add_tensor("output_norm.weight", np.ones(n_embd, np.float32))
-w.add_tensor("output.weight", rand(n_vocab, n_embd))
+w.add_tensor("output.weight", (scores[:, None] * h[None, :] / float(h @ h)).astype(np.float32))
 for i in range(n_layer):
     p = f"blk.{i}."
     w.add_tensor(p + "attn_norm.weight", np.ones(n_embd, np.float32))
     w.add_tensor(p + "attn_q.weight", rand(n_head * head_dim, n_embd))
     w.add_tensor(p + "attn_k.weight", rand(n_kv * head_dim, n_embd))
     w.add_tensor(p + "attn_v.weight", rand(n_kv * head_dim, n_embd))
-    w.add_tensor(p + "attn_output.weight", rand(n_embd, n_head * head_dim))
+    w.add_tensor(p + "attn_output.weight", np.zeros((n_embd, n_head * head_dim), np.float32))
     w.add_tensor(p + "attn_q_norm.weight", np.ones(head_dim, np.float32))
     w.add_tensor(p + "attn_k_norm.weight", np.ones(head_dim, np.float32))
     w.add_tensor(p + "ffn_norm.weight", np.ones(n_embd, np.float32))
     w.add_tensor(p + "ffn_gate.weight", rand(n_ff, n_embd))
     w.add_tensor(p + "ffn_up.weight", rand(n_ff, n_embd))
-    w.add_tensor(p + "ffn_down.weight", rand(n_embd, n_ff))
+    w.add_tensor(p + "ffn_down.weight", np.zeros((n_embd, n_ff), np.float32))
 w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()

@@ -1,7 +1,8 @@
 /**
  * OpenAIBackend against recorded model-server responses (test/fixtures/model-servers/): vLLM with
- * `--tool-call-parser qwen3_coder --reasoning-parser qwen3` and llama.cpp's `llama-server --jinja`, replayed from a
- * real HTTP server, one test per case the client must survive.
+ * `--tool-call-parser qwen3_coder --reasoning-parser qwen3` (shaped from its source, scripts/shape-vllm-responses.py)
+ * and llama.cpp's `llama-server --jinja` (recorded from a real server, scripts/record-llama-server.sh), replayed from
+ * a real HTTP server, one test per case the client must survive.
  */
 import { OpenAIBackend, type OpenAIBackendOptions } from '../../src/inference/openai.js';
 import type { RetryInfo } from '../../src/inference/retry.js';
@@ -340,5 +341,135 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   test('doctor probe: an answer without tool_calls fails', async () => {
     server.script(router(NO_DISCOVERY, [vllm('final-answer')]));
     expect((await backend().probeToolCalls()).ok).toBe(false);
+  });
+});
+
+/** llama-server with `-c 4096 --parallel 2 --kv-unified --alias frognano-4b` (recorded). */
+const LLAMA_ROUTES = { '/v1/models': llamacpp('models') };
+
+/** llama.cpp's /tokenize: vLLM's body gets 200 and no tokens; its own `content` body gets the tokens. */
+function llamaTokenizer(req: { path: string; body: any }, res: import('node:http').ServerResponse): Promise<void> | undefined {
+  if (req.path === '/apply-template') return replay(res, llamacpp('apply-template'));
+  if (req.path === '/tokenize') return replay(res, llamacpp(typeof req.body?.content === 'string' ? 'tokenize' : 'tokenize-vllm-style'));
+  return undefined;
+}
+
+describe('llama.cpp llama-server --jinja (recorded)', () => {
+  test('context length from /v1/models meta.n_ctx; the --alias is the served name', async () => {
+    server.script(router(LLAMA_ROUTES, []));
+    const b = backend();
+    expect(await b.ping()).toEqual({ ok: true, models: ['frognano-4b'], message: `${server.url} serves "frognano-4b", context 4096 tokens.` });
+    expect(b.info().contextLength).toBe(4096);
+  });
+
+  test('without --alias the model name does not match, and the message says to add it', async () => {
+    server.script(router(LLAMA_ROUTES, []));
+    const ping = await backend({ model: 'frognano-4b-q8' }).ping();
+    expect(ping.message).toBe(`${server.url} is up but does not serve "frognano-4b-q8" (it serves: frognano-4b); start llama-server with --alias frognano-4b-q8, or set FROGNANO_OPENAI_MODEL.`);
+  });
+
+  test('an older llama-server without meta.n_ctx: the context comes from /props', async () => {
+    const bare: HttpFixture = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"object":"list","data":[{"id":"frognano-4b","object":"model","owned_by":"llamacpp"}]}' };
+    server.script(router({ '/v1/models': bare, '/props': llamacpp('props') }, [llamacpp('final-answer')]));
+    const b = backend();
+    await b.generate(MESSAGES, []);
+    expect(b.info().contextLength).toBe(4096);
+  });
+
+  test('token counting: vLLM\'s /tokenize body is answered with no tokens, so /apply-template + /tokenize is used', async () => {
+    server.script((req, res) => llamaTokenizer(req, res) ?? replay(res, { status: 404, headers: {}, body: '' }));
+    const b = backend();
+    expect(await b.countTokens(MESSAGES, TOOLS)).toBe(20); // the recorded /tokenize answer's token list
+    expect(server.requests.map((r) => r.path)).toEqual(['/tokenize', '/apply-template', '/tokenize']);
+  });
+
+  test('parallel tool calls parsed by the server (non-streamed), cached prompt tokens', async () => {
+    server.script(router(LLAMA_ROUTES, [llamacpp('tool-calls')]));
+    const r = await backend({ stream: false }).generate(MESSAGES, TOOLS);
+    expect(r.message.tool_calls).toEqual([
+      { id: expect.stringMatching(/^\w{32}$/), name: 'report_status', arguments: { ready: false, attempts: 4 } },
+      { id: expect.stringMatching(/^\w{32}$/), name: 'seek', arguments: { offset: 4 } },
+    ]);
+    expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 1286, prefillTokens: 1286 - 143, completionTokens: 193 });
+    expect(r.rawText).toContain('<tool_call>\n<function=seek>\n<parameter=offset>\n4\n</parameter>\n</function>\n</tool_call>');
+  });
+
+  test('streamed tool-call deltas (id and name first, then argument fragments) and usage', async () => {
+    server.script(router(LLAMA_ROUTES, [llamacpp('stream-tool-calls')]));
+    const r = await backend().generate(MESSAGES, TOOLS);
+    expect(r.message.tool_calls?.map((c) => [c.name, c.arguments])).toEqual([
+      ['report_status', { ready: false, attempts: 4 }],
+      ['seek', { offset: 4 }],
+    ]);
+    expect(r.finishReason).toBe('tool_calls');
+    expect(r.completionTokens).toBeGreaterThan(0);
+  });
+
+  test('a call cut at max_tokens comes back as a partial tool_calls entry with finish "length": not run, no parse error', async () => {
+    server.script(router(LLAMA_ROUTES, [llamacpp('auto-cut-tool-call')]));
+    const r = await backend({ stream: false }).generate(MESSAGES, TOOLS, { maxNewTokens: 64 });
+    expect(r.finishReason).toBe('length');
+    expect(r.message.tool_calls).toBeUndefined();
+    expect(r.parseErrors).toEqual([]);
+    expect(r.rawText).toContain('{"ready":false');
+  });
+
+  test('a call cut before the server could parse it stays raw markup in the content: not run', async () => {
+    server.script(router(LLAMA_ROUTES, [llamacpp('truncated-tool-call')]));
+    const r = await backend({ stream: false }).generate(MESSAGES, TOOLS, { maxNewTokens: 12 });
+    expect(r).toMatchObject({ finishReason: 'length', parseErrors: [], rawText: '<tool_call>\n<function=r' });
+    expect(r.message.tool_calls).toBeUndefined();
+
+    server.script(router(LLAMA_ROUTES, [llamacpp('stream-truncated-tool-call')]));
+    const streamed = await backend().generate(MESSAGES, TOOLS, { maxNewTokens: 12 });
+    expect(streamed).toMatchObject({ finishReason: 'length', parseErrors: [], completionTokens: 12 });
+    expect(streamed.message.tool_calls).toBeUndefined();
+  });
+
+  test('reasoning_content, non-streamed and streamed', async () => {
+    server.script(router(LLAMA_ROUTES, [llamacpp('thinking')]));
+    const r = await backend({ stream: false }).generate(MESSAGES, TOOLS);
+    expect(r.message.reasoning).toMatch(/^K[K\n]*K$/);
+    expect(r.message.content).toBe('');
+
+    server.script(router(LLAMA_ROUTES, [llamacpp('stream-thinking')]));
+    const deltas: string[] = [];
+    const s = await backend().generate(MESSAGES, TOOLS, { onToken: (d) => deltas.push(d) });
+    expect(s.message.reasoning).toMatch(/^K[K\n]*K$/);
+    expect(deltas.join('').trim()).toBe(s.message.reasoning);
+    expect(s.finishReason).toBe('length');
+  });
+
+  test('exceed_context_size_error (also for a stream request) is a ContextOverflowError with n_prompt_tokens and n_ctx', async () => {
+    for (const name of ['overflow', 'stream-overflow']) {
+      server.script(router(NO_DISCOVERY, [llamacpp(name)]));
+      const err = await rejection(backend().generate(MESSAGES, TOOLS));
+      expect(err).toBeInstanceOf(ContextOverflowError);
+      expect(err).toMatchObject({ promptTokens: 25019, contextLength: 4096 });
+      expect(err.message).toBe(`${server.url} answered 400 Bad Request: request (25019 tokens) exceeds the available context size (4096 tokens), try increasing it.`);
+    }
+  });
+
+  test('a 400 invalid_request_error fails at once with the server\'s words', async () => {
+    server.script(router(NO_DISCOVERY, [llamacpp('bad-request')]));
+    const err = await rejection(backend().generate(MESSAGES, TOOLS));
+    expect(err).toMatchObject({ retryable: false, message: `${server.url} answered 400 Bad Request: Expected 'messages' to be an array.` });
+    expect(server.chats).toHaveLength(1);
+  });
+
+  test('503 "Loading model" while the server starts is retried', async () => {
+    server.script(router(NO_DISCOVERY, [llamacpp('loading-503'), llamacpp('loading-503'), llamacpp('stream-tool-calls')]));
+    const retries: RetryInfo[] = [];
+    const r = await backend({ onRetry: (i) => retries.push(i) }).generate(MESSAGES, TOOLS);
+    expect(r.message.tool_calls).toHaveLength(2);
+    expect(retries.map((i) => i.reason)).toEqual([
+      `${server.url} answered 503 Service Unavailable: Loading model.`,
+      `${server.url} answered 503 Service Unavailable: Loading model.`,
+    ]);
+  });
+
+  test('doctor probe against llama-server: auto accepted, required answered with a parsed call', async () => {
+    server.script(router(NO_DISCOVERY, [llamacpp('auto-probe'), llamacpp('required-tool-call')]));
+    expect(await backend().probeToolCalls()).toEqual({ ok: true, message: 'answers with parsed tool calls (report_status, finish_reason tool_calls).' });
   });
 });
