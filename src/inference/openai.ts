@@ -8,7 +8,7 @@
  * Leaf loop sees the same thing either way. Answers are streamed by default so that a stalled server is
  * noticed within `stallTimeoutMs`, not after the whole request timeout.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { redact } from '../util/redact.js';
 import { LEAF_EVAL_SAMPLING } from './leafSampling.js';
@@ -43,6 +43,7 @@ import {
   safeJson,
   sentence,
 } from './serverErrors.js';
+import { CHARS_PER_TOKEN, PromptTokenCounter, estimateTokens, type PromptCount, type ProbeResponse } from './openaiTokens.js';
 import { IdleWatch, readSseData } from './sse.js';
 import { parseAssistantOutput, splitReasoning } from './toolCallParser.js';
 import {
@@ -59,6 +60,7 @@ import {
 } from './types.js';
 
 export { toWireMessage } from './openaiWire.js';
+export { estimateTokens } from './openaiTokens.js';
 
 export interface OpenAIBackendOptions {
   /** Up to and including `/v1`, e.g. `http://gpu-box:8000/v1`. */
@@ -127,12 +129,6 @@ class StreamBrokenError extends Error {}
 /** No bytes within the stall timeout. */
 class StalledError extends Error {}
 
-/** What a count was based on: the server's tokenizer, or our over-estimate. */
-interface PromptCount {
-  tokens: number;
-  exact: boolean;
-}
-
 export class OpenAIBackend implements ModelBackend {
   private readonly baseUrl: string;
   private readonly displayUrl: string;
@@ -147,10 +143,7 @@ export class OpenAIBackend implements ModelBackend {
   /** What the server enforces (learnt from it); the operator's setting is opts.contextLength. */
   private serverContextLength?: number;
   private lastDiscovery = -Infinity;
-  /** Which tokenizer endpoint the server has; 'none' only once the endpoints were found absent. */
-  private tokenizer?: 'vllm' | 'llamacpp' | 'none';
-  /** The last count, so the loop's count and generate's clamp cost one request. */
-  private lastCount?: { key: string; count: PromptCount };
+  private readonly tokens: PromptTokenCounter;
   /** false once vLLM refused tool_choice "auto": tools are sent with "none" and the raw markup parsed here. */
   private autoToolChoice = true;
 
@@ -165,6 +158,9 @@ export class OpenAIBackend implements ModelBackend {
     this.fetchImpl = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.sleepImpl = opts.sleep ?? defaultSleep;
     this.random = opts.random ?? Math.random;
+    this.tokens = new PromptTokenCounter(this.rootUrl, opts.model, (method, url, body) => this.request(method, url, body), (n) =>
+      this.learnContextLength(n),
+    );
   }
 
   /** The usable context: the smaller of the operator's setting and the server's, whichever are known. */
@@ -202,7 +198,7 @@ export class OpenAIBackend implements ModelBackend {
       await this.discover(options.signal);
       // Two rounds at most: a server that names a smaller context than we knew gets the clamped request once.
       for (let round = 0; ; round++) {
-        const prompt = this.contextLength ? await this.count(messages, tools) : undefined;
+        const prompt = this.contextLength ? await this.tokens.count(messages, tools) : undefined;
         const maxTokens = this.maxTokensFor(prompt, options.maxNewTokens);
         const stream = this.opts.stream !== false || typeof options.onToken === 'function';
         try {
@@ -220,7 +216,7 @@ export class OpenAIBackend implements ModelBackend {
           return this.toResult(wire, messages, tools, started, maxTokens);
         } catch (e) {
           if (!(e instanceof ContextOverflowError) || round > 0 || maxTokens === undefined || !e.contextLength) throw e;
-          const retryWith = this.maxTokensFor(await this.count(messages, tools), options.maxNewTokens);
+          const retryWith = this.maxTokensFor(await this.tokens.count(messages, tools), options.maxNewTokens);
           if (retryWith === undefined || retryWith >= maxTokens) throw e;
         }
       }
@@ -231,7 +227,7 @@ export class OpenAIBackend implements ModelBackend {
   }
 
   async countTokens(messages: ChatMessage[], tools: ToolSpec[]): Promise<number> {
-    return (await this.count(messages, tools)).tokens;
+    return (await this.tokens.count(messages, tools)).tokens;
   }
 
   /** GET /models: is the server up and does it serve our model? Never throws. */
@@ -575,62 +571,13 @@ export class OpenAIBackend implements ModelBackend {
     };
   }
 
-  /** The prompt's token count, from the server's tokenizer when it has one; the last answer is reused. */
-  private async count(messages: ChatMessage[], tools: ToolSpec[]): Promise<PromptCount> {
-    const wireMessages = messages.map(toWireMessage);
-    const wireTools = tools.length ? tools : undefined;
-    const key = createHash('sha256').update(JSON.stringify([wireMessages, wireTools])).digest('hex');
-    if (this.lastCount?.key === key) return this.lastCount.count;
-    const count = (await this.serverCount(wireMessages, wireTools)) ?? { tokens: estimateTokens(messages, tools), exact: false };
-    if (count.exact) this.lastCount = { key, count };
-    return count;
-  }
-
-  /**
-   * vLLM/SGLang render the chat template in `/tokenize`; llama.cpp needs `/apply-template` then `/tokenize`.
-   * An endpoint is written off only when the server says it does not exist (404/405), never after a timeout
-   * or a 5xx, so one bad moment does not turn every later count into an estimate.
-   */
-  private async serverCount(messages: unknown[], tools: ToolSpec[] | undefined): Promise<PromptCount | undefined> {
-    const absent = (status: number) => status === 404 || status === 405 || status === 501;
-    let vllmAbsent = false;
-    if (this.tokenizer === undefined || this.tokenizer === 'vllm') {
-      const r = await this.request('POST', `${this.rootUrl}/tokenize`, { model: this.opts.model, messages, tools, add_generation_prompt: true });
-      const parsed = z.object({ count: z.number(), max_model_len: z.number().nullish() }).safeParse(r.json);
-      if (parsed.success) {
-        this.tokenizer = 'vllm';
-        this.learnContextLength(parsed.data.max_model_len);
-        return { tokens: parsed.data.count, exact: true };
-      }
-      if (this.tokenizer === 'vllm') return undefined;
-      // llama.cpp's /tokenize exists but wants `content`: a 4xx other than 404 is not proof of absence.
-      vllmAbsent = r.error === undefined && r.status >= 400 && r.status < 500;
-    }
-    if (this.tokenizer === undefined || this.tokenizer === 'llamacpp') {
-      const applied = await this.request('POST', `${this.rootUrl}/apply-template`, { messages, tools });
-      const prompt = z.object({ prompt: z.string() }).safeParse(applied.json);
-      if (prompt.success) {
-        const tokens = z
-          .object({ tokens: z.array(z.unknown()) })
-          .safeParse((await this.request('POST', `${this.rootUrl}/tokenize`, { content: prompt.data.prompt, add_special: true })).json);
-        if (tokens.success) {
-          this.tokenizer = 'llamacpp';
-          return { tokens: tokens.data.tokens.length, exact: true };
-        }
-      } else if (vllmAbsent && applied.error === undefined && absent(applied.status)) {
-        this.tokenizer = 'none';
-      }
-    }
-    return undefined;
-  }
-
   /** One short request for probes: status, text and JSON, or the network error; never throws. */
   private async request(
     method: 'GET' | 'POST',
     url: string,
     body?: unknown,
     signal?: AbortSignal,
-  ): Promise<{ status: number; statusText: string; text: string; json: unknown; error?: string }> {
+  ): Promise<ProbeResponse> {
     try {
       const timeout = AbortSignal.timeout(Math.min(this.timeoutMs, PROBE_TIMEOUT_MS));
       const res = await this.fetchImpl(url, {
@@ -684,21 +631,6 @@ function usageTokens(
     prefillTokens: Math.max(0, usage.prompt_tokens - cached),
     completionTokens: usage.completion_tokens,
   };
-}
-
-/** Code averages 3-4 characters a token; 3 overestimates, so a context limit trips early, not late. */
-const CHARS_PER_TOKEN = 3;
-/** Per-message template overhead (`<|im_start|>role\n ... <|im_end|>\n`). */
-const TOKENS_PER_MESSAGE = 5;
-
-/** Rough prompt size when the server cannot count for us. */
-export function estimateTokens(messages: ChatMessage[], tools: ToolSpec[]): number {
-  let chars = tools.length ? JSON.stringify(tools).length : 0;
-  for (const m of messages) {
-    chars += m.content.length + (m.reasoning?.length ?? 0);
-    for (const c of m.tool_calls ?? []) chars += c.name.length + JSON.stringify(c.arguments).length + 40;
-  }
-  return Math.ceil(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages.length;
 }
 
 /** fetch() hides the socket error in `cause`; that is the part a person can act on. */
