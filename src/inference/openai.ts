@@ -196,6 +196,8 @@ export class OpenAIBackend implements ModelBackend {
     let partial = '';
     try {
       await this.discover(options.signal);
+      // Count the prompt as it will be rendered: the template's kwargs (enable_thinking) change its last tokens.
+      this.tokens.templateKwargs = this.requestBody([], [], options, undefined, false).chat_template_kwargs as Record<string, unknown>;
       // Two rounds at most: a server that names a smaller context than we knew gets the clamped request once.
       for (let round = 0; ; round++) {
         const prompt = this.contextLength ? await this.tokens.count(messages, tools) : undefined;
@@ -216,7 +218,10 @@ export class OpenAIBackend implements ModelBackend {
           return this.toResult(wire, messages, tools, started, maxTokens);
         } catch (e) {
           if (!(e instanceof ContextOverflowError) || round > 0 || maxTokens === undefined || !e.contextLength) throw e;
-          const retryWith = this.maxTokensFor(await this.tokens.count(messages, tools), options.maxNewTokens);
+          // The server's own count of the prompt, when it said one, wins over ours.
+          const counted = await this.tokens.count(messages, tools);
+          const prompt = { tokens: Math.max(counted.tokens, e.promptTokens ?? 0), exact: counted.exact || e.promptTokens !== undefined };
+          const retryWith = this.maxTokensFor(prompt, options.maxNewTokens);
           if (retryWith === undefined || retryWith >= maxTokens) throw e;
         }
       }

@@ -29,6 +29,8 @@ export class PromptTokenCounter {
   private tokenizer?: 'vllm' | 'llamacpp' | 'none';
   /** The last count, so the loop's count and generate's clamp cost one request. */
   private last?: { key: string; count: PromptCount };
+  /** `chat_template_kwargs` of the generation requests (set by the backend), so counts render the same prompt. */
+  templateKwargs?: Record<string, unknown>;
 
   constructor(
     /** The server root, without `/v1`. */
@@ -42,7 +44,7 @@ export class PromptTokenCounter {
   async count(messages: ChatMessage[], tools: ToolSpec[]): Promise<PromptCount> {
     const wireMessages = messages.map(toWireMessage);
     const wireTools = tools.length ? tools : undefined;
-    const key = createHash('sha256').update(JSON.stringify([wireMessages, wireTools])).digest('hex');
+    const key = createHash('sha256').update(JSON.stringify([wireMessages, wireTools, this.templateKwargs])).digest('hex');
     if (this.last?.key === key) return this.last.count;
     const count = (await this.serverCount(wireMessages, wireTools)) ?? { tokens: estimateTokens(messages, tools), exact: false };
     if (count.exact) this.last = { key, count };
@@ -57,7 +59,13 @@ export class PromptTokenCounter {
     const absent = (status: number) => status === 404 || status === 405 || status === 501;
     let vllmAbsent = false;
     if (this.tokenizer === undefined || this.tokenizer === 'vllm') {
-      const r = await this.request('POST', `${this.rootUrl}/tokenize`, { model: this.model, messages, tools, add_generation_prompt: true });
+      const r = await this.request('POST', `${this.rootUrl}/tokenize`, {
+        model: this.model,
+        messages,
+        tools,
+        add_generation_prompt: true,
+        chat_template_kwargs: this.templateKwargs,
+      });
       const parsed = z.object({ count: z.number(), max_model_len: z.number().nullish() }).safeParse(r.json);
       if (parsed.success) {
         this.tokenizer = 'vllm';
@@ -69,7 +77,7 @@ export class PromptTokenCounter {
       vllmAbsent = r.error === undefined && r.status >= 200 && r.status < 500;
     }
     if (this.tokenizer === undefined || this.tokenizer === 'llamacpp') {
-      const applied = await this.request('POST', `${this.rootUrl}/apply-template`, { messages, tools });
+      const applied = await this.request('POST', `${this.rootUrl}/apply-template`, { messages, tools, chat_template_kwargs: this.templateKwargs });
       const prompt = z.object({ prompt: z.string() }).safeParse(applied.json);
       if (prompt.success) {
         const tokens = z

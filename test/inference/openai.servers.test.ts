@@ -70,6 +70,8 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
       chat_template_kwargs: { enable_thinking: true },
       seed: 42,
     });
+    // The prompt is counted as it will be rendered (enable_thinking changes the generation prompt's tokens).
+    expect(server.requests.find((r) => r.path === '/tokenize')!.body).toMatchObject({ add_generation_prompt: true, chat_template_kwargs: { enable_thinking: true } });
   });
 
   test('an operator context setting below the server\'s wins; the server\'s caps a larger one', async () => {
