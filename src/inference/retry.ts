@@ -45,8 +45,12 @@ export function describeRetry(info: RetryInfo): string {
   return `model server: ${info.reason} Retry ${info.retry}/${info.maxRetries} in ${s(info.delayMs)} (${s(info.elapsedMs)} so far)`;
 }
 
-/** 408, 409 (llama.cpp: slot busy), 425, 429 and every 5xx are worth another try; other 4xx are not. */
+/**
+ * 408, 409 (llama.cpp: slot busy), 425, 429 and 5xx are worth another try; other 4xx are not, nor 501 (llama.cpp:
+ * a feature the server was started without) and 505, which answer the same way every time.
+ */
 export function isRetryableStatus(status: number): boolean {
+  if (status === 501 || status === 505) return false;
   return status === 408 || status === 409 || status === 425 || status === 429 || status >= 500;
 }
 

@@ -53,7 +53,7 @@ describe('retry policy', () => {
 
   test('which statuses are retried', () => {
     expect([408, 409, 429, 500, 502, 503, 504].every(isRetryableStatus)).toBe(true);
-    expect([400, 401, 403, 404, 413, 422].some(isRetryableStatus)).toBe(false);
+    expect([400, 401, 403, 404, 413, 422, 501, 505].some(isRetryableStatus)).toBe(false);
   });
 
   test('sleep rejects as soon as the signal aborts', async () => {
