@@ -1,6 +1,6 @@
 import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createBackend, OpenAIBackend, type BackendConfig } from '../../inference/index.js';
+import { createBackend, describeRetry, OpenAIBackend, type BackendConfig } from '../../inference/index.js';
 import type { ModelBackend } from '../../inference/types.js';
 import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
 import { solve, type SolveResult } from '../../leaf/solve.js';
@@ -121,7 +121,10 @@ async function runInOutDir(
   progress.phase(`loading model: ${describeBackend(backendCfg)}`);
   let backend: ModelBackend;
   try {
-    backend = await createBackend(backendCfg);
+    backend = await createBackend(backendCfg, {
+      onRetry: (retry) => progress.note(describeRetry(retry)),
+      onWarning: (message) => progress.note(`warning: ${message}`),
+    });
   } catch (err) {
     progress.stop();
     throw setupError(`could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`, 'run `frognano doctor` with the same model options for details');
