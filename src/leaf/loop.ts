@@ -76,7 +76,7 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
   const emit = safeListener(opts.onEvent);
   const { sandbox, backend } = opts;
   const started = Date.now();
-  const executor = new ToolExecutor(sandbox, limits);
+  const executor = new ToolExecutor(sandbox);
   const tools = LEAF_TOOLS;
 
   // One signal for everything running on behalf of this loop: aborted on cancel or at the wall-time limit.
