@@ -62,17 +62,15 @@ export type ReplayTurn = z.input<typeof ReplayTurnSchema>;
 type Turn = z.output<typeof ReplayTurnSchema>;
 
 const TurnsFile = z.object({ turns: z.array(ReplayTurnSchema) });
-/** Our trajectory (steps carry finish reasons and parse errors) or any document with OpenAI-style messages. */
+/**
+ * A Leaf trajectory (upstream's format: steps with OpenAI-shaped assistant messages); this project's writers add
+ * each step's finish reason and malformed tool calls under `frognano.steps`.
+ */
 const TrajectoryWithSteps = z.object({
-  steps: z
-    .array(
-      z.object({
-        assistant: z.record(z.string(), z.unknown()),
-        parse_errors: z.array(z.string()).optional(),
-        finish_reason: z.string().optional(),
-      }),
-    )
-    .min(1),
+  steps: z.array(z.object({ assistant: z.record(z.string(), z.unknown()) })).min(1),
+  frognano: z
+    .object({ steps: z.array(z.object({ parse_errors: z.array(z.string()).optional(), finish_reason: z.string().optional() })) })
+    .optional(),
 });
 const TrajectoryWithMessages = z.object({ messages: z.array(z.record(z.string(), z.unknown())) });
 
@@ -97,8 +95,9 @@ function parseTurns(json: unknown, source: string): Turn[] {
   const withSteps = TrajectoryWithSteps.safeParse(json);
   if (withSteps.success) {
     return withSteps.data.steps.map((s, i) => {
-      const finish = s.finish_reason === 'length' ? 'length' : undefined;
-      const r = ReplayTurnSchema.safeParse({ ...s.assistant, parse_errors: s.parse_errors ?? [], finish_reason: finish });
+      const facts = withSteps.data.frognano?.steps[i];
+      const finish = facts?.finish_reason === 'length' ? 'length' : undefined;
+      const r = ReplayTurnSchema.safeParse({ ...s.assistant, parse_errors: facts?.parse_errors ?? [], finish_reason: finish });
       if (!r.success) throw fail(new z.ZodError(r.error.issues.map((x) => ({ ...x, path: ['steps', i, 'assistant', ...x.path] }))));
       return r.data;
     });
