@@ -302,6 +302,9 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
       try {
         out = await deadline.guard(executor.execute(call, deadline.signal));
       } catch (err) {
+        // Upstream drops the step here; keeping the calls that did run tells a reader more.
+        s.steps.push({ step, assistant, observations });
+        s.facts.push(facts);
         endTurn();
         if (err instanceof ToolAbortedError || deadline.signal.aborted) return deadline.reason();
         s.error = err instanceof ToolInfrastructureError ? err.message : errorText(err);
