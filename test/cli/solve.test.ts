@@ -71,6 +71,7 @@ describe('frognano solve', () => {
     expect(t.n_steps).toBe(3);
     expect(t.frognano.task.title).toBe('add() subtracts');
     expect(t.frognano.task.body).toBe('add 2 3 prints -1 instead of 5.');
+    expect(t.frognano.sampling).toMatchObject({ temperature: 0.6, topP: 0.95, topK: 20, seed: 42, enableThinking: true });
     expect(t.output_patch).toBe(patch);
     // The Bash call really ran in the sandbox on the edited copy.
     const bash = t.steps[1].observations.find((o) => o.tool === 'Bash');
@@ -341,6 +342,7 @@ describe('frognano solve setup and usage errors', () => {
     [['solve', '.', '--issue', 'a', '--replay', 'a.json', '--model-dir', 'm'], /choose one model: --model-dir and --replay/],
     [['solve', '.', '--issue', 'a', '--endpoint', 'http://localhost:8000/v1'], /--endpoint needs --model NAME/],
     [['solve', '.', '--issue', 'a', '--max-new-tokens', '200000'], /maxNewTokens \(200000\) must be smaller than contextTokens/],
+    [['solve', '.', '--issue', 'a', '--temperature', 'hot'], /--temperature must be a number from 0 to 5, got "hot"/],
   ])('usage error %j: exit 2 with the message and the usage', async (args, message) => {
     const r = await runFrognano(args);
     expect(r.code).toBe(2);
