@@ -126,7 +126,8 @@ export class ToolExecutor {
     let r;
     try {
       r = await Promise.race([
-        this.sandbox.spawn(['python3', '-c', sandboxToolScript()], {
+        // -I: neither the repository (the working directory) nor PYTHON* variables can shadow the standard library.
+        this.sandbox.spawn(['python3', '-I', '-c', sandboxToolScript()], {
           stdin: request,
           timeoutMs,
           signal,

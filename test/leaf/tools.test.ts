@@ -84,11 +84,22 @@ describe('ToolExecutor runs every tool inside the sandbox', () => {
   });
 
   it("passes the runner's failure on in upstream's words", async () => {
-    // A Python that cannot start (as in an image whose python3 is broken) exits 1 with its own message.
-    const ex = new ToolExecutor(sandbox, { runnerEnv: { PYTHONHOME: '/nonexistent' } });
+    // No python3 to be found (an image without it): the sandbox's own complaint comes back after upstream's line.
+    const ex = new ToolExecutor(sandbox, { runnerEnv: { PATH: '/nonexistent' } });
     const r = await ex.execute({ name: 'Read', arguments: { file_path: 'x' } });
-    expect(r.output).toMatch(/^Tool runner exited with code 1\.\n.*Fatal Python error/s);
+    expect(r.output).toMatch(/^Tool runner exited with code [1-9]\d*\.\n.*No such file or directory/s);
     expect(r.isError).toBe(true);
+  });
+
+  it('runs the standard library even when the repository has files named like its modules', async () => {
+    for (const name of ['json.py', 'glob.py', 'subprocess.py', 'pathlib.py']) await writeFile(path.join(dir, name), 'raise SystemExit(99)\n');
+    await writeFile(path.join(dir, 'a.txt'), 'x\n');
+    try {
+      const r = await new ToolExecutor(sandbox).execute({ name: 'Read', arguments: { file_path: 'a.txt' } });
+      expect(r.output).toBe('a.txt\n1. x');
+    } finally {
+      for (const name of ['json.py', 'glob.py', 'subprocess.py', 'pathlib.py', 'a.txt']) await rm(path.join(dir, name));
+    }
   });
 
   it('ends the run (tool_error) on a Bash timeout that is not a number, as upstream does', async () => {
