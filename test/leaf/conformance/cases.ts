@@ -60,6 +60,8 @@ export const CASES: ToolCase[] = [
   { name: 'read_truncated_by_env', tool: 'Read', args: { file_path: 'a.txt' }, env: { LEAF_TOOL_OUTPUT_CHARS: '20' } },
   { name: 'read_truncated_default', tool: 'Read', args: { file_path: 'big.txt', offset: 10 }, setup: 'seq 1 6000 > big.txt' },
   { name: 'read_dev_null', tool: 'Read', args: { file_path: '/dev/null' } },
+  { name: 'read_limit_negative', tool: 'Read', args: { file_path: 'a.txt', offset: 2, limit: -1 } },
+  { name: 'read_unicode_path', tool: 'Read', args: { file_path: 'dïr/ünï code.txt' }, setup: "mkdir -p dïr && printf 'ü\\n' > 'dïr/ünï code.txt'" },
   // ---- Write ----
   { name: 'write_new_nested', tool: 'Write', args: { file_path: 'new/dir/f.txt', content: 'hello\nworld\n' }, files: ['new/dir/f.txt'] },
   { name: 'write_counts_characters', tool: 'Write', args: { file_path: 'u.txt', content: 'héllo ✓' }, files: ['u.txt'] },
@@ -73,6 +75,7 @@ export const CASES: ToolCase[] = [
   { name: 'write_absolute_outside', tool: 'Write', args: { file_path: '/tmp/leaf-out/abs.txt', content: 'ab' } },
   { name: 'write_onto_directory', tool: 'Write', args: { file_path: 'src', content: 'x' } },
   { name: 'write_missing_path', tool: 'Write', args: { content: 'x' } },
+  { name: 'write_path_alias', tool: 'Write', args: { path: 'alias.txt', content: 'via path' }, files: ['alias.txt'] },
   { name: 'write_dangling_symlink', tool: 'Write', args: { file_path: 'dl.txt', content: 'through' }, setup: 'ln -s /tmp/made.txt dl.txt' },
   // ---- Edit ----
   { name: 'edit_basic', tool: 'Edit', args: { file_path: 'a.txt', old_string: 'line two', new_string: 'line 2' }, files: ['a.txt'] },
@@ -82,6 +85,8 @@ export const CASES: ToolCase[] = [
   { name: 'edit_replace_all_yes', tool: 'Edit', args: { file_path: 'src/pkg/mod.py', old_string: 'return 1', new_string: 'return 3', replace_all: 'yes' }, files: ['src/pkg/mod.py'] },
   { name: 'edit_replace_all_false_string', tool: 'Edit', args: { file_path: 'src/pkg/mod.py', old_string: 'return 1', new_string: 'r', replace_all: 'false' } },
   { name: 'edit_empty_old', tool: 'Edit', args: { file_path: 'a.txt', old_string: '', new_string: 'x' } },
+  { name: 'edit_replace_all_number', tool: 'Edit', args: { file_path: 'src/pkg/mod.py', old_string: 'return 1', new_string: 'return 4', replace_all: 1 }, files: ['src/pkg/mod.py'] },
+  { name: 'edit_path_alias', tool: 'Edit', args: { path: 'a.txt', old_string: 'three', new_string: '3' }, files: ['a.txt'] },
   { name: 'edit_missing_new', tool: 'Edit', args: { file_path: 'a.txt', old_string: 'line one\n' }, files: ['a.txt'] },
   { name: 'edit_crlf_file', tool: 'Edit', args: { file_path: 'crlf.txt', old_string: 'y\nz', new_string: 'Y\nZ' }, files: ['crlf.txt'] },
   { name: 'edit_missing_file', tool: 'Edit', args: { file_path: 'gone.py', old_string: 'a', new_string: 'b' } },
@@ -101,6 +106,7 @@ export const CASES: ToolCase[] = [
   { name: 'glob_skips_hidden_and_dirs', tool: 'Glob', args: { pattern: '*' }, setup: 'touch .hidden' },
   { name: 'glob_outside', tool: 'Glob', args: { pattern: 'os*', path: '/proc/sys/kernel' } },
   { name: 'glob_dotdot', tool: 'Glob', args: { pattern: '../workspace/docs/*' } },
+  { name: 'glob_question_mark', tool: 'Glob', args: { pattern: 'src/m?in.py' } },
   // ---- Bash ----
   { name: 'bash_streams', tool: 'Bash', args: { command: 'echo hi; echo err >&2' } },
   { name: 'bash_exit_code', tool: 'Bash', args: { command: 'echo partial; exit 3' } },
@@ -117,6 +123,10 @@ export const CASES: ToolCase[] = [
   { name: 'bash_binary_output', tool: 'Bash', args: { command: "printf '\\377\\376'" } },
   { name: 'bash_working_directory', tool: 'Bash', args: { command: 'pwd' } },
   { name: 'bash_no_output', tool: 'Bash', args: { command: 'true', description: 'does nothing' } },
+  { name: 'bash_default_timeout_by_env', tool: 'Bash', args: { command: 'echo a; sleep 5' }, env: { LEAF_BASH_TIMEOUT_SEC: '1' } },
+  { name: 'bash_timeout_ms_as_string', tool: 'Bash', args: { command: 'sleep 5', timeout_ms: '500' } },
+  { name: 'bash_reads_no_stdin', tool: 'Bash', args: { command: 'cat; echo done' } },
+  { name: 'bash_background_process', tool: 'Bash', args: { command: 'sleep 30 >/dev/null 2>&1 & echo started' } },
   { name: 'bash_changes_file', tool: 'Bash', args: { command: "sed -i 's/one/ONE/' a.txt && cat a.txt" }, files: ['a.txt'] },
   // ---- dispatch ----
   { name: 'unknown_tool', tool: 'Grep', args: { pattern: 'x' } },
