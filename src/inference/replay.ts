@@ -38,11 +38,28 @@ const ArgumentsSchema = z.union([
 
 const ScriptToolCall = z.union([
   z.object({ id: z.string().optional(), name: z.string().min(1), arguments: ArgumentsSchema.default({}) }),
-  // OpenAI wire format, as in trajectories written by the Python Leaf harness.
+  // OpenAI wire format, as in Leaf trajectories (upstream's and this project's): the arguments text is kept, and
+  // text that is not a JSON object runs as {} (what upstream's harness does with it).
   z
-    .object({ id: z.string().optional(), function: z.object({ name: z.string().min(1), arguments: ArgumentsSchema.default({}) }) })
-    .transform((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+    .object({
+      id: z.string().optional(),
+      function: z.object({ name: z.string().min(1), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default({}) }),
+    })
+    .transform((c) => {
+      const raw = c.function.arguments;
+      if (typeof raw !== 'string') return { id: c.id, name: c.function.name, arguments: raw };
+      return { id: c.id, name: c.function.name, arguments: lenientArguments(raw), argumentsText: raw };
+    }),
 ]);
+
+function lenientArguments(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
 
 export const ReplayTurnSchema = z.object({
   content: z.string().nullish().transform((s) => s ?? ''),
@@ -207,6 +224,7 @@ export class ReplayBackend implements ModelBackend {
       id: c.id ?? `replay_${turnNo}_${i}`,
       name: c.name,
       arguments: c.arguments,
+      ...('argumentsText' in c && c.argumentsText !== undefined ? { argumentsText: c.argumentsText } : {}),
     }));
     const reasoning = turn.reasoning ?? turn.reasoning_content;
     const rawText = renderRawTurn({ reasoning, content: turn.content, tool_calls: toolCalls });
