@@ -48,7 +48,7 @@ Limits (defaults: upstream Leaf's SWE-bench Verified eval):
   --wall-time DURATION     Time budget, checked before each turn (default 50m), e.g. 30m, 1h30m, 900 (seconds)
   --max-new-tokens N       Tokens the model may generate per turn (default: no cap beyond the context)
   --context-tokens N       Context budget, checked after each turn (default 65536, or the model's window if smaller)
-  --bash-timeout DURATION  Bash timeout when the model gives none (default 120s; upstream's LEAF_BASH_TIMEOUT_SEC)
+  --bash-timeout DURATION  Bash timeout when the model gives none (default 120s, as upstream)
 
 Sampling (defaults: upstream Leaf's eval; the runner reads FROGNANO_TEMPERATURE, FROGNANO_TOP_P ... the same way):
   --temperature T          default 0.6 (0: greedy)
