@@ -51,6 +51,16 @@ export interface ToolExecutorOptions {
   maxRequestBytes?: number;
 }
 
+const NO_PYTHON = 'the sandbox has no python3, which the Leaf tools run with (runner/sandbox.Dockerfile installs it)';
+/**
+ * Upstream's choice of interpreter (frognano/runtimes/python.py FIND_PYTHON: /usr/bin/python3, else python3 or python
+ * on PATH), then the tool script. -I: neither the repository (the working directory) nor PYTHON* variables can
+ * shadow the standard library the script imports.
+ */
+const FIND_PYTHON_AND_RUN =
+  'p=$(test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3 || command -v python) || ' +
+  `{ echo '${NO_PYTHON}' >&2; exit 127; }; exec "$p" -I -c "$1"`;
+
 const ERROR_OUTPUT = /^(?:[A-Z][A-Za-z]*(?:Error|Exception|Exit|Interrupt): |Unknown tool: |Tool runner exited with code |leaf tool_runner error: )/;
 
 /** One line describing a call, for progress events and trajectory summaries. */
@@ -126,8 +136,7 @@ export class ToolExecutor {
     let r;
     try {
       r = await Promise.race([
-        // -I: neither the repository (the working directory) nor PYTHON* variables can shadow the standard library.
-        this.sandbox.spawn(['python3', '-I', '-c', sandboxToolScript()], {
+        this.sandbox.spawn(['/bin/sh', '-c', FIND_PYTHON_AND_RUN, 'frognano-leaf-tool', sandboxToolScript()], {
           stdin: request,
           timeoutMs,
           signal,
@@ -145,6 +154,7 @@ export class ToolExecutor {
     }
     if (r.cancelled || signal?.aborted) throw new ToolAbortedError();
     if (r.timedOut) throw new ToolInfrastructureError(`the tool call got no answer from the sandbox within ${timeoutMs / 1000}s`);
+    if (r.exitCode === 127 && r.stderr.includes(NO_PYTHON)) throw new ToolInfrastructureError(NO_PYTHON);
     const dropped = r.stdoutTruncated + r.stderrTruncated;
     const output = `${r.stdout}${r.stderr}${dropped ? `\n[${dropped} more bytes of output were dropped]` : ''}`;
     // Upstream's words for a runner that failed (no python3 in the image, killed for memory ...).

@@ -84,11 +84,11 @@ describe('ToolExecutor runs every tool inside the sandbox', () => {
   });
 
   it("passes the runner's failure on in upstream's words", async () => {
-    // No python3 to be found (an image without it): the sandbox's own complaint comes back after upstream's line.
-    const ex = new ToolExecutor(sandbox, { runnerEnv: { PATH: '/nonexistent' } });
-    const r = await ex.execute({ name: 'Read', arguments: { file_path: 'x' } });
-    expect(r.output).toMatch(/^Tool runner exited with code [1-9]\d*\.\n.*No such file or directory/s);
-    expect(r.isError).toBe(true);
+    // The runner itself killed (as the memory limit would): upstream's line with the shell's exit code.
+    const ex = new ToolExecutor(sandbox);
+    const killed = await ex.execute({ name: 'Bash', arguments: { command: 'kill -9 $PPID' } });
+    expect(killed.output).toBe('Tool runner exited with code 137.\n');
+    expect(killed.isError).toBe(true);
   });
 
   it('runs the standard library even when the repository has files named like its modules', async () => {
