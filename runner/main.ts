@@ -83,6 +83,7 @@ async function main(): Promise<void> {
       logger: log,
       maxTurns: cfg.maxTurns,
       wallTimeMs: cfg.wallTimeMinutes ? cfg.wallTimeMinutes * 60_000 : undefined,
+      sampling: cfg.sampling,
       metrics,
     },
   });

@@ -12,6 +12,12 @@ export interface ToolCall {
   name: string;
   /** Parsed arguments. When parsing failed the call is not here but in GenerateResult.parseErrors. */
   arguments: Record<string, unknown>;
+  /**
+   * The arguments as the model (or the server's tool parser) wrote them, when the backend has that text: the
+   * trajectory stores it verbatim, as upstream Leaf does. A backend that got arguments which are not a JSON object
+   * gives `arguments: {}` with this text (upstream runs such a call with {} and the tool answers with its error).
+   */
+  argumentsText?: string;
 }
 
 export interface ChatMessage {
