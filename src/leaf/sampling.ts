@@ -1,3 +1,4 @@
+import { LEAF_EVAL_SAMPLING } from '../inference/leafSampling.js';
 import type { GenerateOptions } from '../inference/types.js';
 
 /** The sampling settings the loop sends with every model call. */
@@ -7,20 +8,10 @@ export type Sampling = Pick<
 >;
 
 /**
- * Upstream Leaf's eval sampling (microsoft/FrogNano, frognano/configs/eval/swebench-verified.yaml): temperature
- * 0.6, top_p 0.95, top_k 20, min_p 0, repetition_penalty 1.0, thinking on, parallel tool calls, task seed 42.
- * Greedy decoding pushes Qwen3-family thinking models into repetition loops.
+ * Upstream Leaf's eval sampling (src/inference/leafSampling.ts, which the backends also fall back to) plus the eval
+ * config's task seed 42. Greedy decoding pushes Qwen3-family thinking models into repetition loops.
  */
-export const LEAF_SAMPLING: Readonly<Required<Sampling>> = Object.freeze({
-  temperature: 0.6,
-  topP: 0.95,
-  topK: 20,
-  minP: 0,
-  repetitionPenalty: 1.0,
-  seed: 42,
-  enableThinking: true,
-  parallelToolCalls: true,
-});
+export const LEAF_SAMPLING: Readonly<Required<Sampling>> = Object.freeze({ ...LEAF_EVAL_SAMPLING, seed: 42 });
 
 type NumberKey = 'temperature' | 'topP' | 'topK' | 'minP' | 'repetitionPenalty' | 'seed';
 
