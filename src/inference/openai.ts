@@ -518,12 +518,13 @@ export class OpenAIBackend implements ModelBackend {
     let toolCalls: ToolCall[] = [];
     const parseErrors: string[] = [];
     if (wire.toolCalls.length) {
-      wire.toolCalls.forEach((c, i) => {
-        const args = decodeArguments(c.arguments);
-        if (!c.name) parseErrors.push(`Malformed tool call #${i + 1}: no function name.`);
-        else if (typeof args === 'string') parseErrors.push(`Malformed tool call #${i + 1} (${c.name}): ${args}`);
-        else toolCalls.push({ id: c.id || `call_${idPrefix}_${i}`, name: c.name, arguments: args });
-      });
+      // As upstream Leaf does with a server's calls: arguments that are not a JSON object run as {} (the tool then
+      // answers with its own error, e.g. "ValueError: command is required"), and the text the server sent is kept.
+      toolCalls = wire.toolCalls.map((c, i) => ({
+        id: c.id || `call_${idPrefix}_${i}`,
+        name: c.name ?? '',
+        ...decodeArguments(c.arguments),
+      }));
       // A server with a tool parser but no reasoning parser leaves <think> in the content.
       const split = splitReasoning(content, false);
       content = split.rest.trim();
@@ -606,18 +607,18 @@ export class OpenAIBackend implements ModelBackend {
   }
 }
 
-/** Arguments object, or a message saying why the server's arguments are unusable. */
-function decodeArguments(raw: string | Record<string, unknown> | null | undefined): Record<string, unknown> | string {
-  if (raw === null || raw === undefined || (typeof raw === 'string' && raw.trim() === '')) return {};
-  if (typeof raw !== 'string') return raw;
+/** A server's arguments as upstream Leaf reads them (text that is not a JSON object is {}), with the text kept. */
+function decodeArguments(raw: string | Record<string, unknown> | null | undefined): Pick<ToolCall, 'arguments' | 'argumentsText'> {
+  if (raw === null || raw === undefined) return { arguments: {} };
+  if (typeof raw !== 'string') return { arguments: raw };
   let value: unknown;
   try {
-    value = JSON.parse(raw);
-  } catch (e) {
-    return `arguments are not valid JSON (${(e as Error).message}): ${excerpt(raw, 120)}`;
+    value = JSON.parse(raw || '{}');
+  } catch {
+    return { arguments: {}, argumentsText: raw };
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'arguments must be a JSON object.';
-  return value as Record<string, unknown>;
+  const args = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  return { arguments: args, argumentsText: raw };
 }
 
 function usageTokens(

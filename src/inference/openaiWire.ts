@@ -4,7 +4,7 @@
  * and the raw-text rendering of server-parsed tool calls.
  */
 import { z } from 'zod';
-import type { ChatMessage } from './types.js';
+import type { ChatMessage, ToolCall } from './types.js';
 
 const WireToolCallSchema = z.object({
   id: z.string().nullish(),
@@ -174,6 +174,22 @@ function parseArgs(raw: WireAssistant['toolCalls'][number]['arguments']): Record
   }
 }
 
+/**
+ * The arguments text sent back in the history: the model's own text, as upstream Leaf sends it, when it is a JSON
+ * object; else the object it ran with ({}), since servers parse the history's arguments and reject broken JSON.
+ */
+function wireArguments(c: ToolCall): string {
+  if (c.argumentsText !== undefined) {
+    try {
+      const v: unknown = JSON.parse(c.argumentsText);
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) return c.argumentsText;
+    } catch {
+      /* fall through */
+    }
+  }
+  return JSON.stringify(c.arguments);
+}
+
 export function toWireMessage(m: ChatMessage): Record<string, unknown> {
   switch (m.role) {
     case 'assistant': {
@@ -184,7 +200,7 @@ export function toWireMessage(m: ChatMessage): Record<string, unknown> {
         out.tool_calls = m.tool_calls.map((c) => ({
           id: c.id,
           type: 'function',
-          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+          function: { name: c.name, arguments: wireArguments(c) },
         }));
       }
       return out;

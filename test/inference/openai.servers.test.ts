@@ -96,8 +96,8 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
       content: '',
       reasoning: 'The test reads a CRLF file; check how read() opens it.',
       tool_calls: [
-        { id: 'chatcmpl-tool-0d6f3a1b2c4e4f5a8b9c0d1e2f3a4b5c', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' } },
-        { id: 'chatcmpl-tool-7e8f9a0b1c2d4e3f8a9b0c1d2e3f4a5b', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 } },
+        { id: 'chatcmpl-tool-0d6f3a1b2c4e4f5a8b9c0d1e2f3a4b5c', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' }, argumentsText: expect.any(String) },
+        { id: 'chatcmpl-tool-7e8f9a0b1c2d4e3f8a9b0c1d2e3f4a5b', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 }, argumentsText: expect.any(String) },
       ],
     });
     expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 5123, prefillTokens: 131, completionTokens: 188, parseErrors: [] });
@@ -114,7 +114,7 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     server.script(router(VLLM_ROUTES, [vllm('tool-calls-reasoning-field')]));
     const r = await backend({ stream: false }).generate(MESSAGES, TOOLS);
     expect(r.message.reasoning).toBe('Run the tests first.');
-    expect(r.message.tool_calls).toEqual([{ id: expect.any(String), name: 'Bash', arguments: { command: 'ls' } }]);
+    expect(r.message.tool_calls).toEqual([{ id: expect.any(String), name: 'Bash', arguments: { command: 'ls' }, argumentsText: '{"command": "ls"}' }]);
   });
 
   test('a Write cut off at max_tokens is reported as length and never returned as a call (non-streamed)', async () => {
@@ -134,8 +134,8 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     expect(server.chats[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(deltas.join('')).toBe('The test reads a CRLF file.\n\n\n');
     expect(r.message.tool_calls).toEqual([
-      { id: 'call_5f6a7b8c9d0e1f2a3b4c5d6e', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' } },
-      { id: 'call_0a1b2c3d4e5f6a7b8c9d0e1f', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 } },
+      { id: 'call_5f6a7b8c9d0e1f2a3b4c5d6e', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' }, argumentsText: expect.any(String) },
+      { id: 'call_0a1b2c3d4e5f6a7b8c9d0e1f', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 }, argumentsText: expect.any(String) },
     ]);
     expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 5123, prefillTokens: 131, completionTokens: 188 });
   });
@@ -389,8 +389,8 @@ describe('llama.cpp llama-server --jinja (recorded)', () => {
     server.script(router(LLAMA_ROUTES, [llamacpp('tool-calls')]));
     const r = await backend({ stream: false }).generate(MESSAGES, TOOLS);
     expect(r.message.tool_calls).toEqual([
-      { id: expect.stringMatching(/^\w{32}$/), name: 'report_status', arguments: { ready: false, attempts: 4 } },
-      { id: expect.stringMatching(/^\w{32}$/), name: 'seek', arguments: { offset: 4 } },
+      { id: expect.stringMatching(/^\w{32}$/), name: 'report_status', arguments: { ready: false, attempts: 4 }, argumentsText: expect.any(String) },
+      { id: expect.stringMatching(/^\w{32}$/), name: 'seek', arguments: { offset: 4 }, argumentsText: expect.any(String) },
     ]);
     expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 1286, prefillTokens: 1286 - 143, completionTokens: 193 });
     expect(r.rawText).toContain('<tool_call>\n<function=seek>\n<parameter=offset>\n4\n</parameter>\n</function>\n</tool_call>');

@@ -210,7 +210,7 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
       role: 'assistant',
       content: 'Running the tests.',
       reasoning: 'The assertion is wrong.',
-      tool_calls: [{ id: 'chatcmpl-tool-9', name: 'Bash', arguments: { command: 'npm test', timeout: 60 } }],
+      tool_calls: [{ id: 'chatcmpl-tool-9', name: 'Bash', arguments: { command: 'npm test', timeout: 60 }, argumentsText: '{"command": "npm test", "timeout": 60}' }],
     });
     expect(result.finishReason).toBe('tool_calls');
     expect(result).toMatchObject({ promptTokens: 1500, prefillTokens: 476, completionTokens: 55, parseErrors: [] });
@@ -272,9 +272,15 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
     expect(first.parseErrors).toEqual([expect.stringMatching(/^Malformed tool call #1: missing <function=\.\.\.> after <tool_call>/)]);
     expect(first.finishReason).toBe('stop');
 
+    // Server-parsed calls whose arguments are not a JSON object run as {} (upstream Leaf's rule): the tool answers
+    // with its own error, and the text the server sent is kept for the trajectory.
     const second = await backend().generate(HISTORY, TOOLS);
-    expect(second.message.tool_calls).toEqual([{ id: 'c2', name: 'Read', arguments: { file_path: 'a' } }]);
-    expect(second.parseErrors).toEqual([expect.stringMatching(/^Malformed tool call #1 \(Bash\): arguments are not valid JSON/)]);
+    expect(second.message.tool_calls).toEqual([
+      { id: 'c1', name: 'Bash', arguments: {}, argumentsText: '{"command": "ls"' },
+      { id: 'c2', name: 'Read', arguments: { file_path: 'a' }, argumentsText: '{"file_path": "a"}' },
+    ]);
+    expect(second.parseErrors).toEqual([]);
+    expect(second.finishReason).toBe('tool_calls');
   });
 
   test('finish_reason length is reported; missing usage falls back to an estimate', async () => {
@@ -452,8 +458,8 @@ describe('OpenAIBackend streaming (SSE)', () => {
       content: 'Running them.',
       reasoning: 'Need to run tests.',
       tool_calls: [
-        { id: 'call_s1', name: 'Bash', arguments: { command: 'npm test' } },
-        { id: 'call_s2', name: 'Read', arguments: { file_path: 'a' } },
+        { id: 'call_s1', name: 'Bash', arguments: { command: 'npm test' }, argumentsText: expect.any(String) },
+        { id: 'call_s2', name: 'Read', arguments: { file_path: 'a' }, argumentsText: expect.any(String) },
       ],
     });
     expect(result).toMatchObject({ finishReason: 'tool_calls', promptTokens: 900, prefillTokens: 100, completionTokens: 30 });
