@@ -223,11 +223,20 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
       let result: GenerateResult;
       try {
         result = await deadline.guard(
-          backend.generate(s.chat, tools, { ...sampling, maxNewTokens: limits.maxNewTokens, signal: deadline.signal }),
+          backend.generate(s.chat, tools, {
+            ...sampling,
+            maxNewTokens: limits.maxNewTokens,
+            signal: deadline.signal,
+            onRetry: (retry) => emit({ type: 'model_retry', turn: step + 1, retry }),
+          }),
         );
       } catch (err) {
         if (deadline.signal.aborted) exitReason = deadline.reason();
-        else if (isContextOverflow(err)) exitReason = 'max_context_len';
+        else if (isContextOverflow(err)) {
+          exitReason = 'max_context_len';
+          // A prompt the server refused outright still says how full the context was (not "0 tokens").
+          if (err instanceof ContextOverflowError && err.promptTokens) s.contextTokens = Math.max(s.contextTokens, err.promptTokens);
+        }
         else {
           exitReason = 'llm_query_error';
           s.error = errorText(err);

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ReplayBackend, REPLAY_EXHAUSTED_MESSAGE, type ReplayTurn } from '../../src/inference/replay.js';
-import type { GenerateOptions, ModelBackend } from '../../src/inference/types.js';
+import { ContextOverflowError, type GenerateOptions, type ModelBackend } from '../../src/inference/types.js';
 import type { LeafEvent } from '../../src/leaf/events.js';
 import { runLeaf } from '../../src/leaf/loop.js';
 import { computePatch } from '../../src/leaf/patch.js';
@@ -44,6 +44,38 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
   afterEach(async () => {
     await sandbox.close();
     await removeDir(repo);
+  });
+
+  it('reports how full the context was when the server refuses the very first prompt', async () => {
+    const replay = ReplayBackend.fromTurns([]);
+    const backend: ModelBackend = {
+      info: () => ({ ...replay.info(), contextLength: 8192 }),
+      generate: async () => {
+        throw new ContextOverflowError('This model\'s maximum context length is 8192 tokens. However, you requested 9100 tokens.', 9100, 8192);
+      },
+    };
+    const t = await runLeaf({ sandbox, backend, task });
+    expect(t.exit_reason).toBe('max_context_len');
+    expect(t.context_tokens).toBe(9100);
+  });
+
+  it("passes the model server's retries on as model_retry events of the turn", async () => {
+    const replay = ReplayBackend.fromTurns([{ content: 'Nothing to change.' }]);
+    const backend: ModelBackend = {
+      info: () => replay.info(),
+      generate: (m, t, o = {}) => {
+        // A backend that had to wait for its server twice before answering.
+        for (const n of [1, 2]) o.onRetry?.({ retry: n, maxRetries: 12, delayMs: 10, elapsedMs: n * 10, reason: 'HTTP 503.' });
+        return replay.generate(m, t, o);
+      },
+    };
+    const events: LeafEvent[] = [];
+    const t = await runLeaf({ sandbox, backend, task, onEvent: (e) => events.push(e) });
+    expect(t.exit_reason).toBe('agent');
+    expect(events.filter((e) => e.type === 'model_retry')).toEqual([
+      { type: 'model_retry', turn: 1, retry: expect.objectContaining({ retry: 1, maxRetries: 12 }) },
+      { type: 'model_retry', turn: 1, retry: expect.objectContaining({ retry: 2, maxRetries: 12 }) },
+    ]);
   });
 
   it('runs a multi-turn fix with parallel tool calls, really changing files, and records it in upstream form', async () => {
