@@ -11,7 +11,7 @@ import { lastRow, OnnxDecoder } from '../../src/inference/onnx/decode.js';
 import { IncrementalDetokenizer } from '../../src/inference/onnx/detokenize.js';
 import { locateModelFiles } from '../../src/inference/onnx/modelFiles.js';
 import { PrefixCache } from '../../src/inference/onnx/prefixCache.js';
-import { argmax, createRng, sampleToken } from '../../src/inference/onnx/sampling.js';
+import { argmax, createRng, sampleToken, type SamplingOptions } from '../../src/inference/onnx/sampling.js';
 import { loadTokenizer } from '../../src/inference/onnx/tokenizer.js';
 
 let root: string;
@@ -164,6 +164,121 @@ describe('sampling', () => {
     seen.clear();
     for (let i = 0; i < 2000; i++) seen.add(sampleToken(logits, { temperature: 1, topK: 3 }, rng));
     expect([...seen].sort()).toEqual([1, 2, 4]);
+  });
+});
+
+/**
+ * The distribution a sampler with these settings must draw from, computed the plain way (full softmax, full
+ * sort, cuts in transformers' order) as an independent reference for the sampler's shortcuts.
+ */
+function referenceDistribution(logits: ArrayLike<number>, o: Required<Omit<SamplingOptions, 'repetitionPenalty'>>): Map<number, number> {
+  const scaled = Array.from(logits, (l, id) => ({ id, l: l / o.temperature }));
+  scaled.sort((a, b) => b.l - a.l || a.id - b.id);
+  let kept = o.topK > 0 ? scaled.slice(0, o.topK) : scaled;
+  const softmax = (xs: { id: number; l: number }[]) => {
+    const m = Math.max(...xs.map((x) => x.l));
+    const e = xs.map((x) => Math.exp(x.l - m));
+    const z = e.reduce((a, b) => a + b, 0);
+    return e.map((v) => v / z);
+  };
+  let p = softmax(kept);
+  if (o.topP < 1) {
+    let c = 0;
+    let n = 0;
+    while (n < p.length && c < o.topP) c += p[n++]!;
+    kept = kept.slice(0, n);
+    p = softmax(kept);
+  }
+  if (o.minP > 0) {
+    const floor = o.minP * p[0]!;
+    kept = kept.filter((_, i) => p[i]! >= floor);
+    p = softmax(kept);
+  }
+  return new Map(kept.map((k, i) => [k.id, p[i]!]));
+}
+
+function empirical(logits: ArrayLike<number>, opts: SamplingOptions, seed: number, n: number, seen?: number[]): Map<number, number> {
+  const rng = createRng(seed);
+  const counts = new Map<number, number>();
+  for (let i = 0; i < n; i++) {
+    const id = sampleToken(logits, opts, rng, seen);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return new Map([...counts].map(([id, c]) => [id, c / n]));
+}
+
+function expectSameDistribution(actual: Map<number, number>, expected: Map<number, number>, tolerance: number): void {
+  // Nothing outside the expected support is ever drawn, and every frequency is close to its probability.
+  expect([...actual.keys()].filter((id) => !expected.has(id))).toEqual([]);
+  for (const [id, p] of expected) expect(Math.abs((actual.get(id) ?? 0) - p)).toBeLessThan(tolerance);
+}
+
+describe('sampling with upstream Leaf settings (temperature, top-k, top-p, min-p, repetition penalty)', () => {
+  // 160 logits from a fixed generator: a long-tailed row with a few strong candidates.
+  const rng = createRng(2024);
+  const row = Float32Array.from({ length: 160 }, (_, i) => (i % 37 === 0 ? 4 : 0) + 3 * rng() - 1.5 * rng());
+
+  test('Leaf eval defaults (0.6 / top-p 0.95 / top-k 20 / min-p 0) draw from the reference distribution', () => {
+    const opts = { temperature: 0.6, topP: 0.95, topK: 20, minP: 0 };
+    const expected = referenceDistribution(row, opts);
+    expect(expected.size).toBeGreaterThanOrEqual(3);
+    expect(expected.size).toBeLessThanOrEqual(20);
+    expectSameDistribution(empirical(row, { ...opts, repetitionPenalty: 1.0 }, 7, 12000), expected, 0.015);
+  });
+
+  test('min-p keeps only tokens at least minP times as likely as the best one', () => {
+    for (const minP of [0.05, 0.3, 0.8]) {
+      const opts = { temperature: 1, topP: 1, topK: 0, minP };
+      const expected = referenceDistribution(row, opts);
+      expectSameDistribution(empirical(row, opts, 11, 12000), expected, 0.015);
+    }
+    // The five-logit row: probabilities ~ [0.35, 0.32, 0.21, 0.08, 0.01] for ids [1, 4, 2, 0, 3].
+    const small = Float32Array.from([1.0, 3.0, 2.5, -1.0, 2.9]);
+    expect([...empirical(small, { temperature: 1, minP: 0.5 }, 3, 3000).keys()].sort()).toEqual([1, 2, 4]);
+    // Token 4 is e^-0.1 = 0.905 times as likely as token 1: below a 0.95 floor.
+    expect([...empirical(small, { temperature: 1, minP: 0.95 }, 3, 3000).keys()]).toEqual([1]);
+  });
+
+  test('top-k, top-p and temperature combine as in transformers', () => {
+    for (const opts of [
+      { temperature: 1.3, topP: 0.8, topK: 0, minP: 0 },
+      { temperature: 0.4, topP: 1, topK: 5, minP: 0 },
+      { temperature: 0.9, topP: 0.7, topK: 12, minP: 0.1 },
+    ]) {
+      expectSameDistribution(empirical(row, opts, 5, 12000), referenceDistribution(row, opts), 0.015);
+    }
+  });
+
+  test('the repetition penalty lowers seen tokens: positive logits divided, negative multiplied', () => {
+    const small = Float32Array.from([1.0, 3.0, 2.5, -1.0, 2.9]);
+    // Greedy: the best token (id 1, logit 3) drops to 2 after a 1.5 penalty, so 2.9 (id 4) wins.
+    expect(sampleToken(small, { repetitionPenalty: 1.5 }, createRng(0), [1])).toBe(4);
+    expect(sampleToken(small, { repetitionPenalty: 1.0 }, createRng(0), [1])).toBe(1);
+    expect(sampleToken(small, {}, createRng(0), [1])).toBe(1);
+    // Sampled: the draw follows softmax of the penalised row [1, 2, 2.5, -1.5, 2.9 / 1.5].
+    const penalised = Float32Array.from([1.0, 3.0 / 1.5, 2.5, -1.0 * 1.5, 2.9 / 1.5]);
+    const opts = { temperature: 1, topP: 1, topK: 0, minP: 0 };
+    expectSameDistribution(
+      empirical(small, { ...opts, repetitionPenalty: 1.5 }, 9, 30000, [1, 3, 4, 4]),
+      referenceDistribution(penalised, opts),
+      0.012,
+    );
+  });
+
+  test('temperature 0 stays greedy whatever the other settings say', () => {
+    for (let s = 0; s < 10; s++) {
+      expect(sampleToken(row, { temperature: 0, topP: 0.5, topK: 3, minP: 0.5 }, createRng(s))).toBe(argmax(row));
+    }
+  });
+
+  test('a seed reproduces the whole sequence of draws; another seed does not', () => {
+    const opts = { temperature: 0.6, topP: 0.95, topK: 20, minP: 0.02, repetitionPenalty: 1.1 };
+    const draws = (seed: number) => {
+      const r = createRng(seed);
+      return Array.from({ length: 200 }, () => sampleToken(row, opts, r, [0, 37, 74]));
+    };
+    expect(draws(123)).toEqual(draws(123));
+    expect(draws(123)).not.toEqual(draws(124));
   });
 });
 

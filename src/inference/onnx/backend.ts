@@ -208,6 +208,9 @@ export class OnnxBackend implements ModelBackend {
         temperature: options.temperature,
         topK: options.topK,
         topP: options.topP,
+        minP: options.minP,
+        repetitionPenalty: options.repetitionPenalty,
+        promptIds,
         rng,
         signal: options.signal,
         onTokenId: (id) => {

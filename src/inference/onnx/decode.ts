@@ -168,6 +168,8 @@ export interface DecodeLoopOptions extends SamplingOptions {
   maxNewTokens: number;
   eosTokenIds: ReadonlySet<number>;
   rng: Rng;
+  /** The prompt's token ids: with a repetition penalty, they count as seen (as in transformers and vLLM). */
+  promptIds?: readonly number[];
   signal?: AbortSignal;
   /** Called with each new token; return true to stop after it (e.g. a stop string completed). */
   onTokenId?: (id: number) => boolean | void;
@@ -191,12 +193,15 @@ export async function decodeLoop(
   const tokens: number[] = [];
   let logits = firstLogits;
   let current = state;
+  const penalised = opts.repetitionPenalty !== undefined && opts.repetitionPenalty !== 1;
+  const seen = penalised ? new Set<number>(opts.promptIds ?? []) : undefined;
   while (true) {
     if (opts.signal?.aborted) return { tokens, reason: 'aborted', state: current };
     if (tokens.length >= opts.maxNewTokens) return { tokens, reason: 'length', state: current };
-    const id = sampleToken(logits, opts, opts.rng);
+    const id = sampleToken(logits, opts, opts.rng, seen);
     if (opts.eosTokenIds.has(id)) return { tokens, reason: 'eos', state: current };
     tokens.push(id);
+    seen?.add(id);
     if (opts.onTokenId?.(id)) return { tokens, reason: 'stop_string', state: current };
     if (tokens.length >= opts.maxNewTokens) return { tokens, reason: 'length', state: current };
     ({ logits, state: current } = await decoder.forward([id], current));
