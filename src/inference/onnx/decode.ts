@@ -10,9 +10,20 @@ import { sampleToken, type Rng, type SamplingOptions } from './sampling.js';
 import { discoverStateSpecs, emptyState, isStateInput, type DecoderState, type StateSpec } from './stateLayout.js';
 
 export interface DecoderOptions {
-  /** Prompt tokens per session.run during prefill; bounds the attention score matrix of long prompts. */
+  /** Prompt tokens per session.run during prefill; bounds the attention score matrix of long prompts. Default 512. */
   prefillChunkSize?: number;
+  /**
+   * Most bytes one prefill run may return as logits. A graph without `num_logits_to_keep` returns a row per
+   * prompt token (a 512-token chunk on a 248,320-token vocabulary is ~509 MB of float32) though only the last is
+   * used, so the chunk is shortened to fit. Default 64 MiB.
+   */
+  prefillLogitsBudgetBytes?: number;
 }
+
+export const DEFAULT_PREFILL_CHUNK = 512;
+export const DEFAULT_PREFILL_LOGITS_BUDGET = 64 * 1024 * 1024;
+
+type Metadata = { name: string; isTensor?: boolean; type?: string; shape?: readonly unknown[] };
 
 /** Inputs the loop knows how to fill; anything else a graph asks for is reported instead of guessed. */
 const KNOWN_INPUTS = new Set(['input_ids', 'inputs_embeds', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep', 'use_cache_branch']);
@@ -23,7 +34,12 @@ export class OnnxDecoder {
   readonly rewindable: boolean;
   private readonly inputNames: Set<string>;
   private readonly positionRank: number;
-  private readonly prefillChunkSize: number;
+  /** Prompt tokens per prefill run, after the logits budget (see DecoderOptions). */
+  readonly prefillChunkSize: number;
+  /** True when the graph takes `num_logits_to_keep` / `logits_to_keep` and so returns the last row only. */
+  readonly keepsLastLogitsOnly: boolean;
+  /** Element type the decoder wants for `inputs_embeds`, when it takes them (an fp16 graph wants float16). */
+  private readonly embedsType?: string;
   /** Feeds that are the same on every run, built once rather than per token. */
   private readonly constantFeeds: Record<string, ort.Tensor> = {};
 
@@ -36,7 +52,6 @@ export class OnnxDecoder {
     this.inputNames = new Set(session.inputNames);
     this.specs = discoverStateSpecs(session, config);
     this.rewindable = this.specs.every((s) => s.kind === 'sequence');
-    this.prefillChunkSize = Math.max(1, opts.prefillChunkSize ?? 512);
     if (!session.outputNames.includes('logits')) throw new ModelError('model has no `logits` output');
     const unknown = session.inputNames.filter((n) => !KNOWN_INPUTS.has(n) && !isStateInput(n));
     if (unknown.length) throw new ModelError(`model needs inputs this backend cannot provide: ${unknown.join(', ')}`);
@@ -46,13 +61,17 @@ export class OnnxDecoder {
         throw new ModelError('the decoder takes inputs_embeds but no embed_tokens.onnx was found next to it');
       }
     }
-    const posMeta = (session.inputMetadata as readonly { name: string; shape?: readonly unknown[] }[]).find((m) => m.name === 'position_ids');
+    const inputMeta = session.inputMetadata as readonly Metadata[];
+    const posMeta = inputMeta.find((m) => m.name === 'position_ids');
+    this.embedsType = inputMeta.find((m) => m.name === 'inputs_embeds')?.type;
     // Qwen-VL style exports (Qwen3.5 included) take M-RoPE positions as [3, batch, seq].
     this.positionRank = posMeta?.shape?.length === 3 ? 3 : 2;
     // Only the last position's logits are needed; exports that can skip the rest say so with this input.
     for (const name of ['num_logits_to_keep', 'logits_to_keep']) {
       if (this.inputNames.has(name)) this.constantFeeds[name] = new ort.Tensor('int64', BigInt64Array.of(1n), []);
     }
+    this.keepsLastLogitsOnly = Object.keys(this.constantFeeds).length > 0;
+    this.prefillChunkSize = prefillChunkFor(session, config, this.keepsLastLogitsOnly, opts);
   }
 
   newState(): DecoderState {
@@ -89,7 +108,7 @@ export class OnnxDecoder {
       feeds.input_ids = idTensor;
     } else {
       const out = await this.embedSession!.run({ input_ids: idTensor });
-      feeds.inputs_embeds = out[this.embedSession!.outputNames[0]!]!;
+      feeds.inputs_embeds = castFloat(out[this.embedSession!.outputNames[0]!]!, this.embedsType);
     }
     if (this.inputNames.has('attention_mask')) {
       feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(past + n).fill(1n), [1, past + n]);
@@ -109,6 +128,72 @@ export class OnnxDecoder {
     for (const spec of this.specs) next.set(spec.input, out[spec.output]!);
     return { logits: lastRow(out.logits!), state: { tensors: next, length: past + n } };
   }
+}
+
+/**
+ * Prompt tokens per prefill run: the configured chunk, shortened when the graph returns logits for every
+ * position so that one run's logits stay within the budget.
+ */
+function prefillChunkFor(session: ort.InferenceSession, config: ModelConfig, lastOnly: boolean, opts: DecoderOptions): number {
+  const chunk = Math.max(1, opts.prefillChunkSize ?? DEFAULT_PREFILL_CHUNK);
+  if (lastOnly) return chunk;
+  const logitsMeta = (session.outputMetadata as readonly Metadata[]).find((m) => m.name === 'logits');
+  const lastDim = logitsMeta?.shape?.[logitsMeta.shape.length - 1];
+  const vocab = typeof lastDim === 'number' && lastDim > 0 ? lastDim : config.vocab_size;
+  if (typeof vocab !== 'number' || vocab <= 0) return chunk;
+  const bytesPerLogit = logitsMeta?.type === 'float16' ? 2 : 4;
+  const budget = opts.prefillLogitsBudgetBytes ?? DEFAULT_PREFILL_LOGITS_BUDGET;
+  return Math.max(1, Math.min(chunk, Math.floor(budget / (vocab * bytesPerLogit))));
+}
+
+/**
+ * The embedding in the element type the decoder takes: hub exports pair an fp16 decoder with whichever embed
+ * file the directory has, and onnxruntime does not convert inputs itself.
+ */
+export function castFloat(tensor: ort.Tensor, to: string | undefined): ort.Tensor {
+  if (!to || tensor.type === to) return tensor;
+  if (tensor.type === 'float32' && to === 'float16') {
+    const src = tensor.data as Float32Array;
+    const out = new Uint16Array(src.length);
+    for (let i = 0; i < src.length; i++) out[i] = floatToHalf(src[i]!);
+    return new ort.Tensor('float16', out, tensor.dims);
+  }
+  if (tensor.type === 'float16' && to === 'float32') {
+    const src = tensor.data as Uint16Array;
+    const table = halfTable();
+    return new ort.Tensor('float32', Float32Array.from(src, (h) => table[h]!), tensor.dims);
+  }
+  throw new ModelError(`the embedding graph returns ${tensor.type} but the decoder takes ${to} inputs_embeds`);
+}
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** IEEE half-precision bits of `value`, rounded to nearest even (overflow to infinity, NaN kept). */
+export function floatToHalf(value: number): number {
+  f32[0] = value;
+  const x = u32[0]!;
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    // Subnormal: shift the mantissa (with its implicit leading 1) into place, rounding to nearest even.
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let half = mant >>> shift;
+    const rest = mant & ((1 << shift) - 1);
+    const mid = 1 << (shift - 1);
+    if (rest > mid || (rest === mid && half & 1)) half++;
+    return sign | half;
+  }
+  let half = (e << 10) | (mant >>> 13);
+  const rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && half & 1)) half++;
+  return sign | half;
 }
 
 export class PrefillAborted extends Error {
