@@ -119,6 +119,32 @@ describe('tiny attention-only model', () => {
   });
 });
 
+describe('bounded prefill memory', () => {
+  test('a graph taking num_logits_to_keep returns the last row only, with the same values', async () => {
+    const plain = await decoderFor('keep-plain');
+    const keep = await decoderFor('keep-last', { logitsToKeep: true });
+    expect(keep.decoder.keepsLastLogitsOnly).toBe(true);
+    expect(plain.decoder.keepsLastLogitsOnly).toBe(false);
+    expect(keep.decoder.prefillChunkSize).toBe(512);
+    const a = await plain.decoder.forward(PROMPT, plain.decoder.newState());
+    const b = await keep.decoder.forward(PROMPT, keep.decoder.newState());
+    expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-5);
+  });
+
+  test('without it, the prefill chunk is cut so one run returns at most the logits budget', async () => {
+    // 40,000 rows of float32 logits are 160 kB per token: a 64 MiB budget allows 419 tokens per run.
+    const { decoder } = await decoderFor('big-vocab', { vocabSize: 40000 });
+    expect(decoder.prefillChunkSize).toBe(Math.floor((64 * 1024 * 1024) / (40000 * 4)));
+    const files = await locateModelFiles(path.join(root, 'big-vocab'));
+    const small = new OnnxDecoder(decoder.session, files.config, undefined, { prefillLogitsBudgetBytes: 40000 * 4 * 5 });
+    expect(small.prefillChunkSize).toBe(5);
+    const a = await decoder.forward(PROMPT, decoder.newState());
+    const b = await small.forward(PROMPT, small.newState());
+    expect(a.logits.length).toBe(40000);
+    expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-4);
+  });
+});
+
 describe('logits', () => {
   test('the last position is read from float32 and float16 logits', () => {
     expect(Array.from(lastRow(new ort.Tensor('float32', Float32Array.from([1, 2, 3, 4, 5, 6]), [1, 2, 3])))).toEqual([4, 5, 6]);
