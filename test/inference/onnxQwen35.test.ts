@@ -171,17 +171,39 @@ describe('prefix reuse', () => {
       expect(loop.rawText).toBe(loopFresh.rawText);
       // Only what came after the first prompt is computed: the assistant turn and the tool results.
       expect(loop.prefillTokens).toBe(loop.promptTokens - first.promptTokens);
+      // That turn made no tool call: while idle, the backend prefilled the conversation as a follow-up renders it.
+      expect(loop.message.tool_calls).toBeUndefined();
+      await cached.whenIdle();
+      const followUpHead = cached.cachedStates().find((s) => s.pin === 'followup')!;
+      expect(followUpHead.tokens).toBeGreaterThan(loop.promptTokens * 0.9);
 
       const follow = await cached.generate(conv('follow_up'), ref.tools, OPTS);
       const followFresh = await fresh.generate(conv('follow_up'), ref.tools, OPTS);
       expect(follow.rawText).toBe(followFresh.rawText);
       expect(followFresh.prefillTokens).toBe(followFresh.promptTokens);
-      // Reused: everything up to the end of the task message, which the re-rendered prompt still shares.
-      const head = encodePrompt(cached.tokenizer, renderPrompt(cached.tokenizer, conv('first'), ref.tools, { addGenerationPrompt: false }));
-      expect(follow.prefillTokens).toBe(follow.promptTokens - head.length);
-      // The pinned checkpoint moved on to the end of the follow-up message, ready for the next round.
+      // Reused: the whole re-rendered history; computed: the answer turn, the follow-up and the generation prompt.
+      expect(follow.prefillTokens).toBe(follow.promptTokens - followUpHead.tokens);
+      expect(follow.prefillTokens / follow.promptTokens).toBeLessThan(0.1);
+      // The pinned query checkpoint moved on to the end of the follow-up message, ready for the next round.
       const followHead = encodePrompt(cached.tokenizer, renderPrompt(cached.tokenizer, conv('follow_up'), ref.tools, { addGenerationPrompt: false }));
       expect(cached.cachedStates()).toEqual(expect.arrayContaining([{ tokens: followHead.length, pin: 'query' }]));
+    } finally {
+      await cached.close();
+      await fresh.close();
+    }
+  });
+
+  test('a follow-up arriving before the background prefill is done still reuses the task and matches a fresh run', async () => {
+    const cached = await OnnxBackend.load(FIXTURE, { prefillChunkSize: 16 });
+    const fresh = await OnnxBackend.load(FIXTURE, { prefixCache: false });
+    try {
+      await cached.generate(conv('tool_loop'), ref.tools, OPTS);
+      // No waiting: generate() stops the background work at its next chunk.
+      const follow = await cached.generate(conv('follow_up'), ref.tools, OPTS);
+      expect(follow.rawText).toBe((await fresh.generate(conv('follow_up'), ref.tools, OPTS)).rawText);
+      const head = encodePrompt(cached.tokenizer, renderPrompt(cached.tokenizer, conv('first'), ref.tools, { addGenerationPrompt: false }));
+      expect(follow.promptTokens - follow.prefillTokens).toBeGreaterThanOrEqual(head.length);
+      expect(cached.cachedStates().filter((s) => s.pin === 'followup').length).toBeLessThanOrEqual(1);
     } finally {
       await cached.close();
       await fresh.close();

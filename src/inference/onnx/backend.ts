@@ -78,6 +78,10 @@ export class OnnxBackend implements ModelBackend {
   private readonly contextLength: number;
   /** enable_thinking of the latest generate() call (or the option), so countTokens renders the same prompt. */
   private enableThinking?: boolean;
+  /** Stops the background follow-up prefill when real work arrives. */
+  private idleWork?: AbortController;
+  /** generate() calls queued or running. */
+  private pending = 0;
   /** One generation at a time: the session and the prefix cache are shared state. */
   private queue: Promise<unknown> = Promise.resolve();
   private turn = 0;
@@ -194,7 +198,10 @@ export class OnnxBackend implements ModelBackend {
   }
 
   generate(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions = {}): Promise<GenerateResult> {
-    const run = () => this.generateNow(messages, tools, options);
+    // Background work yields to a real request (it stops at its next prefill chunk).
+    this.idleWork?.abort();
+    this.pending++;
+    const run = () => this.generateNow(messages, tools, options).finally(() => this.pending--);
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -298,6 +305,8 @@ export class OnnxBackend implements ModelBackend {
     if (loop.reason === 'aborted') finishReason = 'aborted';
     else if (loop.reason === 'length') finishReason = 'length';
     else finishReason = parsed.toolCalls.length ? 'tool_calls' : 'stop';
+    // No tool call: the run may end here and a user may follow up later; get ready for that while idle.
+    if (finishReason !== 'aborted' && !parsed.toolCalls.length) this.prepareFollowUp(messages, tools);
     return {
       ...base,
       message,
@@ -333,9 +342,37 @@ export class OnnxBackend implements ModelBackend {
     return this.decoder.forward(promptIds.slice(pos), current, signal);
   }
 
+  /**
+   * Queues, behind the current turn, the prefill of the conversation as a follow-up user message will render it
+   * (see checkpoints.ts), pinned as the `followup` state. The next generate() call aborts it between chunks.
+   */
+  private prepareFollowUp(messages: ChatMessage[], tools: ToolSpec[]): void {
+    // Another request is already waiting: it comes first, and may well not be a follow-up of this one.
+    if (!this.checkpoints || !this.cache || this.pending > 1) return;
+    const ids = this.checkpoints.followUpPrefix(messages, tools);
+    if (!ids) return;
+    const controller = new AbortController();
+    this.idleWork = controller;
+    const work = async () => {
+      if (controller.signal.aborted || this.closed) return;
+      const hit = this.cache!.lookup([...ids, -1]);
+      if (hit.reused >= ids.length) return;
+      const { state } = await this.decoder.forward(ids.slice(hit.reused), hit.state ?? this.decoder.newState(), controller.signal);
+      this.cache!.store(ids, state, 'followup');
+    };
+    const job = () => work().catch(() => undefined);
+    this.queue = this.queue.then(job, job);
+  }
+
+  /** Resolves once queued work, the background follow-up prefill included, has finished. */
+  async whenIdle(): Promise<void> {
+    await this.queue.catch(() => undefined);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.idleWork?.abort();
     await this.queue.catch(() => undefined);
     this.cache?.clear();
     for (const s of this.meta.sessions) await s.release();

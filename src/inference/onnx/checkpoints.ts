@@ -56,6 +56,18 @@ export class CheckpointFinder {
     return out.sort((a, b) => a.at - b.at);
   }
 
+  /**
+   * The tokens every follow-up of this conversation starts with: the conversation as the template renders it
+   * once another user message follows (earlier `<think>` blocks dropped), up to where the next turn opens.
+   * Undefined when it cannot be told (no turn-start token, or the template refuses).
+   */
+  followUpPrefix(messages: ChatMessage[], tools: ToolSpec[]): number[] | undefined {
+    if (this.turnStartId === undefined) return undefined;
+    const ids = this.encodeHead([...messages, { role: 'user', content: 'follow-up' }], tools);
+    const at = ids?.lastIndexOf(this.turnStartId) ?? -1;
+    return at > 0 ? ids!.slice(0, at) : undefined;
+  }
+
   /** Tokens of `messages` rendered without a generation prompt; undefined when the template refuses them. */
   private encodeHead(messages: ChatMessage[], tools: ToolSpec[]): number[] | undefined {
     const key = JSON.stringify([messages, tools]);

@@ -18,6 +18,8 @@
  * message. Two pinned checkpoints cover that: the state at the end of the last user message (a follow-up in the
  * same conversation reuses everything up to it) and the state at the start of the first user turn (system prompt
  * and tool specs, shared by every conversation with the same tools, such as a new job on the same repository).
+ * And once a turn ends without a tool call (the end of a run, when a follow-up may come), the backend prefills
+ * the conversation as a follow-up will render it, while it is idle, and pins that state too.
  *
  * Memory: each entry holds one copy of the state (KV grows with its length); the unpinned entries are capped,
  * and there is at most one pinned entry of each kind.
@@ -27,7 +29,7 @@ import type { DecoderState } from './stateLayout.js';
 import { truncateState } from './stateLayout.js';
 
 /** Checkpoints kept apart from the turn-by-turn entries (see the comment at the top). */
-export type PinKind = 'system' | 'query';
+export type PinKind = 'system' | 'query' | 'followup';
 
 interface Entry {
   ids: number[];
