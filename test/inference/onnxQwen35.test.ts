@@ -291,6 +291,15 @@ describe('layouts users have', () => {
     expect(err.message).toMatch(/FROGNANO_ONNX_DTYPE.*FROGNANO_ONNX_MODEL_FILE/);
   });
 
+  test('a decoder without any embed file is refused with what the directory holds', async () => {
+    const dir = await variant('no-embed', async (d) => {
+      for (const f of ['embed_tokens.onnx', 'embed_tokens_fp16.onnx', 'embed_tokens_q4.onnx']) await rm(path.join(d, 'onnx', f));
+    });
+    expect((await loadError(dir)).message).toMatch(
+      /takes inputs_embeds but no embed_tokens\.onnx .* holds onnx\/decoder_model_merged\.onnx, onnx\/decoder_model_merged_fp16\.onnx, onnx\/decoder_model_merged_q4\.onnx/,
+    );
+  });
+
   test('a dtype the directory lacks, or an unknown one, is refused with what is there', async () => {
     const missing = await loadError(FIXTURE, { dtype: 'q4f16' });
     expect(missing.message).toMatch(/no q4f16 decoder graph .*decoder_model_merged_q4f16\.onnx.*available dtypes: fp32, fp16, q4/);

@@ -129,8 +129,15 @@ export class OnnxBackend implements ModelBackend {
       }
     };
     const session = await create(files.decoderPath);
-    const embedSession =
-      files.embedPath && !session.inputNames.includes('input_ids') ? await create(files.embedPath) : undefined;
+    const takesEmbeddings = !session.inputNames.includes('input_ids') && session.inputNames.includes('inputs_embeds');
+    if (takesEmbeddings && !files.embedPath) {
+      await session.release();
+      throw new ModelError(
+        `the decoder takes inputs_embeds but no embed_tokens.onnx (or embed_tokens_<dtype>.onnx) was found next to it; ` +
+          `${files.dir} holds ${files.graphs.join(', ')}`,
+      );
+    }
+    const embedSession = takesEmbeddings ? await create(files.embedPath!) : undefined;
     const decoder = new OnnxDecoder(session, files.config, embedSession, {
       prefillChunkSize: opts.prefillChunkSize,
       prefillLogitsBudgetBytes: opts.prefillLogitsBudgetBytes,
