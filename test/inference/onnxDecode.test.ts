@@ -11,7 +11,7 @@ import { lastRow, OnnxDecoder } from '../../src/inference/onnx/decode.js';
 import { IncrementalDetokenizer } from '../../src/inference/onnx/detokenize.js';
 import { locateModelFiles } from '../../src/inference/onnx/modelFiles.js';
 import { PrefixCache } from '../../src/inference/onnx/prefixCache.js';
-import { argmax, createRng, sampleToken, type SamplingOptions } from '../../src/inference/onnx/sampling.js';
+import { argmax, candidateDistribution, createRng, sampleToken, type SamplingOptions } from '../../src/inference/onnx/sampling.js';
 import { loadTokenizer } from '../../src/inference/onnx/tokenizer.js';
 
 let root: string;
@@ -289,6 +289,18 @@ describe('sampling with upstream Leaf settings (temperature, top-k, top-p, min-p
       referenceDistribution(penalised, opts),
       0.012,
     );
+  });
+
+  test('the top-k shortcut keeps exactly the first k of the full sort, ties in id order', () => {
+    // Coarse values: many exact ties, the case where the order could depend on the selection method.
+    const r = createRng(99);
+    const tied = Float32Array.from({ length: 5000 }, () => Math.round(r() * 40) / 4);
+    const full = candidateDistribution(tied, { temperature: 1 });
+    for (const k of [1, 5, 20, 256]) {
+      const top = candidateDistribution(tied, { temperature: 1, topK: k });
+      expect(top.ids).toEqual(full.ids.slice(0, k));
+      expect(top.weights).toEqual(full.weights.slice(0, k));
+    }
   });
 
   test('temperature 0 stays greedy whatever the other settings say', () => {

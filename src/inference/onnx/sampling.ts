@@ -79,24 +79,29 @@ export function candidateDistribution(
   opts: SamplingOptions,
 ): { ids: number[]; weights: number[] } {
   const temperature = opts.temperature!;
-  let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
-  const threshold = max - NEGLIGIBLE_LOGIT_GAP * temperature;
-  const candidates: { id: number; logit: number }[] = [];
-  for (let i = 0; i < logits.length; i++) {
-    const v = logits[i]!;
-    if (v >= threshold) candidates.push({ id: i, logit: v });
+  const topK = opts.topK && opts.topK > 0 ? opts.topK : 0;
+  const topP = opts.topP;
+  const weigh = (kept: Candidate[], max: number) => kept.map((c) => Math.exp((c.logit - max) / temperature));
+  let kept: Candidate[];
+  let probs: number[];
+  let total: number;
+  if (topK > 0 && topK <= 256) {
+    kept = topCandidates(logits, topK);
+    const max = kept[0]!.logit;
+    kept = kept.filter((c) => c.logit >= max - NEGLIGIBLE_LOGIT_GAP * temperature);
+    probs = weigh(kept, max);
+    total = probs.reduce((a, b) => a + b, 0);
+  } else {
+    let max = -Infinity;
+    for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
+    const threshold = max - NEGLIGIBLE_LOGIT_GAP * temperature;
+    const nucleus = !topK && topP !== undefined && topP > 0 && topP < 1 ? nucleusCandidates(logits, max, threshold, temperature, topP) : undefined;
+    kept = nucleus?.kept ?? sortedCandidates(logits, threshold, topK);
+    probs = weigh(kept, max);
+    total = nucleus?.total ?? probs.reduce((a, b) => a + b, 0);
   }
-  // Ties broken by id so the order (and thus the sample) never depends on the sort implementation.
-  candidates.sort((a, b) => b.logit - a.logit || a.id - b.id);
-
-  const topK = opts.topK && opts.topK > 0 ? Math.min(opts.topK, candidates.length) : candidates.length;
-  const kept = candidates.slice(0, topK);
-  const probs = kept.map((c) => Math.exp((c.logit - max) / temperature));
-  const total = probs.reduce((a, b) => a + b, 0);
 
   let cut = kept.length;
-  const topP = opts.topP;
   if (topP !== undefined && topP > 0 && topP < 1) {
     let cumulative = 0;
     for (let i = 0; i < kept.length; i++) {
@@ -116,6 +121,69 @@ export function candidateDistribution(
     cut = keep;
   }
   return { ids: kept.slice(0, cut).map((c) => c.id), weights: probs.slice(0, cut) };
+}
+
+interface Candidate {
+  id: number;
+  logit: number;
+}
+
+/** Every token within the threshold, best first; ties broken by id so the order never depends on the sort. */
+function sortedCandidates(logits: ArrayLike<number>, threshold: number, topK: number): Candidate[] {
+  const candidates: Candidate[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i]!;
+    if (v >= threshold) candidates.push({ id: i, logit: v });
+  }
+  candidates.sort((a, b) => b.logit - a.logit || a.id - b.id);
+  return topK > 0 ? candidates.slice(0, topK) : candidates;
+}
+
+/**
+ * The same first `k` as sortedCandidates, without sorting the thousands of tokens a real model leaves within the
+ * threshold: one pass keeping a small sorted list (ids come in ascending order, so equal logits stay by id).
+ */
+function topCandidates(logits: ArrayLike<number>, k: number): Candidate[] {
+  const top: Candidate[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i]!;
+    if (top.length === k && v <= top[k - 1]!.logit) continue;
+    let at = top.length;
+    while (at > 0 && top[at - 1]!.logit < v) at--;
+    top.splice(at, 0, { id: i, logit: v });
+    if (top.length > k) top.pop();
+  }
+  return top;
+}
+
+/**
+ * Top-p without top-k on a large vocabulary: the nucleus is usually a few tokens near the top, so find a logit
+ * bound whose tokens already hold `topP` of the mass and sort only those (a sorted prefix of the full order).
+ * `total` is the mass of every candidate, which top-p normalises by. Undefined: no bound helps; sort them all.
+ */
+function nucleusCandidates(
+  logits: ArrayLike<number>,
+  max: number,
+  threshold: number,
+  temperature: number,
+  topP: number,
+): { kept: Candidate[]; total: number } | undefined {
+  let total = 0;
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i]!;
+    if (v >= threshold) total += Math.exp((v - max) / temperature);
+  }
+  for (const gap of [1, 2, 4, 8, 16]) {
+    const bound = max - gap * temperature;
+    let mass = 0;
+    for (let i = 0; i < logits.length; i++) {
+      const v = logits[i]!;
+      if (v >= bound) mass += Math.exp((v - max) / temperature);
+    }
+    // A hair of margin so summation order can never leave the cut just outside the set.
+    if (mass >= topP * total * (1 + 1e-9)) return { kept: sortedCandidates(logits, bound, 0), total };
+  }
+  return undefined;
 }
 
 /**
