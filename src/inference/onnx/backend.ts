@@ -65,6 +65,8 @@ export interface OnnxBackendOptions {
 }
 
 const DEFAULT_MAX_NEW_TOKENS = 8192;
+/** Idle time after a turn without tool calls before the follow-up state is prefilled in the background. */
+const FOLLOW_UP_IDLE_MS = 250;
 
 function toIdList(v: unknown): number[] {
   if (typeof v === 'number') return [v];
@@ -351,7 +353,10 @@ export class OnnxBackend implements ModelBackend {
 
   /**
    * Queues, behind the current turn, the prefill of the conversation as a follow-up user message will render it
-   * (see checkpoints.ts), pinned as the `followup` state. The next generate() call aborts it between chunks.
+   * (see checkpoints.ts), pinned as the `followup` state. It starts only after the backend has been idle for
+   * FOLLOW_UP_IDLE_MS (a caller still talking to it comes first), and the next generate() call stops it between
+   * prefill chunks. Once it is stored, the finished conversation's turn-by-turn states are dropped: a follow-up
+   * re-renders that conversation anyway, and memory stays at the same number of state copies.
    */
   private prepareFollowUp(messages: ChatMessage[], tools: ToolSpec[]): void {
     // Another request is already waiting: it comes first, and may well not be a follow-up of this one.
@@ -360,11 +365,20 @@ export class OnnxBackend implements ModelBackend {
     if (!ids) return;
     const controller = new AbortController();
     this.idleWork = controller;
+    const idle = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, FOLLOW_UP_IDLE_MS);
+      controller.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
     const work = async () => {
+      await idle;
       if (controller.signal.aborted || this.closed) return;
       const hit = this.cache!.lookup([...ids, -1]);
       if (hit.reused >= ids.length) return;
       const { state } = await this.decoder.forward(ids.slice(hit.reused), hit.state ?? this.decoder.newState(), controller.signal);
+      this.cache!.dropUnpinned();
       this.cache!.store(ids, state, 'followup');
     };
     const job = () => work().catch(() => undefined);

@@ -19,7 +19,8 @@
  * same conversation reuses everything up to it) and the state at the start of the first user turn (system prompt
  * and tool specs, shared by every conversation with the same tools, such as a new job on the same repository).
  * And once a turn ends without a tool call (the end of a run, when a follow-up may come), the backend prefills
- * the conversation as a follow-up will render it, while it is idle, and pins that state too.
+ * the conversation as a follow-up will render it, while it is idle, and pins that state too; the turn-by-turn
+ * entries of the finished conversation are dropped then, so the state copies held stay as many as before.
  *
  * Memory: each entry holds one copy of the state (KV grows with its length); the unpinned entries are capped,
  * and there is at most one pinned entry of each kind.
@@ -107,6 +108,11 @@ export class PrefixCache {
   /** Lengths of the entries held, pinned ones named (for tests and benchmarks). */
   describe(): { tokens: number; pin?: PinKind }[] {
     return this.entries.map((e) => ({ tokens: e.ids.length, ...(e.pin ? { pin: e.pin } : {}) }));
+  }
+
+  /** Forgets the turn-by-turn entries, keeping the pinned ones. */
+  dropUnpinned(): void {
+    this.entries = this.entries.filter((e) => e.pin);
   }
 
   clear(): void {
