@@ -448,6 +448,7 @@ def main() -> None:
     if out.exists():
         shutil.rmtree(out)
     (out / "onnx").mkdir(parents=True)
+    (out / ".gitattributes").write_text("# Protobuf graphs: binary, never diffed or merged as text.\n*.onnx binary\n")
 
     template = TEMPLATE_FILE.read_text()
     tok = build_tokenizer(args.vocab)
