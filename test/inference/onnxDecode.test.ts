@@ -8,6 +8,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { buildTinyModel, type TinyModelConfig } from '../../scripts/build-tiny-model.js';
 import { lastRow, OnnxDecoder } from '../../src/inference/onnx/decode.js';
+import { castFloat, floatToHalf, halfToFloat } from '../../src/inference/onnx/float16.js';
 import { IncrementalDetokenizer } from '../../src/inference/onnx/detokenize.js';
 import { locateModelFiles } from '../../src/inference/onnx/modelFiles.js';
 import { PrefixCache } from '../../src/inference/onnx/prefixCache.js';
@@ -153,6 +154,33 @@ describe('logits', () => {
     const half = Uint16Array.from([0x3c00, 0xc000, 0, 0, 0, 0x3800, 0x8000, 0x0001, 0x7c00, 0x7e00]);
     expect(Array.from(lastRow(new ort.Tensor('float16', half, [1, 2, 5])))).toEqual([0.5, -0, 2 ** -24, Infinity, NaN]);
     expect(Array.from(lastRow(new ort.Tensor('float16', half.subarray(0, 5), [1, 1, 5])))).toEqual([1, -2, 0, 0, 0]);
+  });
+});
+
+describe('float16', () => {
+  test('float32 -> float16 bits round to nearest even, with subnormals, overflow, infinities and NaN', () => {
+    expect([0, -0, 1, -2, 0.5, 65504, 2 ** -24, 2 ** -14].map(floatToHalf)).toEqual([0, 0x8000, 0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0x0400]);
+    expect(floatToHalf(70000)).toBe(0x7c00);
+    expect(floatToHalf(-Infinity)).toBe(0xfc00);
+    expect(Number.isNaN(halfToFloat(floatToHalf(NaN)))).toBe(true);
+    expect(floatToHalf(2 ** -26)).toBe(0); // below half the smallest subnormal
+    expect(floatToHalf(1 + 2 ** -11)).toBe(0x3c00); // a tie rounds to the even mantissa
+    expect(floatToHalf(1 + 3 * 2 ** -11)).toBe(0x3c02);
+    const r = createRng(5);
+    for (let i = 0; i < 2000; i++) {
+      const x = (r() - 0.5) * 2 ** (r() * 30 - 15);
+      expect(Math.abs(halfToFloat(floatToHalf(x)) - x)).toBeLessThanOrEqual(Math.max(Math.abs(x) * 2 ** -11, 2 ** -25));
+    }
+  });
+
+  test('embeddings are cast to the type the decoder takes, and a type with no cast is refused', () => {
+    const t = new ort.Tensor('float32', Float32Array.from([1, -2, 0.5]), [1, 1, 3]);
+    const h = castFloat(t, 'float16');
+    expect(h.type).toBe('float16');
+    expect(Array.from(h.data as Uint16Array)).toEqual([0x3c00, 0xc000, 0x3800]);
+    expect(Array.from(castFloat(h, 'float32').data as Float32Array)).toEqual([1, -2, 0.5]);
+    expect(castFloat(t, 'float32')).toBe(t);
+    expect(() => castFloat(t, 'int8')).toThrow(/returns float32 but the decoder takes int8 inputs_embeds/);
   });
 });
 
