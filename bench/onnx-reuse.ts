@@ -67,7 +67,7 @@ async function toolTurn(b: OnnxBackend, messages: ChatMessage[], turn: number): 
   return r;
 }
 
-async function run(pinnedCheckpoints: boolean) {
+async function run(pinnedCheckpoints: boolean, waitForIdle: boolean) {
   const b = await OnnxBackend.load(modelDir, { pinnedCheckpoints });
   try {
     const loop: Tally = { prompt: 0, reused: 0 };
@@ -84,7 +84,7 @@ async function run(pinnedCheckpoints: boolean) {
     add(loop, final);
     messages.push({ role: 'assistant', content: 'The parser now accepts empty strings.', reasoning: final.message.reasoning ?? final.rawText });
     messages.push({ role: 'user', content: FEEDBACK });
-    await b.whenIdle();
+    if (waitForIdle) await b.whenIdle();
     const idle = b.cachedStates().find((s) => s.pin === 'followup')?.tokens ?? 0;
     for (let turn = turns; turn < turns + 3; turn++) {
       const r = await toolTurn(b, messages, turn);
@@ -101,8 +101,9 @@ async function run(pinnedCheckpoints: boolean) {
 
 const pct = (t: Tally) => `${t.reused}/${t.prompt} reused (${((100 * t.reused) / t.prompt).toFixed(1)}%), ${t.prompt - t.reused} prefilled`;
 
-const before = await run(false);
-const after = await run(true);
+const before = await run(false, true);
+const after = await run(true, true);
+const rushed = await run(true, false);
 console.log(`model: ${modelDir} (Qwen3.5 architecture, official chat template), ${turns} tool turns before the follow-up`);
 const rows: [string, 'loop' | 'followUp' | 'afterFollowUp' | 'job'][] = [
   ['tool loop (turns 2..n + answer)', 'loop'],
@@ -114,5 +115,6 @@ for (const [label, key] of rows) {
   console.log(`${label}:`);
   console.log(`  before: ${pct(before[key])}`);
   console.log(`  after : ${pct(after[key])}`);
+  if (key === 'followUp') console.log(`  after, follow-up sent at once (no idle time): ${pct(rushed[key])}`);
 }
 console.log(`state prefilled while idle after the answer (the follow-up's head): before ${before.idle} tokens, after ${after.idle} tokens`);
