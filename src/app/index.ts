@@ -7,6 +7,7 @@ import { requestCancel } from '../queue/cancel.js';
 import { claimOnce, withRedisLock } from '../queue/lock.js';
 import { currentAttempt, forgetFreshAttempt, issueSlug, labelAttempt, nextAttempt, type IssueKey } from '../queue/attempts.js';
 import { getUserPermission } from '../github/permissions.js';
+import { fetchPullRequestOrigin, notBotPullRequestReason } from '../github/pullRequest.js';
 import {
   CANCEL_REQUESTED,
   cachedStatusCommentId,
@@ -60,14 +61,7 @@ export function createFrognanoApp(deps: AppDeps) {
       const octokit = context.octokit as unknown as StatusOctokit;
       const key = issueKey(p);
       const perm = await getUserPermission(octokit, key.owner, key.repo, p.sender.login);
-      if (!perm.allowed) {
-        log.info({ role: perm.role }, `refusing label from ${p.sender.login}`);
-        // One refusal per delivery, even if GitHub redelivers it.
-        if (await claimOnce(redis, `frognano:refused:${context.id}`, HANDLED_TTL_SECONDS)) {
-          await comment(octokit, key, msg.refusalText(p.sender.login, perm.role, 'label', label));
-        }
-        return;
-      }
+      if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(p.sender.login, perm.role, 'label', label), log.child({ user: p.sender.login, role: perm.role }));
 
       await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
         const { attempt, fresh } = await labelAttempt(redis, key);
@@ -123,6 +117,15 @@ export function createFrognanoApp(deps: AppDeps) {
     log: Log,
   ): Promise<void> {
     const user = p.comment.user.login;
+    const onPullRequest = isPullRequest(p.issue);
+    if (onPullRequest) {
+      // Anyone can comment on any pull request: only frognano's own are worth an answer.
+      const notOurs = notBotPullRequestReason(await fetchPullRequestOrigin(octokit, { owner: key.owner, repo: key.repo, number: key.issueNumber }));
+      if (notOurs) return void log.info(`ignoring a command on a pull request: ${notOurs}`);
+    }
+    const perm = await getUserPermission(octokit, key.owner, key.repo, user);
+    if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(user, perm.role, 'command', label), log.child({ user, role: perm.role }));
+
     await octokit
       .request('POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions', {
         owner: key.owner,
@@ -132,13 +135,7 @@ export function createFrognanoApp(deps: AppDeps) {
       })
       .catch((err: unknown) => log.warn({ err }, 'could not add the eyes reaction'));
 
-    if (isPullRequest(p.issue)) return void (await comment(octokit, key, msg.notOnPullRequestText()));
-    const perm = await getUserPermission(octokit, key.owner, key.repo, user);
-    if (!perm.allowed) {
-      log.info({ role: perm.role }, `refusing command from ${user}`);
-      return void (await comment(octokit, key, msg.refusalText(user, perm.role, 'command', label)));
-    }
-
+    if (onPullRequest) return void (await comment(octokit, key, msg.notOnPullRequestText()));
     switch (command.kind) {
       case 'help':
         return void (await comment(octokit, key, msg.helpText(label, command.unknown)));
@@ -148,6 +145,23 @@ export function createFrognanoApp(deps: AppDeps) {
         return handleRetry(octokit, p, key, deliveryId, log);
       case 'cancel':
         return handleCancel(octokit, key, p.issue.html_url, user, log);
+    }
+  }
+
+  /**
+   * Tells someone without write access why nothing happens, at most once per issue and pull request, ever:
+   * otherwise anyone could make the bot comment (or react) as often as they like. The mark stays in Redis
+   * beside the issue's other keys; it is dropped again only when the answer could not be posted.
+   */
+  async function refuseOutsider(octokit: StatusOctokit, key: IssueKey, text: string, log: Log): Promise<void> {
+    const mark = outsiderAnsweredKey(key);
+    if ((await redis.set(mark, new Date().toISOString(), 'NX')) !== 'OK') return void log.info('not answering: an outsider was already answered on this issue');
+    log.info('answering an outsider (once per issue)');
+    try {
+      await comment(octokit, key, text);
+    } catch (err) {
+      await redis.del(mark);
+      throw err;
     }
   }
 
@@ -240,13 +254,18 @@ export function createFrognanoApp(deps: AppDeps) {
   }
 
   function appOwns(state: StatusState): boolean {
-    if (state.kind === 'running') return (state.detail ?? '').startsWith(CANCEL_REQUESTED);
+    if (state.kind === 'running') return (state.note ?? '').startsWith(CANCEL_REQUESTED);
     return state.kind === 'queued' || state.kind === 'failed' || state.kind === 'cancelled';
   }
 
   function metaFor(key: IssueKey, attempt: number, triggeredBy?: string): StatusMeta {
     return { attempt, jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: now() };
   }
+}
+
+/** Set once an outsider was answered on this issue (no expiry, like the attempt counter). */
+export function outsiderAnsweredKey(key: IssueKey): string {
+  return `frognano:outsider-answered:${issueSlug(key)}`;
 }
 
 function issueKey(p: { repository: { owner: { login: string }; name: string }; issue: { number: number } }): IssueKey {
