@@ -13,7 +13,7 @@ import { OnnxBackend } from '../../src/inference/onnx/backend.js';
 import { decodeLoop } from '../../src/inference/onnx/decode.js';
 import { createRng } from '../../src/inference/onnx/sampling.js';
 import { encodePrompt, renderPrompt } from '../../src/inference/onnx/tokenizer.js';
-import { ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
+import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
 
 const FIXTURE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/qwen35-tiny');
 
@@ -154,6 +154,17 @@ describe('against PyTorch and transformers', () => {
     await backend.generate(conv('first'), ref.tools, { ...leaf, maxNewTokens: 1, enableThinking: true });
     expect(await backend.countTokens(conv('first'), ref.tools)).toBe(ref.prompt_ids.first!.length);
   });
+});
+
+test('a prompt past the context length is a ContextOverflowError with its size', async () => {
+  const small = await OnnxBackend.load(FIXTURE, { contextLength: 100 });
+  try {
+    const err = await small.generate(conv('first'), ref.tools).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ContextOverflowError);
+    expect(err).toMatchObject({ promptTokens: ref.prompt_ids.first!.length, contextLength: 100 });
+  } finally {
+    await small.close();
+  }
 });
 
 describe('prefix reuse', () => {

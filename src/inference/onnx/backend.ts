@@ -6,7 +6,9 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { parseAssistantOutput } from '../toolCallParser.js';
+import { LEAF_EVAL_SAMPLING } from '../leafSampling.js';
 import {
+  ContextOverflowError,
   ModelError,
   type BackendInfo,
   type ChatMessage,
@@ -56,7 +58,7 @@ export interface OnnxBackendOptions {
   prefillChunkSize?: number;
   /** Most bytes of logits one prefill run may return (graphs without num_logits_to_keep). Default: 64 MiB. */
   prefillLogitsBudgetBytes?: number;
-  /** Qwen3.5 `enable_thinking` for generate() calls that do not say. Default: unset (the template's default, on). */
+  /** Qwen3.5 `enable_thinking` for generate() calls that do not say. Default: upstream Leaf's (true). */
   enableThinking?: boolean;
   /** Overrides config.json's max_position_embeddings. */
   contextLength?: number;
@@ -79,7 +81,7 @@ export class OnnxBackend implements ModelBackend {
   private readonly checkpoints?: CheckpointFinder;
   private readonly contextLength: number;
   /** enable_thinking of the latest generate() call (or the option), so countTokens renders the same prompt. */
-  private enableThinking?: boolean;
+  private enableThinking: boolean;
   /** Stops the background follow-up prefill when real work arrives. */
   private idleWork?: AbortController;
   /** generate() calls queued or running. */
@@ -100,7 +102,7 @@ export class OnnxBackend implements ModelBackend {
     opts: OnnxBackendOptions,
   ) {
     this.contextLength = opts.contextLength ?? config.max_position_embeddings ?? 131072;
-    this.enableThinking = opts.enableThinking;
+    this.enableThinking = opts.enableThinking ?? LEAF_EVAL_SAMPLING.enableThinking;
     if (opts.prefixCache !== false) {
       this.cache = new PrefixCache(decoder, opts.prefixCacheEntries ?? 2);
       if (opts.pinnedCheckpoints ?? !decoder.rewindable) {
@@ -225,7 +227,7 @@ export class OnnxBackend implements ModelBackend {
     const promptTokens = promptIds.length;
     if (promptTokens === 0) throw new ModelError('the chat template rendered an empty prompt');
     if (promptTokens >= this.contextLength) {
-      throw new ModelError(`prompt of ${promptTokens} tokens does not fit the ${this.contextLength}-token context`);
+      throw new ContextOverflowError(`prompt of ${promptTokens} tokens does not fit the ${this.contextLength}-token context`, promptTokens, this.contextLength);
     }
     const maxNewTokens = Math.min(options.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS, this.contextLength - promptTokens);
     const startsInThinking = /<think>\s*$/.test(prompt);
@@ -276,11 +278,12 @@ export class OnnxBackend implements ModelBackend {
       loop = await decodeLoop(this.decoder, prefilled.logits, prefilled.state, {
         maxNewTokens,
         eosTokenIds: this.eosTokenIds,
-        temperature: options.temperature,
-        topK: options.topK,
-        topP: options.topP,
-        minP: options.minP,
-        repetitionPenalty: options.repetitionPenalty,
+        // Unset fields fall back to upstream Leaf's eval sampling, as in the other backends.
+        temperature: options.temperature ?? LEAF_EVAL_SAMPLING.temperature,
+        topK: options.topK ?? LEAF_EVAL_SAMPLING.topK,
+        topP: options.topP ?? LEAF_EVAL_SAMPLING.topP,
+        minP: options.minP ?? LEAF_EVAL_SAMPLING.minP,
+        repetitionPenalty: options.repetitionPenalty ?? LEAF_EVAL_SAMPLING.repetitionPenalty,
         promptIds,
         rng,
         signal: options.signal,
