@@ -41,9 +41,9 @@ from tokenizers import Regex
 from transformers import PreTrainedTokenizerFast, Qwen3_5Config, Qwen3_5ForConditionalGeneration
 
 ROOT = Path(__file__).resolve().parent.parent
-# The official Qwen3.5 chat template, as published with the Qwen3.5 models (chat_template.jinja of
-# Qwen/Qwen3.5-35B-A3B): tools in the system turn, qwen3_coder XML tool calls, `<think>` only after the last query.
-TEMPLATE_FILE = ROOT / "scripts" / "qwen35-chat-template.jinja"
+# The official Qwen3.5 chat template (tools in the system turn, qwen3_coder XML tool calls, `<think>` only after the
+# last user query), the copy the Leaf prompt conformance test uses too (see its README for where it comes from).
+TEMPLATE_FILE = ROOT / "test" / "fixtures" / "qwen3.5-chat-template" / "chat_template.jinja"
 
 # Qwen2/3 pre-tokenizer split (the byte-level BPE of the Qwen family).
 QWEN_SPLIT = (
