@@ -66,7 +66,6 @@ export interface OnnxBackendOptions {
   modelName?: string;
 }
 
-const DEFAULT_MAX_NEW_TOKENS = 8192;
 /** Idle time after a turn without tool calls before the follow-up state is prefilled in the background. */
 const FOLLOW_UP_IDLE_MS = 250;
 
@@ -90,8 +89,11 @@ export class OnnxBackend implements ModelBackend {
   private queue: Promise<unknown> = Promise.resolve();
   private turn = 0;
   private closed = false;
-  /** The last prompt encoded: the Leaf loop counts each prompt's tokens right before generating from it. */
-  private lastEncoded?: { prompt: string; ids: number[] };
+  /**
+   * The last two prompts encoded: the Leaf loop counts a prompt's tokens right before generating from it, and counts
+   * its tool messages (a small prompt of their own) in between, which must not push the big one out.
+   */
+  private encoded: { prompt: string; ids: number[] }[] = [];
 
   private constructor(
     readonly decoder: OnnxDecoder,
@@ -202,10 +204,14 @@ export class OnnxBackend implements ModelBackend {
     return this.encode(this.renderPrompt(messages, tools)).length;
   }
 
-  /** Token ids of a rendered prompt; the same prompt twice in a row is encoded once. */
+  /** Token ids of a rendered prompt; a prompt among the last two encoded is not encoded again. */
   private encode(prompt: string): number[] {
-    if (this.lastEncoded?.prompt !== prompt) this.lastEncoded = { prompt, ids: encodePrompt(this.tokenizer, prompt) };
-    return this.lastEncoded.ids;
+    let hit = this.encoded.find((e) => e.prompt === prompt);
+    if (!hit) {
+      hit = { prompt, ids: encodePrompt(this.tokenizer, prompt) };
+      this.encoded = [hit, ...this.encoded].slice(0, 2);
+    }
+    return hit.ids;
   }
 
   generate(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions = {}): Promise<GenerateResult> {
@@ -229,7 +235,8 @@ export class OnnxBackend implements ModelBackend {
     if (promptTokens >= this.contextLength) {
       throw new ContextOverflowError(`prompt of ${promptTokens} tokens does not fit the ${this.contextLength}-token context`, promptTokens, this.contextLength);
     }
-    const maxNewTokens = Math.min(options.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS, this.contextLength - promptTokens);
+    // No per-turn cap unless the caller sets one (upstream Leaf's max_tokens_per_turn is null): what the context leaves.
+    const maxNewTokens = Math.min(options.maxNewTokens ?? Infinity, this.contextLength - promptTokens);
     const startsInThinking = /<think>\s*$/.test(prompt);
     const base = {
       promptTokens,
