@@ -35,7 +35,7 @@ function dockerFor(cfg: DockerSandboxConfig): Docker {
 
 /**
  * Engine reachable and image present; with `smokeTest`, also starts a real sandbox from the image and runs a
- * command in it (catches derived images without bash or util-linux's setsid, which every command needs).
+ * command in it (catches derived images without bash or util-linux's setpriv, which every command needs).
  */
 export async function checkDocker(
   cfg: DockerSandboxConfig,

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import { Writable, type Duplex } from 'node:stream';
@@ -25,8 +25,33 @@ const INSTANCE_ID = randomUUID();
 
 export const CONTAINER_WORKDIR = '/workspace';
 const CONTAINER_HOME = '/home/agent';
-/** Where each exec records its process-group id, so a timeout can kill the command's whole tree. */
-const EXEC_STATE_DIR = '/tmp/.frognano-exec';
+/**
+ * Kills every process in the container that does not run as root, until none is left (or gives up: false). Run as
+ * root holding CAP_KILL, so processes of the sandbox user can neither signal it nor escape it; `kill -1` spares
+ * PID 1 and the caller; the scan repeats the kill while anything of another uid (a fork racing the first kill) is
+ * still alive. Zombies (state Z/X) are already dead; PID 1 reaps them. No forks: it must work with the pids limit
+ * exhausted.
+ */
+const SWEEP_FN =
+  'sweep() { local i f k v s u left; for ((i = 0; i < 100; i++)); do kill -KILL -1 2>/dev/null; left=; ' +
+  'for f in /proc/[0-9]*/status; do s=; u=; ' +
+  '{ while read -r k v _; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done < "$f"; } 2>/dev/null; ' +
+  'if [ -n "$u" ] && [ "$u" != 0 ] && [ "$s" != Z ] && [ "$s" != X ]; then left=1; break; fi; done; ' +
+  '[ -z "$left" ] && return 0; done; return 1; };';
+/** The exit status of an exec whose sweep failed (processes survived); the sandbox is then unusable. */
+const SWEEP_FAILED_EXIT = 253;
+/**
+ * Every command runs under this, as root with only CAP_KILL/SETUID/SETGID: it starts the command as the sandbox
+ * user (setpriv: uid, gid, no supplementary groups; the kernel clears every capability on the switch and
+ * no-new-privileges keeps it so), waits for it, then sweeps. A daemon that left the command's session, a fake pid
+ * file, or a command that kills its parent cannot change that: the wrapper is another uid, and it reads nothing
+ * the sandbox can write. Its own stderr goes to /dev/null (fd 3 carries the command's), so no "Killed" notices.
+ */
+const EXEC_WRAPPER =
+  'exec 3>&2 2>/dev/null; uid=$1; gid=$2; shift 2; ' +
+  SWEEP_FN +
+  ' setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all -- "$@" 2>&3 3>&-; rc=$?; ' +
+  `sweep || exit ${SWEEP_FAILED_EXIT}; exit $rc`;
 /** After a kill, how long the exec's output stream may stay open (a setsid'd daemon holding it) before we stop reading. */
 const KILL_GRACE_MS = 3000;
 
@@ -111,10 +136,11 @@ function waitForEnd(stream: Duplex): Promise<void> {
 
 /**
  * One container per job: the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs
- * /tmp and HOME; no network, no capabilities, no privilege gain, a non-root user, memory/CPU/pids limits, no host
+ * /tmp and HOME; no network, no capabilities, no privilege gain, commands as a non-root user, memory/CPU/pids limits, no host
  * environment. The container's PID 1 exits at the job time limit, so even a runner that dies without closing it
  * cannot leave it running longer than that (and `reapStaleSandboxes` removes it sooner).
- * Commands are `docker exec`s; file operations go straight to the bind-mounted directory on the host.
+ * Commands are `docker exec`s, one at a time, each followed by a sweep that leaves no process of the sandbox user
+ * running; file operations go straight to the bind-mounted directory on the host.
  */
 export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   readonly kind = 'docker' as const;
@@ -123,7 +149,10 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   private readonly jobTimer: NodeJS.Timeout;
   private expired = false;
   private closing: Promise<void> | undefined;
-  private execSeq = 0;
+  /** Commands wait here for the one before them (see spawn). */
+  private queue: Promise<void> = Promise.resolve();
+  /** Why the sandbox may not be used any more (e.g. processes survived a sweep). */
+  private broken: string | undefined;
 
   private constructor(
     private readonly docker: Docker,
@@ -158,7 +187,6 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (!st?.isDirectory()) throw new Error(`workspace ${workspaceDir} is not a directory`);
     const hostDir = await fs.realpath(workspaceDir);
     const owner = await claimWorkspace(hostDir, parseUser(cfg.user));
-    const user = `${owner.uid}:${owner.gid}`;
     const mb = 1024 * 1024;
     let container: Docker.Container | undefined;
     try {
@@ -168,8 +196,9 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
         // PID 1: keeps the container alive until the job time limit (so it ends even if the runner dies), and,
         // being bash, reaps orphans. Signals from inside cannot kill a namespace's PID 1, and a killed `sleep`
         // is simply restarted, so no command can stop the container or exhaust the pids limit with zombies.
+        // Root, like the exec wrapper and the sweep: the sandbox user's commands cannot signal it.
         Cmd: ['bash', '-c', `end=$((SECONDS + ${Math.ceil(cfg.jobTimeoutMs / 1000)})); while [ "$SECONDS" -lt "$end" ]; do sleep 5 & wait $!; done`],
-        User: user,
+        User: '0:0',
         WorkingDir: CONTAINER_WORKDIR,
         // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
         Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
@@ -195,7 +224,10 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
             '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
             [CONTAINER_HOME]: `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,uid=${owner.uid},gid=${owner.gid},mode=0700`,
           },
+          // Only what the root exec wrapper needs (kill the sandbox user's processes, switch to its uid). Commands
+          // run as the sandbox user hold none of them, and no-new-privileges keeps them from gaining any.
           CapDrop: ['ALL'],
+          CapAdd: ['KILL', 'SETUID', 'SETGID'],
           SecurityOpt: ['no-new-privileges'],
           Memory: cfg.memoryMb * mb,
           MemorySwap: cfg.memoryMb * mb, // equal to Memory: no swap
@@ -223,44 +255,46 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (this.expired) {
       throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
-  }
-
-  private userSpec(): string {
-    return `${this.owner.uid}:${this.owner.gid}`;
+    if (this.broken) throw new Error(`sandbox stopped: ${this.broken}`);
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     return this.spawn(['bash', '-lc', command], options);
   }
 
+  /**
+   * Commands run one at a time: the sweep after each one kills every process of the sandbox user, which is only
+   * exact when no other command is running. (The Leaf loop and solve() never run two at once anyway.)
+   */
   async spawn(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertUsable();
+    if (options.signal?.aborted) return cancelledBeforeStart();
+    const turn = this.queue.then(() => this.spawnNow(argv, options));
+    this.queue = turn.then(
+      () => {},
+      () => {},
+    );
+    return turn;
+  }
+
+  private async spawnNow(argv: string[], options: ExecOptions): Promise<ExecResult> {
     this.assertUsable();
     const started = Date.now();
     const cap = options.maxOutputBytes ?? this.cfg.maxOutputBytes;
     if (options.signal?.aborted) return cancelledBeforeStart();
     const cwd = options.cwd ? await this.files.resolveDirInside(options.cwd, CONTAINER_WORKDIR) : CONTAINER_WORKDIR;
-    const pidFile = `${EXEC_STATE_DIR}/${++this.execSeq}-${randomBytes(4).toString('hex')}.pid`;
     const env = { ...baseEnv(CONTAINER_HOME), ...options.env };
     const hasStdin = options.stdin !== undefined;
-    // The command runs in a session of its own whose id is written to pidFile. A timeout kills exactly that
-    // process tree (background jobs included) and the container stays usable. When the command ends, what it
-    // left running is killed too, as in the local and bwrap sandboxes: its session, and, when no other command
-    // is running (no other pid file), every process but PID 1 (`kill -1` spares PID 1 and the caller), which
-    // catches daemons that started a session of their own. The wrapper's own stderr goes to /dev/null (fd 3
-    // carries the command's), so its "Killed" notices stay out of the output.
-    const wrapper =
-      'exec 3>&2 2>/dev/null; mkdir -p "${1%/*}" || exit 125; ' +
-      'pf="$1"; shift; setsid bash -c \'echo $$ > "$1" || exit 125; shift; exec "$@"\' sandbox "$pf" "$@" 2>&3 3>&-; ' +
-      'rc=$?; pg=$(cat "$pf") && kill -KILL -- "-$pg"; rm -f "$pf"; ' +
-      'shopt -s nullglob; others=("${pf%/*}"/*.pid); [ ${#others[@]} -eq 0 ] && kill -KILL -1; exit $rc';
     let exec: Docker.Exec;
     let stream: Duplex;
     try {
       exec = await this.container.exec({
-        Cmd: ['bash', '-c', wrapper, 'sandbox', pidFile, ...argv],
+        // Root (holding only CAP_KILL) starts the command as the sandbox user and, once it returns, kills what it
+        // left behind; nothing the command does can stop or fool it (see EXEC_WRAPPER).
+        Cmd: ['bash', '-c', EXEC_WRAPPER, 'sandbox', String(this.owner.uid), String(this.owner.gid), ...argv],
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         WorkingDir: cwd,
-        User: this.userSpec(),
+        User: '0:0',
         AttachStdin: hasStdin,
         AttachStdout: true,
         AttachStderr: true,
@@ -281,9 +315,8 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     let killing: Promise<void> | undefined;
     const kill = () => {
       killing ??= (async () => {
-        await this.killExecGroup(pidFile);
-        // Normally the stream ends as soon as the group is dead; a daemon that escaped the session could
-        // hold it open forever, so stop reading after a grace period (close() kills it with the container).
+        await this.sweep();
+        // The sweep ends every process that could hold the stream; stop reading after a grace period regardless.
         const grace = setTimeout(() => stream.destroy(), KILL_GRACE_MS);
         await ended;
         clearTimeout(grace);
@@ -307,20 +340,22 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (this.expired && !cancelled) timedOut = true;
 
     let exitCode: number | null = null;
-    if (!timedOut && !cancelled) {
-      // The engine can close the stream a moment before it records the exit code.
-      for (let i = 0; i < 50; i++) {
-        const info = await exec.inspect().catch(() => null);
-        if (!info) break;
-        if (!info.Running && typeof info.ExitCode === 'number') {
-          exitCode = info.ExitCode;
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 20));
+    // The engine can close the stream a moment before it records the exit code.
+    for (let i = 0; i < 50; i++) {
+      const info = await exec.inspect().catch(() => null);
+      if (!info) break;
+      if (!info.Running && typeof info.ExitCode === 'number') {
+        exitCode = info.ExitCode;
+        break;
       }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // A wrapper killed by a timeout's sweep never got to its own sweep: make sure, and believe only a clean one.
+    if (timedOut || cancelled || exitCode === null || exitCode === SWEEP_FAILED_EXIT) {
+      if (!this.expired && !this.closing && !(await this.sweep())) this.markBroken('processes of the sandbox user survived the command');
     }
     return {
-      exitCode,
+      exitCode: timedOut || cancelled ? null : exitCode,
       stdout: out.text(),
       stderr: errBuf.text(),
       timedOut,
@@ -331,25 +366,44 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     };
   }
 
-  /** Kills the process group recorded in pidFile (waits briefly for a command that has not written it yet). */
-  private async killExecGroup(pidFile: string): Promise<void> {
-    const script =
-      'for i in $(seq 20); do [ -s "$1" ] && break; sleep 0.05; done; ' +
-      // No pid file (the command removed it): kill everything but PID 1 rather than let the command run on.
-      'if pg=$(cat "$1" 2>/dev/null); then kill -KILL -- "-$pg"; else kill -KILL -1; fi 2>/dev/null; exit 0';
-    try {
-      const k = await this.container.exec({
-        Cmd: ['bash', '-c', script, 'sandbox', pidFile],
-        User: this.userSpec(),
-        AttachStdout: true,
-        AttachStderr: true,
-      });
-      const s = (await k.start({})) as Duplex;
-      s.resume();
-      await waitForEnd(s);
-    } catch {
-      /* container gone (job limit, closed): its processes are gone too */
+  /**
+   * Kills every process of the sandbox user (run as root with CAP_KILL: the sandbox cannot signal it back, and it
+   * trusts no file the sandbox can write). True when none is left.
+   */
+  async sweep(): Promise<boolean> {
+    // Starting the exec needs a free pid: retry briefly while a fork bomb holds them all.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        const k = await this.container.exec({
+          Cmd: ['bash', '-c', `${SWEEP_FN} sweep`],
+          User: '0:0',
+          AttachStdout: true,
+          AttachStderr: true,
+        });
+        const s = (await k.start({})) as Duplex;
+        s.resume();
+        await waitForEnd(s);
+        for (let i = 0; i < 50; i++) {
+          const info = await k.inspect();
+          if (!info.Running && typeof info.ExitCode === 'number') {
+            if (info.ExitCode === 0) return true;
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      } catch (err) {
+        // Container gone (job limit, closed): its processes are gone too.
+        if (isGone(err as DockerError)) return true;
+      }
+      await new Promise((r) => setTimeout(r, 200));
     }
+    return false;
+  }
+
+  /** Something is wrong that later commands must not run into: the container is killed and every use fails. */
+  private markBroken(reason: string): void {
+    this.broken ??= reason;
+    void this.container.kill().catch(() => {});
   }
 
   private explainExecError(err: unknown): Error {

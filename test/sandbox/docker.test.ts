@@ -55,6 +55,8 @@ describeDocker('DockerSandbox container', () => {
     expect(info.HostConfig.NetworkMode).toBe('none');
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    // Only for the root exec wrapper that starts commands as the sandbox user and sweeps after them.
+    expect(info.HostConfig.CapAdd).toEqual(['KILL', 'SETUID', 'SETGID']);
     expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
     expect(info.HostConfig.Memory).toBe(300 * 1024 * 1024);
     expect(info.HostConfig.MemorySwap).toBe(300 * 1024 * 1024);
@@ -64,7 +66,10 @@ describeDocker('DockerSandbox container', () => {
       expect.objectContaining({ Type: 'bind', Source: sb.hostDir, Destination: '/workspace', RW: true }),
     ]);
     expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual(['/home/agent', '/tmp']);
-    expect(info.Config.User).not.toMatch(/^0(:|$)|^root/);
+    // PID 1 and the exec wrapper run as root so that commands cannot signal them; commands never do.
+    const who = await sb.exec('id -u; id -g; id -G; grep -E "^Cap(Prm|Eff|Amb)" /proc/self/status');
+    expect(who.stdout).toMatch(/^(\d+)\n\1\n\1\nCapPrm:\s+0+\nCapEff:\s+0+\nCapAmb:\s+0+\n$/);
+    expect(who.stdout).not.toMatch(/^0\n/);
     expect(info.Config.Labels[SANDBOX_LABEL]).toBe('1');
     expect(info.Config.Labels['dev.frognano.job']).toBe('job-1');
     expect(info.Config.Env.join('\n')).not.toMatch(/TOKEN|SECRET|KEY/i);
