@@ -1,7 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createJobCgroup, joinCgroupArgv, type JobCgroup } from './cgroup.js';
 import { BwrapSandboxConfigSchema, jobTimeLimitError, parseUser, type BwrapSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
@@ -59,6 +61,21 @@ function systemBinds(): string[] {
   return args;
 }
 
+const sizeSupport = new Map<string, boolean>();
+/** Whether this bwrap has --size for tmpfs mounts (bubblewrap 0.10+). */
+function bwrapHasSize(bwrapPath: string): boolean {
+  let known = sizeSupport.get(bwrapPath);
+  if (known === undefined) {
+    try {
+      known = execFileSync(bwrapPath, ['--help'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).includes('--size');
+    } catch {
+      known = false;
+    }
+    sizeSupport.set(bwrapPath, known);
+  }
+  return known;
+}
+
 /**
  * A root runner starts bwrap as the sandbox uid, which must be able to walk down to the workspace: say so plainly
  * instead of letting bwrap fail with "Can't find source path".
@@ -81,9 +98,10 @@ async function assertReachable(dir: string, user: { uid: number; gid: number }):
 /**
  * bubblewrap sandbox for hosts without a Docker engine: every namespace unshared (network: only `lo`), the host's
  * /usr and a few /etc files read-only, tmpfs /tmp and HOME, the workspace as the only writable bind (at /workspace),
- * an empty environment, all capabilities dropped, and rlimits for processes, memory, file size and open files
- * (there are no cgroups to use). Each exec is a fresh bwrap; a timeout kills bwrap's process group, and with
- * --die-with-parent and the PID namespace that takes every process of the command with it.
+ * an empty environment, all capabilities dropped, one cgroup per job for total memory (tmpfs included) and
+ * processes (see cgroup.ts), and rlimits for processes, file size and open files. Each exec is a fresh bwrap with
+ * its own PID namespace: when the command ends, bwrap's init exits and the kernel kills every process left in the
+ * namespace (setsid daemons included); a timeout kills bwrap's process group, with the same effect.
  * A root runner starts bwrap as the sandbox uid (setpriv) so that the process limit applies: the kernel never
  * enforces RLIMIT_NPROC for real uid 0, even inside a user namespace.
  */
@@ -101,6 +119,8 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     private readonly owner: WorkspaceOwner,
     /** Holds the generated passwd/group files. */
     private readonly stateDir: string,
+    /** The job's cgroup; undefined only with cgroup: 'off'. */
+    private readonly cgroup: JobCgroup | undefined,
   ) {
     super();
     this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
@@ -114,7 +134,14 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     const hostDir = await fs.realpath(workspaceDir);
     const sandboxUser = parseUser(cfg.user);
     if ((process.getuid?.() ?? 0) === 0) await assertReachable(hostDir, sandboxUser);
-    const owner = await claimWorkspace(hostDir, sandboxUser);
+    const cgroup =
+      cfg.cgroup === 'required'
+        ? await createJobCgroup({ memoryBytes: cfg.memoryMb * 1024 * 1024, pids: cfg.pidsLimit }, cfg.cgroupParent)
+        : undefined;
+    const owner = await claimWorkspace(hostDir, sandboxUser).catch(async (err: unknown) => {
+      await cgroup?.close();
+      throw err;
+    });
     const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-bwrap-'));
     try {
       // Only the sandbox user is named, so `id`, git and python find a user without seeing the host's accounts.
@@ -130,9 +157,10 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     } catch (err) {
       await fs.rm(stateDir, { recursive: true, force: true });
       await owner.restore();
+      await cgroup?.close();
       throw err;
     }
-    return new BwrapSandbox(cfg, hostDir, owner, stateDir);
+    return new BwrapSandbox(cfg, hostDir, owner, stateDir, cgroup);
   }
 
   /** The complete command line for one command (exported for checkSandbox and the tests' inspection). */
@@ -147,11 +175,15 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       ? ['setpriv', `--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all']
       : [];
     const setenv = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
-    // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash).
+    // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash). The
+    // address-space limit is only the fallback without a cgroup: per process, and it breaks runtimes that reserve
+    // large address ranges (node, go, java) where the cgroup counts what is really used.
+    const addressSpace = this.cgroup ? '' : `-v ${this.cfg.memoryMb * 1024} `;
     const limits =
-      `ulimit -S -H -u ${this.cfg.pidsLimit} -v ${this.cfg.memoryMb * 1024} -f ${this.cfg.fileSizeMb * 1024} ` +
+      `ulimit -S -H -u ${this.cfg.pidsLimit} ${addressSpace}-f ${this.cfg.fileSizeMb * 1024} ` +
       `-n ${this.cfg.nofile} -c 0 || exit 125; exec "$@"`;
-    return [
+    const size = bwrapHasSize(this.cfg.bwrapPath) ? ['--size', String(this.cfg.tmpSizeMb * 1024 * 1024)] : [];
+    const bwrapArgv = [
       ...prefix,
       this.cfg.bwrapPath,
       '--unshare-all',
@@ -170,9 +202,9 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       '--ro-bind', path.join(this.stateDir, 'gitconfig'), '/etc/gitconfig',
       '--proc', '/proc',
       '--dev', '/dev',
-      '--tmpfs', '/tmp',
-      '--tmpfs', '/var/tmp',
-      '--tmpfs', BWRAP_HOME,
+      ...size, '--tmpfs', '/tmp',
+      ...size, '--tmpfs', '/var/tmp',
+      ...size, '--tmpfs', BWRAP_HOME,
       '--bind', this.hostDir, BWRAP_WORKDIR,
       // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
       '--remount-ro', '/',
@@ -182,6 +214,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       '--',
       'bash', '-c', limits, 'frognano-sandbox', ...inner,
     ];
+    return this.cgroup ? joinCgroupArgv(this.cgroup.procsFiles, bwrapArgv) : bwrapArgv;
   }
 
   protected override assertUsable(): void {
@@ -205,6 +238,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     const onAbort = () => ac.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) ac.abort();
+    const oomBefore = await this.cgroup?.oomKills();
     const run = runProcess(this.argvFor(inner, cwdInside, env), {
         cwd: '/',
         // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
@@ -216,7 +250,12 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       });
     this.running.set(ac, run);
     try {
-      return await run;
+      const r = await run;
+      // Say why a process vanished: the model (and the log) should see the limit, not a bare "Killed".
+      if (this.cgroup && (await this.cgroup.oomKills()) > (oomBefore ?? 0)) {
+        r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}sandbox: a process was killed: the job's memory limit of ${this.cfg.memoryMb} MiB was reached\n`;
+      }
+      return r;
     } finally {
       this.running.delete(ac);
       options.signal?.removeEventListener('abort', onAbort);
@@ -229,6 +268,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       await Promise.allSettled([...this.running.values()]);
       await fs.rm(this.stateDir, { recursive: true, force: true });
       await this.owner.restore();
+      await this.cgroup?.close();
     })();
     return this.closing;
   }

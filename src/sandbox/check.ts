@@ -79,7 +79,7 @@ export async function checkDocker(
         kind: 'docker',
         ok: false,
         message: `Docker ${version}: a sandbox from ${cfg.image} cannot run commands: ${(err as Error).message}`,
-        hint: 'the image needs bash, coreutils and util-linux (setsid); start from runner/sandbox.Dockerfile',
+        hint: 'the image needs bash, coreutils and util-linux (setpriv); start from runner/sandbox.Dockerfile',
       };
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -9,13 +9,19 @@ const uidGid = z
 
 /** Limits shared by the isolating sandboxes. Every one has a finite default: nothing a model runs is unbounded. */
 const limits = {
-  /** Memory the job's commands may use (docker: cgroup limit, no swap; bwrap: address-space limit per process). */
+  /**
+   * Memory the job's commands may use together, tmpfs included (docker: the container's cgroup; bwrap: the job's
+   * cgroup; no swap either way).
+   */
   memoryMb: z.number().int().min(64).default(4096),
-  /** Processes/threads at once (docker: pids cgroup; bwrap: RLIMIT_NPROC in the sandbox's user namespace). */
+  /** Processes/threads at once (docker: pids cgroup; bwrap: the job's pids cgroup and RLIMIT_NPROC). */
   pidsLimit: z.number().int().min(8).default(512),
   /** Largest file a command may write. */
   fileSizeMb: z.number().int().min(1).default(1024),
-  /** Size of the tmpfs mounted at /tmp and HOME (docker; bwrap's tmpfs is bounded by memory). */
+  /**
+   * Size of each tmpfs (/tmp, HOME; docker: size=; bwrap: --size where bwrap has it (0.10+), else bounded by the
+   * job's memory cgroup, which tmpfs pages are charged to).
+   */
   tmpSizeMb: z.number().int().min(1).default(1024),
   /** Timeout of one command when the caller gives none. */
   defaultTimeoutMs: z.number().int().positive().default(120_000),
@@ -44,6 +50,14 @@ export const BwrapSandboxConfigSchema = z.object({
   bwrapPath: z.string().default('bwrap'),
   /** Open files per process. */
   nofile: z.number().int().min(64).default(4096),
+  /**
+   * `required`: every command of a job runs in one cgroup that caps the job's total memory (tmpfs included) and
+   * processes, and the sandbox refuses to start where it cannot make one. `off`: the documented fallback for hosts
+   * without a writable cgroup: per-process limits only (address space, RLIMIT_NPROC).
+   */
+  cgroup: z.enum(['required', 'off']).default('required'),
+  /** Directory below /sys/fs/cgroup[/memory|/pids] for the job cgroups; default: the runner's own cgroup. */
+  cgroupParent: z.string().optional(),
   ...limits,
 });
 
@@ -86,7 +100,8 @@ export function autoCandidates(cfg: AutoSandboxConfig): { docker: DockerSandboxC
  * FROGNANO_SANDBOX=docker|bwrap|local|auto (default auto), FROGNANO_SANDBOX_IMAGE, FROGNANO_SANDBOX_MEMORY_MB,
  * FROGNANO_SANDBOX_CPUS, FROGNANO_SANDBOX_PIDS, FROGNANO_SANDBOX_FILE_SIZE_MB, FROGNANO_SANDBOX_TMP_MB,
  * FROGNANO_SANDBOX_TIMEOUT_MS (per command), FROGNANO_SANDBOX_JOB_TIMEOUT_MS, FROGNANO_SANDBOX_USER (uid:gid),
- * FROGNANO_SANDBOX_BWRAP (binary path). Invalid values throw with the variable's name in the message.
+ * FROGNANO_SANDBOX_BWRAP (binary path), FROGNANO_SANDBOX_BWRAP_CGROUP (required|off),
+ * FROGNANO_SANDBOX_CGROUP_PARENT. Invalid values throw with the variable's name in the message.
  */
 export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxConfig {
   const kind = (env.FROGNANO_SANDBOX ?? 'auto').trim().toLowerCase() || 'auto';
@@ -111,7 +126,12 @@ export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sand
     user: str('FROGNANO_SANDBOX_USER'),
   };
   const docker = { ...common, image: str('FROGNANO_SANDBOX_IMAGE'), cpus: num('FROGNANO_SANDBOX_CPUS') };
-  const bwrap = { ...common, bwrapPath: str('FROGNANO_SANDBOX_BWRAP') };
+  const bwrap = {
+    ...common,
+    bwrapPath: str('FROGNANO_SANDBOX_BWRAP'),
+    cgroup: str('FROGNANO_SANDBOX_BWRAP_CGROUP'),
+    cgroupParent: str('FROGNANO_SANDBOX_CGROUP_PARENT'),
+  };
   const drop = <T extends object>(o: T): Partial<T> =>
     Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
   let input: unknown;
