@@ -169,3 +169,23 @@ export function parseUser(user: string): { uid: number; gid: number } {
   const [uid, gid] = user.split(':').map(Number);
   return { uid, gid };
 }
+
+/** The opt-in a runner needs before it runs jobs in the unisolated `local` sandbox. */
+export const UNSAFE_LOCAL_OPT_IN = 'FROGNANO_ALLOW_UNSAFE_LOCAL_SANDBOX';
+
+/**
+ * A runner executes commands chosen by a model that reads untrusted issues: it refuses the `local` sandbox (no
+ * isolation at all) unless FROGNANO_ALLOW_UNSAFE_LOCAL_SANDBOX=1 says the operator means it. Returns a warning to
+ * log when it is allowed.
+ */
+export function checkRunnerSandbox(cfg: SandboxConfig, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (cfg.kind !== 'local') return undefined;
+  if (env[UNSAFE_LOCAL_OPT_IN] !== '1') {
+    throw new Error(
+      'FROGNANO_SANDBOX=local runs the model\'s commands on the runner with no isolation: a prompt-injected issue could ' +
+        'read the runner\'s files and credentials. Use docker or bwrap; for a development runner on a machine you can ' +
+        `lose, set ${UNSAFE_LOCAL_OPT_IN}=1`,
+    );
+  }
+  return `UNSAFE: ${UNSAFE_LOCAL_OPT_IN}=1: jobs run in the local sandbox, with no isolation from this machine`;
+}

@@ -17,6 +17,8 @@ export {
   AutoSandboxConfigSchema,
   DEFAULT_SANDBOX_IMAGE,
   sandboxConfigFromEnv,
+  checkRunnerSandbox,
+  UNSAFE_LOCAL_OPT_IN,
   autoCandidates,
   type SandboxConfig,
   type SandboxConfigInput,
