@@ -3,13 +3,14 @@ import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { MEASURE_SCRIPT, parseUsage, WorkspaceBudget, type WorkspaceUsage } from './budget.js';
 import { createJobCgroup, joinCgroupArgv, type JobCgroup } from './cgroup.js';
 import { BwrapSandboxConfigSchema, jobTimeLimitError, parseUser, type BwrapSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { baseEnv } from './local.js';
 import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
-import { runProcess } from './process.js';
+import { appendNote, runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 export const BWRAP_WORKDIR = '/workspace';
@@ -112,6 +113,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
   private readonly deadline: number;
   private closing: Promise<void> | undefined;
   private readonly running = new Map<AbortController, Promise<ExecResult>>();
+  private readonly budget: WorkspaceBudget;
 
   private constructor(
     private readonly cfg: BwrapSandboxConfig,
@@ -125,6 +127,25 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     super();
     this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
     this.deadline = Date.now() + cfg.jobTimeoutMs;
+    this.budget = new WorkspaceBudget(() => this.measureWorkspace(), { mb: cfg.workspaceMb, files: cfg.workspaceFiles }, cfg.workspaceCheckMs);
+  }
+
+  /**
+   * The workspace's size and entries, measured by a bwrap of its own: the same view as commands, and a PID
+   * namespace of its own, so no command can see or signal it.
+   */
+  private async measureWorkspace(): Promise<WorkspaceUsage> {
+    const argv = this.argvFor(['bash', '-c', MEASURE_SCRIPT, 'measure', BWRAP_WORKDIR], BWRAP_WORKDIR, baseEnv(BWRAP_HOME), {
+      inJobCgroup: false,
+    });
+    const r = await runProcess(argv, {
+      cwd: '/',
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      timeoutMs: 120_000,
+      maxOutputBytes: 4096,
+    });
+    if (r.exitCode !== 0) throw new Error(r.timedOut ? 'no answer within 120s' : `exit ${r.exitCode}`);
+    return parseUsage(r.stdout);
   }
 
   static async create(workspaceDir: string, config: Partial<Omit<BwrapSandboxConfig, 'kind'>> = {}): Promise<BwrapSandbox> {
@@ -169,7 +190,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
   }
 
   /** The complete command line that runs `inner` (argv) inside the sandbox. */
-  argvFor(inner: string[], cwdInside: string, env: Record<string, string>): string[] {
+  argvFor(inner: string[], cwdInside: string, env: Record<string, string>, opts: { inJobCgroup?: boolean } = {}): string[] {
     const isRoot = (process.getuid?.() ?? 0) === 0;
     const prefix = isRoot
       ? ['setpriv', `--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all']
@@ -214,7 +235,9 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       '--',
       'bash', '-c', limits, 'frognano-sandbox', ...inner,
     ];
-    return this.cgroup ? joinCgroupArgv(this.cgroup.procsFiles, bwrapArgv) : bwrapArgv;
+    // The workspace measurement stays out of the job's cgroup: a job at its memory or pids limit must not make it
+    // fail (it is this code's own find and awk).
+    return this.cgroup && opts.inJobCgroup !== false ? joinCgroupArgv(this.cgroup.procsFiles, bwrapArgv) : bwrapArgv;
   }
 
   protected override assertUsable(): void {
@@ -222,6 +245,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     if (Date.now() >= this.deadline) {
       throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
+    if (this.budget.exceeded) throw this.budget.exceeded;
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -249,14 +273,23 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
         stdin: options.stdin,
       });
     this.running.set(ac, run);
+    const stopWatch = this.budget.watch(() => ac.abort());
     try {
       const r = await run;
+      await stopWatch();
+      const over = this.budget.exceeded;
+      if (over) {
+        r.exitCode = null;
+        r.cancelled = options.signal?.aborted ?? false;
+        r.stderr = appendNote(r.stderr, over.message);
+      }
       // Say why a process vanished: the model (and the log) should see the limit, not a bare "Killed".
       if (this.cgroup && (await this.cgroup.oomKills()) > (oomBefore ?? 0)) {
-        r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}sandbox: a process was killed: the job's memory limit of ${this.cfg.memoryMb} MiB was reached\n`;
+        r.stderr = appendNote(r.stderr, `sandbox: a process was killed: the job's memory limit of ${this.cfg.memoryMb} MiB was reached`);
       }
       return r;
     } finally {
+      await stopWatch();
       this.running.delete(ac);
       options.signal?.removeEventListener('abort', onAbort);
     }

@@ -23,6 +23,15 @@ const limits = {
    * job's memory cgroup, which tmpfs pages are charged to).
    */
   tmpSizeMb: z.number().int().min(1).default(1024),
+  /**
+   * Workspace disk budget: what the job's files may occupy in the workspace (repository included), and how many
+   * files and directories they may be. Measured inside the sandbox (budget.ts); past it the job stops with a
+   * SandboxLimitError.
+   */
+  workspaceMb: z.number().int().min(1).default(4096),
+  workspaceFiles: z.number().int().min(10).default(1_000_000),
+  /** How often the workspace is measured while a command runs. */
+  workspaceCheckMs: z.number().int().min(100).default(2000),
   /** Timeout of one command when the caller gives none. */
   defaultTimeoutMs: z.number().int().positive().default(120_000),
   /** Whole-sandbox lifetime: after this every process is killed and further commands fail. */
@@ -99,6 +108,7 @@ export function autoCandidates(cfg: AutoSandboxConfig): { docker: DockerSandboxC
  * Reads the sandbox configuration from the environment:
  * FROGNANO_SANDBOX=docker|bwrap|local|auto (default auto), FROGNANO_SANDBOX_IMAGE, FROGNANO_SANDBOX_MEMORY_MB,
  * FROGNANO_SANDBOX_CPUS, FROGNANO_SANDBOX_PIDS, FROGNANO_SANDBOX_FILE_SIZE_MB, FROGNANO_SANDBOX_TMP_MB,
+ * FROGNANO_SANDBOX_WORKSPACE_MB, FROGNANO_SANDBOX_WORKSPACE_FILES,
  * FROGNANO_SANDBOX_TIMEOUT_MS (per command), FROGNANO_SANDBOX_JOB_TIMEOUT_MS, FROGNANO_SANDBOX_USER (uid:gid),
  * FROGNANO_SANDBOX_BWRAP (binary path), FROGNANO_SANDBOX_BWRAP_CGROUP (required|off),
  * FROGNANO_SANDBOX_CGROUP_PARENT. Invalid values throw with the variable's name in the message.
@@ -121,6 +131,8 @@ export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sand
     pidsLimit: num('FROGNANO_SANDBOX_PIDS'),
     fileSizeMb: num('FROGNANO_SANDBOX_FILE_SIZE_MB'),
     tmpSizeMb: num('FROGNANO_SANDBOX_TMP_MB'),
+    workspaceMb: num('FROGNANO_SANDBOX_WORKSPACE_MB'),
+    workspaceFiles: num('FROGNANO_SANDBOX_WORKSPACE_FILES'),
     defaultTimeoutMs: num('FROGNANO_SANDBOX_TIMEOUT_MS'),
     jobTimeoutMs: num('FROGNANO_SANDBOX_JOB_TIMEOUT_MS'),
     user: str('FROGNANO_SANDBOX_USER'),

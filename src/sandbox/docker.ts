@@ -7,8 +7,9 @@ import { DockerSandboxConfigSchema, jobTimeLimitError, parseUser, type DockerSan
 import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { baseEnv } from './local.js';
+import { MEASURE_SCRIPT, parseUsage, WorkspaceBudget, type WorkspaceUsage } from './budget.js';
 import { chownTree, claimWorkspace, type WorkspaceOwner } from './ownership.js';
-import { CappedBuffer, cancelledBeforeStart } from './process.js';
+import { appendNote, CappedBuffer, cancelledBeforeStart } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 /** Labels on every sandbox container, so the reaper can find the ones a crashed runner left behind. */
@@ -153,6 +154,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   private queue: Promise<void> = Promise.resolve();
   /** Why the sandbox may not be used any more (e.g. processes survived a sweep). */
   private broken: string | undefined;
+  private readonly budget: WorkspaceBudget;
 
   private constructor(
     private readonly docker: Docker,
@@ -164,6 +166,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   ) {
     super();
     this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
+    this.budget = new WorkspaceBudget(() => this.measureWorkspace(), { mb: cfg.workspaceMb, files: cfg.workspaceFiles }, cfg.workspaceCheckMs);
     this.jobTimer = setTimeout(() => {
       this.expired = true;
       void this.container.kill().catch(() => {});
@@ -224,10 +227,11 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
             '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
             [CONTAINER_HOME]: `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,uid=${owner.uid},gid=${owner.gid},mode=0700`,
           },
-          // Only what the root exec wrapper needs (kill the sandbox user's processes, switch to its uid). Commands
+          // Only what the root exec wrapper and the workspace measurement need (kill the sandbox user's processes,
+          // switch to its uid, walk every directory). Commands
           // run as the sandbox user hold none of them, and no-new-privileges keeps them from gaining any.
           CapDrop: ['ALL'],
-          CapAdd: ['KILL', 'SETUID', 'SETGID'],
+          CapAdd: ['KILL', 'SETUID', 'SETGID', 'DAC_READ_SEARCH'],
           SecurityOpt: ['no-new-privileges'],
           Memory: cfg.memoryMb * mb,
           MemorySwap: cfg.memoryMb * mb, // equal to Memory: no swap
@@ -256,6 +260,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
       throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
     if (this.broken) throw new Error(`sandbox stopped: ${this.broken}`);
+    if (this.budget.exceeded) throw this.budget.exceeded;
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -332,10 +337,12 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
       kill();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    const stopWatch = this.budget.watch(kill);
     await ended;
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     if (killing) await killing;
+    await stopWatch();
     // The job time limit killed the container under this command.
     if (this.expired && !cancelled) timedOut = true;
 
@@ -354,10 +361,11 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (timedOut || cancelled || exitCode === null || exitCode === SWEEP_FAILED_EXIT) {
       if (!this.expired && !this.closing && !(await this.sweep())) this.markBroken('processes of the sandbox user survived the command');
     }
+    const over = this.budget.exceeded;
     return {
-      exitCode: timedOut || cancelled ? null : exitCode,
+      exitCode: timedOut || cancelled || over ? null : exitCode,
       stdout: out.text(),
-      stderr: errBuf.text(),
+      stderr: over ? appendNote(errBuf.text(), over.message) : errBuf.text(),
       timedOut,
       cancelled: cancelled && !timedOut,
       stdoutTruncated: out.dropped,
@@ -373,31 +381,47 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   async sweep(): Promise<boolean> {
     // Starting the exec needs a free pid: retry briefly while a fork bomb holds them all.
     for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const k = await this.container.exec({
-          Cmd: ['bash', '-c', `${SWEEP_FN} sweep`],
-          User: '0:0',
-          AttachStdout: true,
-          AttachStderr: true,
-        });
-        const s = (await k.start({})) as Duplex;
-        s.resume();
-        await waitForEnd(s);
-        for (let i = 0; i < 50; i++) {
-          const info = await k.inspect();
-          if (!info.Running && typeof info.ExitCode === 'number') {
-            if (info.ExitCode === 0) return true;
-            break;
-          }
-          await new Promise((r) => setTimeout(r, 20));
-        }
-      } catch (err) {
-        // Container gone (job limit, closed): its processes are gone too.
-        if (isGone(err as DockerError)) return true;
-      }
-      await new Promise((r) => setTimeout(r, 200));
+      const r = await this.rootExec(['bash', '-c', `${SWEEP_FN} sweep`], 30_000);
+      if (r === 'gone' || r.exitCode === 0) return true;
+      await new Promise((res) => setTimeout(res, 200));
     }
     return false;
+  }
+
+  /** The workspace's size and entries, walked as root (which only CAP_DAC_READ_SEARCH lets read every directory). */
+  private async measureWorkspace(): Promise<WorkspaceUsage> {
+    let last = '';
+    // A sweep (kill -1 at the end of a command) can kill a measurement that runs beside it: try again.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = await this.rootExec(['bash', '-c', MEASURE_SCRIPT, 'measure', CONTAINER_WORKDIR], 120_000);
+      if (r === 'gone') return { kib: 0, files: 0 };
+      if (r.exitCode === 0) return parseUsage(r.stdout);
+      last = r.exitCode === null ? 'no answer within 120s' : `exit ${r.exitCode}`;
+    }
+    throw new Error(last);
+  }
+
+  /** Runs argv as root in the container (not queued behind commands); 'gone' when the container no longer exists. */
+  private async rootExec(argv: string[], timeoutMs: number): Promise<{ exitCode: number | null; stdout: string } | 'gone'> {
+    try {
+      const k = await this.container.exec({ Cmd: argv, User: '0:0', AttachStdout: true, AttachStderr: true });
+      const s = (await k.start({})) as Duplex;
+      const out = new CappedBuffer(64 * 1024);
+      this.docker.modem.demuxStream(s, sink(out), sink(new CappedBuffer(0)));
+      const timer = setTimeout(() => s.destroy(), timeoutMs);
+      await waitForEnd(s);
+      clearTimeout(timer);
+      for (let i = 0; i < 50; i++) {
+        const info = await k.inspect();
+        if (!info.Running && typeof info.ExitCode === 'number') return { exitCode: info.ExitCode, stdout: out.text() };
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return { exitCode: null, stdout: out.text() };
+    } catch (err) {
+      // Container gone (job limit, closed): its processes are gone too.
+      if (isGone(err as DockerError)) return 'gone';
+      return { exitCode: null, stdout: '' };
+    }
   }
 
   /** Something is wrong that later commands must not run into: the container is killed and every use fails. */

@@ -93,3 +93,14 @@ export class FileTooLargeError extends Error {
     this.name = 'FileTooLargeError';
   }
 }
+
+/**
+ * The job went past one of its sandbox limits that ends it (the workspace disk budget): the sandbox refuses further
+ * use. The message says what a maintainer can act on (which limit, its size), without host paths.
+ */
+export class SandboxLimitError extends Error {
+  constructor(readonly limit: 'workspace_disk' | 'workspace_files', message: string) {
+    super(`sandbox stopped: ${message}`);
+    this.name = 'SandboxLimitError';
+  }
+}

@@ -55,8 +55,8 @@ describeDocker('DockerSandbox container', () => {
     expect(info.HostConfig.NetworkMode).toBe('none');
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
-    // Only for the root exec wrapper that starts commands as the sandbox user and sweeps after them.
-    expect(info.HostConfig.CapAdd).toEqual(['KILL', 'SETUID', 'SETGID']);
+    // Only for the root exec wrapper (starts commands as the sandbox user, sweeps after them) and the workspace measurement.
+    expect(info.HostConfig.CapAdd).toEqual(['KILL', 'SETUID', 'SETGID', 'DAC_READ_SEARCH']);
     expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
     expect(info.HostConfig.Memory).toBe(300 * 1024 * 1024);
     expect(info.HostConfig.MemorySwap).toBe(300 * 1024 * 1024);
