@@ -39,6 +39,57 @@ const SWEEP_FN =
   '{ while read -r k v _; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done < "$f"; } 2>/dev/null; ' +
   'if [ -n "$u" ] && [ "$u" != 0 ] && [ "$s" != Z ] && [ "$s" != X ]; then left=1; break; fi; done; ' +
   '[ -z "$left" ] && return 0; done; return 1; };';
+/**
+ * PID 1 of every sandbox container (python3, as root): it reaps orphans (so killed daemons leave no zombies to fill
+ * the pids limit), exits at the job time limit (so the container ends even if the runner dies), and on SIGUSR1
+ * (sent by the engine, no new process needed) kills every process that does not run as root, until none is left:
+ * that works even while a fork bomb holds every pid, when no exec could start. It forks nothing, and signals from
+ * the sandbox user cannot reach it (another uid; a namespace's PID 1 ignores what it does not handle).
+ */
+const INIT_SCRIPT = `import os, signal, sys, time
+end = time.monotonic() + int(sys.argv[1])
+def reap(*_):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+def others():
+    for p in os.listdir('/proc'):
+        if not p.isdigit() or p == '1':
+            continue
+        state = uid = None
+        try:
+            with open('/proc/%s/status' % p) as f:
+                for line in f:
+                    if line.startswith('State:'):
+                        state = line.split()[1]
+                    elif line.startswith('Uid:'):
+                        uid = int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            continue
+        if uid not in (None, 0) and state not in ('Z', 'X'):
+            yield int(p)
+def sweep(*_):
+    for _ in range(100):
+        left = False
+        for pid in others():
+            left = True
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        reap()
+        if not left:
+            return
+signal.signal(signal.SIGCHLD, reap)
+signal.signal(signal.SIGUSR1, sweep)
+while time.monotonic() < end:
+    time.sleep(min(5, max(0.01, end - time.monotonic())))
+`;
 /** The exit status of an exec whose sweep failed (processes survived); the sandbox is then unusable. */
 const SWEEP_FAILED_EXIT = 253;
 /**
@@ -196,11 +247,8 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
       container = await docker.createContainer({
         Image: cfg.image,
         Entrypoint: [],
-        // PID 1: keeps the container alive until the job time limit (so it ends even if the runner dies), and,
-        // being bash, reaps orphans. Signals from inside cannot kill a namespace's PID 1, and a killed `sleep`
-        // is simply restarted, so no command can stop the container or exhaust the pids limit with zombies.
-        // Root, like the exec wrapper and the sweep: the sandbox user's commands cannot signal it.
-        Cmd: ['bash', '-c', `end=$((SECONDS + ${Math.ceil(cfg.jobTimeoutMs / 1000)})); while [ "$SECONDS" -lt "$end" ]; do sleep 5 & wait $!; done`],
+        // PID 1 (INIT_SCRIPT), as root like the exec wrapper and the sweep: the sandbox user cannot signal it.
+        Cmd: ['python3', '-c', INIT_SCRIPT, String(Math.ceil(cfg.jobTimeoutMs / 1000))],
         User: '0:0',
         WorkingDir: CONTAINER_WORKDIR,
         // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
@@ -379,8 +427,13 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
    * trusts no file the sandbox can write). True when none is left.
    */
   async sweep(): Promise<boolean> {
-    // Starting the exec needs a free pid: retry briefly while a fork bomb holds them all.
     for (let attempt = 0; attempt < 5; attempt++) {
+      // PID 1 kills first (it needs no free pid), then an exec makes sure (and kills what forked meanwhile).
+      try {
+        await this.container.kill({ signal: 'SIGUSR1' });
+      } catch (err) {
+        if (isGone(err as DockerError)) return true;
+      }
       const r = await this.rootExec(['bash', '-c', `${SWEEP_FN} sweep`], 30_000);
       if (r === 'gone' || r.exitCode === 0) return true;
       await new Promise((res) => setTimeout(res, 200));
