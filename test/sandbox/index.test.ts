@@ -156,7 +156,7 @@ describe('createSandbox and checkSandbox', () => {
       const check = await checkSandbox({ kind: 'docker', image: tag });
       expect(check.ok).toBe(false);
       expect(check.checks[0].message).toMatch(new RegExp(`a sandbox from ${tag} cannot run commands`));
-      expect(check.checks[0].hint).toMatch(/bash, coreutils and util-linux/);
+      expect(check.checks[0].hint).toMatch(/bash, python3, coreutils and util-linux/);
     } finally {
       await promisify(execFile)('docker', ['rmi', '-f', tag]);
     }
