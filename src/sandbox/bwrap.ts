@@ -77,6 +77,11 @@ function bwrapHasSize(bwrapPath: string): boolean {
   return known;
 }
 
+/** What DNS and host lookups need, for commands with network. */
+function networkEtc(): string[] {
+  return ['resolv.conf', 'hosts', 'gai.conf'].flatMap((n) => (existsSync(`/etc/${n}`) ? ['--ro-bind', `/etc/${n}`, `/etc/${n}`] : []));
+}
+
 /**
  * A root runner starts bwrap as the sandbox uid, which must be able to walk down to the workspace: say so plainly
  * instead of letting bwrap fail with "Can't find source path".
@@ -190,7 +195,12 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
   }
 
   /** The complete command line that runs `inner` (argv) inside the sandbox. */
-  argvFor(inner: string[], cwdInside: string, env: Record<string, string>, opts: { inJobCgroup?: boolean } = {}): string[] {
+  argvFor(
+    inner: string[],
+    cwdInside: string,
+    env: Record<string, string>,
+    opts: { inJobCgroup?: boolean; network?: boolean } = {},
+  ): string[] {
     const isRoot = (process.getuid?.() ?? 0) === 0;
     const prefix = isRoot
       ? ['setpriv', `--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all']
@@ -207,7 +217,11 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     const bwrapArgv = [
       ...prefix,
       this.cfg.bwrapPath,
-      '--unshare-all',
+      // With network (a setup command the repository opted in for): every namespace but the network one, and the
+      // host's resolver files; that includes the host's loopback services, which is why it is opt-in.
+      ...(opts.network
+        ? ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...networkEtc()]
+        : ['--unshare-all']),
       // A user namespace is required (not just tried), and commands may not create nested ones: less kernel
       // surface, and no way to gain namespace-root capabilities inside.
       '--unshare-user',
@@ -263,7 +277,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) ac.abort();
     const oomBefore = await this.cgroup?.oomKills();
-    const run = runProcess(this.argvFor(inner, cwdInside, env), {
+    const run = runProcess(this.argvFor(inner, cwdInside, env, { network: options.network === true }), {
         cwd: '/',
         // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },

@@ -187,6 +187,65 @@ function waitForEnd(stream: Duplex): Promise<void> {
 }
 
 /**
+ * The container every command runs in (and, with network, the short-lived one a setup command with network runs
+ * in): the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs /tmp and HOME; no
+ * capabilities for commands, no privilege gain, memory/CPU/pids limits, no host environment.
+ */
+function containerOptions(cfg: DockerSandboxConfig, hostDir: string, owner: WorkspaceOwner, network: boolean): Docker.ContainerCreateOptions {
+  const mb = 1024 * 1024;
+  return {
+    Image: cfg.image,
+    Entrypoint: [],
+    // PID 1 (INIT_SCRIPT), as root like the exec wrapper and the sweep: the sandbox user cannot signal it.
+    Cmd: ['python3', '-c', INIT_SCRIPT, String(Math.ceil(cfg.jobTimeoutMs / 1000))],
+    User: '0:0',
+    WorkingDir: CONTAINER_WORKDIR,
+    // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
+    Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
+    Hostname: 'sandbox',
+    NetworkDisabled: !network,
+    Labels: {
+      ...cfg.labels,
+      [SANDBOX_LABEL]: '1',
+      [LABEL_HOST]: os.hostname(),
+      [LABEL_PID]: String(process.pid),
+      [LABEL_INSTANCE]: INSTANCE_ID,
+      [LABEL_CREATED]: String(Date.now()),
+      [LABEL_WORKSPACE]: hostDir,
+      ...(owner.original ? { [LABEL_WORKSPACE_OWNER]: `${owner.original.uid}:${owner.original.gid}` } : {}),
+    },
+    StopTimeout: 1,
+    HostConfig: {
+      // With network: the engine's default bridge (the internet, not the runner's loopback services).
+      NetworkMode: network ? 'bridge' : 'none',
+      // A Mount, not a "src:dst" Bind string, so a path with ':' or ',' cannot change its meaning.
+      Mounts: [{ Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false }],
+      ReadonlyRootfs: true,
+      Tmpfs: {
+        '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
+        [CONTAINER_HOME]: `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,uid=${owner.uid},gid=${owner.gid},mode=0700`,
+      },
+      // Only what the root exec wrapper and the workspace measurement need (kill the sandbox user's processes,
+      // switch to its uid, walk every directory). Commands run as the sandbox user hold none of them, and
+      // no-new-privileges keeps them from gaining any.
+      CapDrop: ['ALL'],
+      CapAdd: ['KILL', 'SETUID', 'SETGID', 'DAC_READ_SEARCH'],
+      SecurityOpt: ['no-new-privileges'],
+      Memory: cfg.memoryMb * mb,
+      MemorySwap: cfg.memoryMb * mb, // equal to Memory: no swap
+      NanoCpus: Math.round(cfg.cpus * 1e9),
+      PidsLimit: cfg.pidsLimit,
+      Ulimits: [
+        { Name: 'fsize', Soft: cfg.fileSizeMb * mb, Hard: cfg.fileSizeMb * mb },
+        { Name: 'nofile', Soft: 4096, Hard: 4096 },
+      ],
+      IpcMode: 'private',
+      AutoRemove: true,
+    },
+  };
+}
+
+/**
  * One container per job: the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs
  * /tmp and HOME; no network, no capabilities, no privilege gain, commands as a non-root user, memory/CPU/pids limits, no host
  * environment. The container's PID 1 exits at the job time limit, so even a runner that dies without closing it
@@ -241,58 +300,9 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (!st?.isDirectory()) throw new Error(`workspace ${workspaceDir} is not a directory`);
     const hostDir = await fs.realpath(workspaceDir);
     const owner = await claimWorkspace(hostDir, parseUser(cfg.user));
-    const mb = 1024 * 1024;
     let container: Docker.Container | undefined;
     try {
-      container = await docker.createContainer({
-        Image: cfg.image,
-        Entrypoint: [],
-        // PID 1 (INIT_SCRIPT), as root like the exec wrapper and the sweep: the sandbox user cannot signal it.
-        Cmd: ['python3', '-c', INIT_SCRIPT, String(Math.ceil(cfg.jobTimeoutMs / 1000))],
-        User: '0:0',
-        WorkingDir: CONTAINER_WORKDIR,
-        // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
-        Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
-        Hostname: 'sandbox',
-        NetworkDisabled: true,
-        Labels: {
-          ...cfg.labels,
-          [SANDBOX_LABEL]: '1',
-          [LABEL_HOST]: os.hostname(),
-          [LABEL_PID]: String(process.pid),
-          [LABEL_INSTANCE]: INSTANCE_ID,
-          [LABEL_CREATED]: String(Date.now()),
-          [LABEL_WORKSPACE]: hostDir,
-          ...(owner.original ? { [LABEL_WORKSPACE_OWNER]: `${owner.original.uid}:${owner.original.gid}` } : {}),
-        },
-        StopTimeout: 1,
-        HostConfig: {
-          NetworkMode: 'none',
-          // A Mount, not a "src:dst" Bind string, so a path with ':' or ',' cannot change its meaning.
-          Mounts: [{ Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false }],
-          ReadonlyRootfs: true,
-          Tmpfs: {
-            '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
-            [CONTAINER_HOME]: `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,uid=${owner.uid},gid=${owner.gid},mode=0700`,
-          },
-          // Only what the root exec wrapper and the workspace measurement need (kill the sandbox user's processes,
-          // switch to its uid, walk every directory). Commands
-          // run as the sandbox user hold none of them, and no-new-privileges keeps them from gaining any.
-          CapDrop: ['ALL'],
-          CapAdd: ['KILL', 'SETUID', 'SETGID', 'DAC_READ_SEARCH'],
-          SecurityOpt: ['no-new-privileges'],
-          Memory: cfg.memoryMb * mb,
-          MemorySwap: cfg.memoryMb * mb, // equal to Memory: no swap
-          NanoCpus: Math.round(cfg.cpus * 1e9),
-          PidsLimit: cfg.pidsLimit,
-          Ulimits: [
-            { Name: 'fsize', Soft: cfg.fileSizeMb * mb, Hard: cfg.fileSizeMb * mb },
-            { Name: 'nofile', Soft: 4096, Hard: 4096 },
-          ],
-          IpcMode: 'private',
-          AutoRemove: true,
-        },
-      });
+      container = await docker.createContainer(containerOptions(cfg, hostDir, owner, false));
       await container.start();
     } catch (err) {
       if (container) await container.remove({ force: true }).catch(() => {});
@@ -332,6 +342,20 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
 
   private async spawnNow(argv: string[], options: ExecOptions): Promise<ExecResult> {
     this.assertUsable();
+    if (!options.network) return this.runIn(this.container, argv, options);
+    // A setup command with network: a container of its own on the engine's bridge, with the same workspace,
+    // limits and user, removed (with every process in it) as soon as the command is done. The job's container
+    // never gets network, so nothing the model runs later has it.
+    const net = await this.docker.createContainer(containerOptions(this.cfg, this.hostDir, this.owner, true));
+    try {
+      await net.start();
+      return await this.runIn(net, argv, options);
+    } finally {
+      await removeContainer(net).catch(() => {});
+    }
+  }
+
+  private async runIn(container: Docker.Container, argv: string[], options: ExecOptions): Promise<ExecResult> {
     const started = Date.now();
     const cap = options.maxOutputBytes ?? this.cfg.maxOutputBytes;
     if (options.signal?.aborted) return cancelledBeforeStart();
@@ -341,7 +365,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     let exec: Docker.Exec;
     let stream: Duplex;
     try {
-      exec = await this.container.exec({
+      exec = await container.exec({
         // Root (holding only CAP_KILL) starts the command as the sandbox user and, once it returns, kills what it
         // left behind; nothing the command does can stop or fool it (see EXEC_WRAPPER).
         Cmd: ['bash', '-c', EXEC_WRAPPER, 'sandbox', String(this.owner.uid), String(this.owner.gid), ...argv],
@@ -368,7 +392,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     let killing: Promise<void> | undefined;
     const kill = () => {
       killing ??= (async () => {
-        await this.sweep();
+        await this.sweep(container);
         // The sweep ends every process that could hold the stream; stop reading after a grace period regardless.
         const grace = setTimeout(() => stream.destroy(), KILL_GRACE_MS);
         await ended;
@@ -407,7 +431,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     }
     // A wrapper killed by a timeout's sweep never got to its own sweep: make sure, and believe only a clean one.
     if (timedOut || cancelled || exitCode === null || exitCode === SWEEP_FAILED_EXIT) {
-      if (!this.expired && !this.closing && !(await this.sweep())) this.markBroken('processes of the sandbox user survived the command');
+      if (!this.expired && !this.closing && !(await this.sweep(container))) this.markBroken('processes of the sandbox user survived the command');
     }
     const over = this.budget.exceeded;
     return {
@@ -426,15 +450,15 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
    * Kills every process of the sandbox user (run as root with CAP_KILL: the sandbox cannot signal it back, and it
    * trusts no file the sandbox can write). True when none is left.
    */
-  async sweep(): Promise<boolean> {
+  async sweep(container: Docker.Container = this.container): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt++) {
       // PID 1 kills first (it needs no free pid), then an exec makes sure (and kills what forked meanwhile).
       try {
-        await this.container.kill({ signal: 'SIGUSR1' });
+        await container.kill({ signal: 'SIGUSR1' });
       } catch (err) {
         if (isGone(err as DockerError)) return true;
       }
-      const r = await this.rootExec(['bash', '-c', `${SWEEP_FN} sweep`], 30_000);
+      const r = await this.rootExec(container, ['bash', '-c', `${SWEEP_FN} sweep`], 30_000);
       if (r === 'gone' || r.exitCode === 0) return true;
       await new Promise((res) => setTimeout(res, 200));
     }
@@ -446,7 +470,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     let last = '';
     // A sweep (kill -1 at the end of a command) can kill a measurement that runs beside it: try again.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = await this.rootExec(['bash', '-c', MEASURE_SCRIPT, 'measure', CONTAINER_WORKDIR], 120_000);
+      const r = await this.rootExec(this.container, ['bash', '-c', MEASURE_SCRIPT, 'measure', CONTAINER_WORKDIR], 120_000);
       if (r === 'gone') return { kib: 0, files: 0 };
       if (r.exitCode === 0) return parseUsage(r.stdout);
       last = r.exitCode === null ? 'no answer within 120s' : `exit ${r.exitCode}`;
@@ -455,9 +479,9 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   }
 
   /** Runs argv as root in the container (not queued behind commands); 'gone' when the container no longer exists. */
-  private async rootExec(argv: string[], timeoutMs: number): Promise<{ exitCode: number | null; stdout: string } | 'gone'> {
+  private async rootExec(container: Docker.Container, argv: string[], timeoutMs: number): Promise<{ exitCode: number | null; stdout: string } | 'gone'> {
     try {
-      const k = await this.container.exec({ Cmd: argv, User: '0:0', AttachStdout: true, AttachStderr: true });
+      const k = await container.exec({ Cmd: argv, User: '0:0', AttachStdout: true, AttachStderr: true });
       const s = (await k.start({})) as Duplex;
       const out = new CappedBuffer(64 * 1024);
       this.docker.modem.demuxStream(s, sink(out), sink(new CappedBuffer(0)));

@@ -21,6 +21,12 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Data written to the command's stdin. */
   stdin?: string;
+  /**
+   * Give this command network access (setup commands of a repository that opted in with `setup.network`; never
+   * the model's commands). docker: a short-lived container on the engine's bridge with the same workspace and
+   * limits; bwrap: the host's network namespace (which includes the host's loopback services); local: always.
+   */
+  network?: boolean;
 }
 
 export interface ExecResult {
