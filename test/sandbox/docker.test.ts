@@ -111,6 +111,29 @@ describeDocker('DockerSandbox container', () => {
     await sb.close(); // already gone: still fine
   });
 
+  // A runner that is not root and has nothing but the engine (the docker group): the images and the documented
+  // setup run it this way. Its own uid is the sandbox user; nothing is chowned.
+  const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
+  itAsRoot('works for a non-root runner that only has access to the engine', async () => {
+    const { stat: statFile, chown } = await import('node:fs/promises');
+    const sock = await statFile('/var/run/docker.sock');
+    await chown(dir, 1000, 1000);
+    const tag = `nonroot-${randomUUID()}`;
+    const { stdout } = await promisify(execFile)(
+      'setpriv',
+      ['--reuid=1000', '--regid=1000', `--groups=${sock.gid}`, process.execPath, '--import', 'tsx',
+        path.join(import.meta.dirname, 'fixtures/nonroot-docker.ts'), dir, TEST_IMAGE, tag],
+      { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }, timeout: 90_000 },
+    );
+    const seen = JSON.parse(stdout) as { id: string; idErr: string; survivors: string };
+    expect(seen).toEqual({ id: '1000\n1000\nok\n', idErr: '', survivors: '0' });
+    for (const f of ['made.txt', 'host/written.txt', 'host', '.']) {
+      const st = await statFile(path.join(dir, f));
+      expect([f, st.uid, st.gid]).toEqual([f, 1000, 1000]);
+    }
+    await reapStaleSandboxes(d, 0, { labels: { 'dev.frognano.test': tag } });
+  });
+
   it('says how to build the image when it is missing', async () => {
     const err = await DockerSandbox.create(dir, { image: 'frognano-sandbox:no-such-tag' }, { docker: d }).catch((e) => e);
     expect(err).toBeInstanceOf(SandboxUnavailableError);
