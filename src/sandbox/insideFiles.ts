@@ -8,12 +8,13 @@ import { FileTooLargeError, SandboxPathError, type ExecOptions, type ExecResult,
  * the model chose. Contents travel base64-encoded over the command's stdin and stdout.
  */
 const HELPER = String.raw`
-import base64, json, os, stat, sys
+import os, stat, sys
 op, root = sys.argv[1], sys.argv[2]
-def out(**kw):
-    sys.stdout.write(json.dumps(kw)); sys.exit(0)
-def fail(kind, msg, **kw):
-    out(error=kind, message=msg, **kw)
+# The answer: one header line ("ok SIZE EOF" or "error KIND SIZE MESSAGE"), then the payload (base64 or JSON).
+def out(size=0, eof=True, payload=''):
+    sys.stdout.write('ok %d %d\n%s' % (size, 1 if eof else 0, payload)); sys.exit(0)
+def fail(kind, msg, size=0):
+    sys.stdout.write('error %s %d %s\n' % (kind, size, msg.replace('\n', ' '))); sys.exit(0)
 def resolve(rel):
     p = rel.replace('\\', '/')
     if p == root or p.startswith(root + '/'):
@@ -49,7 +50,7 @@ if op == 'read':
     fd = open_regular(rel)
     size = os.fstat(fd).st_size
     if whole and size > length:
-        fail('too_large', '', size=size)
+        fail('too_large', '', size)
     os.lseek(fd, start, 0)
     chunks, total = [], 0
     while total <= length:
@@ -59,14 +60,16 @@ if op == 'read':
         chunks.append(b); total += len(b)
     data = b''.join(chunks)
     if whole and len(data) > length:
-        fail('too_large', '', size=len(data))
-    out(data=base64.b64encode(data[:length]).decode(), eof=len(data) <= length, size=size)
+        fail('too_large', '', len(data))
+    import binascii
+    out(size, len(data) <= length, binascii.b2a_base64(data[:length], newline=False).decode())
 elif op == 'write':
     rel = sys.argv[3]
     ab, real = resolve(rel)
     if real == os.path.realpath(root):
         fail('path', 'cannot write to the repository root')
-    data = base64.b64decode(sys.stdin.buffer.read())
+    import binascii
+    data = binascii.a2b_base64(sys.stdin.buffer.read())
     if os.path.isdir(real):
         fail('dir', '%s is a directory, not a file' % rel)
     os.makedirs(os.path.dirname(real), exist_ok=True)
@@ -81,7 +84,7 @@ elif op == 'write':
     while view:
         view = view[os.write(fd, view):]
     os.close(fd)
-    out(ok=True)
+    out()
 elif op == 'list':
     rel, limit = sys.argv[3], int(sys.argv[4])
     ab, real = resolve(rel)
@@ -111,19 +114,27 @@ elif op == 'list':
                 files.append([name, e.stat(follow_symlinks=False).st_size if e.is_file(follow_symlinks=False) else 0])
     base = os.path.relpath(ab, root)
     walk(real, '' if base == '.' else base)
-    out(files=files, truncated=truncated)
+    import json
+    out(0, not truncated, json.dumps(files))
 `;
 
 type Spawn = (argv: string[], options?: ExecOptions) => Promise<ExecResult>;
 
 interface HelperAnswer {
   error?: string;
-  message?: string;
-  size?: number;
-  data?: string;
-  eof?: boolean;
-  files?: Array<[string, number]>;
-  truncated?: boolean;
+  size: number;
+  eof: boolean;
+  payload: string;
+}
+
+function parseAnswer(stdout: string): HelperAnswer {
+  const nl = stdout.indexOf('\n');
+  const head = nl < 0 ? stdout : stdout.slice(0, nl);
+  const ok = /^ok (\d+) ([01])$/.exec(head);
+  if (ok) return { size: Number(ok[1]), eof: ok[2] === '1', payload: stdout.slice(nl + 1) };
+  const err = /^error (\w+) (\d+) (.*)$/.exec(head);
+  if (err) return { error: err[1], size: Number(err[2]), eof: true, payload: err[3] };
+  throw new Error(`the sandbox's file helper answered ${JSON.stringify(head.slice(0, 100))}`);
 }
 
 const TIMEOUT_MS = 60_000;
@@ -137,7 +148,9 @@ export class InsideFiles {
   ) {}
 
   private async run(args: string[], stdin?: string, maxOutputBytes = 1024 * 1024): Promise<HelperAnswer> {
-    const r = await this.spawn(['python3', '-c', HELPER, ...args.slice(0, 1), this.workdir, ...args.slice(1)], {
+    // -I -S: no user site, no site module, no environment variables: a quicker start, and nothing the workspace
+    // holds (a sitecustomize.py, say) runs in the helper.
+    const r = await this.spawn(['python3', '-I', '-S', '-c', HELPER, ...args.slice(0, 1), this.workdir, ...args.slice(1)], {
       stdin,
       timeoutMs: TIMEOUT_MS,
       maxOutputBytes,
@@ -146,17 +159,17 @@ export class InsideFiles {
       const why = r.timedOut ? `no answer within ${TIMEOUT_MS / 1000}s` : (r.stderr.trim().split('\n').pop() ?? '') || `exit ${r.exitCode}`;
       throw new Error(`the sandbox's file helper failed: ${why}`);
     }
-    const a = JSON.parse(r.stdout) as HelperAnswer;
-    if (a.error === 'path') throw new SandboxPathError(a.message ?? 'path outside the repository');
-    if (a.error && a.error !== 'too_large') throw new Error(a.message);
+    const a = parseAnswer(r.stdout);
+    if (a.error === 'path') throw new SandboxPathError(a.payload);
+    if (a.error && a.error !== 'too_large') throw new Error(a.payload);
     return a;
   }
 
   async readFile(rel: string, opts: ReadFileOptions = {}): Promise<Buffer> {
     const max = Math.min(opts.maxBytes ?? 256 * 1024 * 1024, 256 * 1024 * 1024);
     const a = await this.run(['read', rel, '0', String(max), '1'], undefined, Math.ceil((max * 4) / 3) + 4096);
-    if (a.error === 'too_large') throw new FileTooLargeError(rel, a.size ?? 0, max);
-    return Buffer.from(a.data ?? '', 'base64');
+    if (a.error === 'too_large') throw new FileTooLargeError(rel, a.size, max);
+    return Buffer.from(a.payload, 'base64');
   }
 
   /** Reads the file a chunk (one helper run) at a time, as the consumer asks for more. */
@@ -196,7 +209,7 @@ export class InsideFiles {
 
   private async chunk(rel: string, offset: number): Promise<{ buf: Buffer; eof: boolean }> {
     const a = await this.run(['read', rel, String(offset), String(STREAM_CHUNK), '0'], undefined, Math.ceil((STREAM_CHUNK * 4) / 3) + 4096);
-    return { buf: Buffer.from(a.data ?? '', 'base64'), eof: a.eof ?? true };
+    return { buf: Buffer.from(a.payload, 'base64'), eof: a.eof };
   }
 
   async writeFile(rel: string, data: string | Buffer): Promise<void> {
@@ -206,6 +219,7 @@ export class InsideFiles {
 
   async listFiles(dir = '.', limit = 100_000): Promise<{ files: FileEntry[]; truncated: boolean }> {
     const a = await this.run(['list', dir, String(limit)], undefined, 64 * 1024 * 1024);
-    return { files: (a.files ?? []).map(([p, size]) => ({ path: p, size })), truncated: a.truncated ?? false };
+    const files = JSON.parse(a.payload) as Array<[string, number]>;
+    return { files: files.map(([p, size]) => ({ path: p, size })), truncated: !a.eof };
   }
 }
