@@ -440,15 +440,15 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (this.expired && !cancelled) timedOut = true;
 
     let exitCode: number | null = null;
-    // The engine can close the stream a moment before it records the exit code.
-    for (let i = 0; i < 50; i++) {
+    // The engine can close the stream a moment before it records the exit code (poll briefly, then less often).
+    for (let i = 0; i < 60; i++) {
       const info = await exec.inspect().catch(() => null);
       if (!info) break;
       if (!info.Running && typeof info.ExitCode === 'number') {
         exitCode = info.ExitCode;
         break;
       }
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, i < 20 ? 5 : 25));
     }
     // A wrapper killed by a timeout's sweep never got to its own sweep: make sure, and believe only a clean one.
     if (timedOut || cancelled || exitCode === null || exitCode === SWEEP_FAILED_EXIT) {
