@@ -178,6 +178,20 @@ function sink(buf: CappedBuffer): Writable {
   });
 }
 
+/**
+ * The exit status of a finished exec, or null when the engine does not know it. The engine can close the stream a
+ * moment before it records the exit code: poll briefly, then less often.
+ */
+async function execExitCode(exec: Docker.Exec): Promise<number | null> {
+  for (let i = 0; i < 60; i++) {
+    const info = await exec.inspect().catch(() => null);
+    if (!info) return null;
+    if (!info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
+    await new Promise((r) => setTimeout(r, i < 20 ? 5 : 25));
+  }
+  return null;
+}
+
 function waitForEnd(stream: Duplex): Promise<void> {
   return new Promise((resolve) => {
     const done = () => resolve();
@@ -439,17 +453,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     // The job time limit killed the container under this command.
     if (this.expired && !cancelled) timedOut = true;
 
-    let exitCode: number | null = null;
-    // The engine can close the stream a moment before it records the exit code (poll briefly, then less often).
-    for (let i = 0; i < 60; i++) {
-      const info = await exec.inspect().catch(() => null);
-      if (!info) break;
-      if (!info.Running && typeof info.ExitCode === 'number') {
-        exitCode = info.ExitCode;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, i < 20 ? 5 : 25));
-    }
+    const exitCode = await execExitCode(exec);
     // A wrapper killed by a timeout's sweep never got to its own sweep: make sure, and believe only a clean one.
     if (timedOut || cancelled || exitCode === null || exitCode === SWEEP_FAILED_EXIT) {
       if (!this.expired && !this.closing && !(await this.sweep(container))) this.markBroken('processes of the sandbox user survived the command');
@@ -509,12 +513,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
       const timer = setTimeout(() => s.destroy(), timeoutMs);
       await waitForEnd(s);
       clearTimeout(timer);
-      for (let i = 0; i < 50; i++) {
-        const info = await k.inspect();
-        if (!info.Running && typeof info.ExitCode === 'number') return { exitCode: info.ExitCode, stdout: out.text() };
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      return { exitCode: null, stdout: out.text() };
+      return { exitCode: await execExitCode(k), stdout: out.text() };
     } catch (err) {
       // Container gone (job limit, closed): its processes are gone too.
       if (isGone(err as DockerError)) return 'gone';
