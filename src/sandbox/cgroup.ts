@@ -76,6 +76,27 @@ async function write(file: string, value: string): Promise<void> {
   await fs.writeFile(file, value);
 }
 
+async function enableControllers(dir: string): Promise<boolean> {
+  await write(path.join(dir, 'cgroup.subtree_control'), '+memory +pids').catch(() => {});
+  const enabled = await fs.readFile(path.join(dir, 'cgroup.subtree_control'), 'utf8').catch(() => '');
+  return /\bmemory\b/.test(enabled) && /\bpids\b/.test(enabled);
+}
+
+/**
+ * cgroup v2: a parent whose children get the memory and pids controllers. The runner's own cgroup usually holds
+ * processes, and v2 allows no controllers below a cgroup with processes (except the root): then, unless a parent
+ * was configured, an empty `frognano` cgroup below the root is used (root runners).
+ */
+async function v2Parent(preferred: string, configured: boolean): Promise<string> {
+  if (await enableControllers(preferred)) return preferred;
+  if (configured) throw new CgroupUnavailableError(`cannot enable the memory and pids controllers in ${preferred}`);
+  const shared = path.join(ROOT, 'frognano');
+  await fs.mkdir(shared, { recursive: true }).catch(() => {});
+  await enableControllers(ROOT);
+  if (await enableControllers(shared)) return shared;
+  throw new CgroupUnavailableError(`cannot enable the memory and pids controllers in ${preferred} or ${shared}`);
+}
+
 /** Creates the job's cgroups with the limits; throws CgroupUnavailableError when that is not possible here. */
 export async function createJobCgroup(limits: { memoryBytes: number; pids: number }, parentOverride?: string): Promise<JobCgroup> {
   const layout = await detect(parentOverride);
@@ -83,9 +104,7 @@ export async function createJobCgroup(limits: { memoryBytes: number; pids: numbe
   const dirs: string[] = [];
   try {
     if (layout.version === 2) {
-      const parent = layout.parents[''];
-      // The controllers must be enabled for the parent's children (a delegated subtree allows it).
-      await write(path.join(parent, 'cgroup.subtree_control'), '+memory +pids').catch(() => {});
+      const parent = await v2Parent(layout.parents[''], parentOverride !== undefined);
       const dir = path.join(parent, name);
       await fs.mkdir(dir);
       dirs.push(dir);

@@ -395,7 +395,9 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     const cap = options.maxOutputBytes ?? this.cfg.maxOutputBytes;
     if (options.signal?.aborted) return cancelledBeforeStart();
     const cwd = options.cwd ? await this.files.resolveDirInside(options.cwd, CONTAINER_WORKDIR) : CONTAINER_WORKDIR;
-    const env = { ...baseEnv(CONTAINER_HOME), ...options.env };
+    const env: Record<string, string> = { ...baseEnv(CONTAINER_HOME), ...options.env };
+    // The root wrapper is a non-interactive bash: it would source BASH_ENV before anything else.
+    delete env.BASH_ENV;
     const hasStdin = options.stdin !== undefined;
     let exec: Docker.Exec;
     let stream: Duplex;
