@@ -139,7 +139,10 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
         // Keep the trajectory: it is the only record of what happened. The caller sees the error.
         trajectory.error = [trajectory.error, `could not compute the patch: ${(err as Error).message}`].filter(Boolean).join('\n');
         if (opts.outDir) await writeArtefacts(opts.outDir, trajectory, '');
-        throw new Error(`could not compute the patch inside the sandbox: ${(err as Error).message}`);
+        const failure = new Error(`could not compute the patch inside the sandbox: ${(err as Error).message}`, { cause: err });
+        // A sandbox that stopped the job at a limit (SandboxLimitError) refuses the patch too: keep its words for the issue.
+        const publicReason = (err as { publicReason?: unknown }).publicReason;
+        throw typeof publicReason === 'string' ? Object.assign(failure, { publicReason }) : failure;
       }
       trajectory.output_patch = patch;
       for (const command of opts.testCommands ?? []) {

@@ -58,7 +58,13 @@ export class WorkspaceBudget {
           );
         }
       } catch (err) {
-        if (final) this.exceeded ??= new SandboxLimitError('workspace_disk', `the workspace could not be measured: ${(err as Error).message}`);
+        if (final) {
+          this.exceeded ??= new SandboxLimitError(
+            'workspace_disk',
+            `the workspace could not be measured: ${(err as Error).message}`,
+            'the workspace could not be measured',
+          );
+        }
       } finally {
         this.measuring = undefined;
       }

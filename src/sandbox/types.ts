@@ -105,8 +105,19 @@ export class FileTooLargeError extends Error {
  * use. The message says what a maintainer can act on (which limit, its size), without host paths.
  */
 export class SandboxLimitError extends Error {
-  constructor(readonly limit: 'workspace_disk' | 'workspace_files', message: string) {
+  /** What the issue is told (src/runner/publicFailure.ts ownPublicReason): the limit and what to do, nothing else. */
+  readonly publicReason: string;
+
+  constructor(
+    readonly limit: 'workspace_disk' | 'workspace_files',
+    message: string,
+    /** The part of `message` fit for the issue, when the message carries more (an error's own text). */
+    publicDetail = message,
+  ) {
     super(`sandbox stopped: ${message}`);
     this.name = 'SandboxLimitError';
+    this.publicReason =
+      `The run was stopped: ${publicDetail}. Keep large generated files and installed dependencies out of the ` +
+      "repository's working tree, or ask the runner's operator for a larger workspace budget, then comment `/frognano retry`.";
   }
 }

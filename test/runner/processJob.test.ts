@@ -341,6 +341,21 @@ describe('processJob', () => {
     expectNoInternals(gh.statusBodies().at(-1)!);
   });
 
+  it('a job that outgrows its workspace budget ends with the reason on the issue, not "the sandbox failed"', async () => {
+    await setup([
+      { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'head -c 12M /dev/zero > big.bin; echo done' } }] },
+      { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'ls' } }] },
+      { content: 'Done.', tool_calls: [] },
+    ]);
+    // The real bwrap sandbox with an 8 MiB workspace budget (measured inside the sandbox).
+    ctx.sandbox = SandboxConfigSchema.parse({ kind: 'bwrap', defaultTimeoutMs: 60_000, workspaceMb: 8 });
+    const err = await processJob(handle(), ctx, new AbortController().signal).catch((e) => e);
+    expect(err.message).toMatch(/^The run was stopped: the job's files grew past the workspace budget of 8 MiB \(\d+ MiB measured\)\. /);
+    expect(err.message).toContain('then comment `/frognano retry`.');
+    expect(failedReason(gh.statusBodies().at(-1)!)).toBe(err.message);
+    expectNoInternals(gh.statusBodies().at(-1)!);
+  });
+
   it('an error that brings its own public reason (a sandbox limit) is shown as such; its detail stays in the log', async () => {
     await setup(FIX_TURNS);
     const reason = 'The workspace grew past its disk budget of 2 GiB, so the run was stopped. Clean up large generated files in `setupCommands`, then comment `/frognano retry`.';
