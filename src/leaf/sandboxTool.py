@@ -13,6 +13,7 @@ texts, so tests/leaf/conformance keeps golden outputs recorded from it. Standard
 import glob
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -84,11 +85,26 @@ def target(args, key):
     return absolute(given)
 
 
+def refuse_special(path, reading):
+    """A FIFO would block the call, and reading a device other than /dev/null (/dev/zero, /dev/urandom) would never
+    end; upstream's runner treats them as files. Refuse those; everything else behaves as upstream."""
+    try:
+        info = os.stat(str(path))
+    except OSError:
+        return  # missing or unreadable: the read or write below raises Python's own error, as upstream's does
+    mode = info.st_mode
+    endless = reading and (stat.S_ISBLK(mode) or (stat.S_ISCHR(mode) and info.st_rdev != os.makedev(1, 3)))
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or endless:
+        raise ValueError("%s is not a regular file" % shown(path))
+
+
 def load_text(path):
+    refuse_special(path, True)
     return path.read_text(encoding="utf-8", errors="replace")
 
 
 def store_text(path, text):
+    refuse_special(path, False)
     path.write_text(text, encoding="utf-8")
 
 
