@@ -39,7 +39,11 @@ import type { Sandbox } from '../sandbox/types.js';
 import { withJob } from '../ops/logger.js';
 import type { FrognanoMetrics } from '../ops/metrics.js';
 import { forgetSecret, redact } from '../util/redact.js';
+import { withCoAuthor } from '../github/coAuthor.js';
+import { requestReview } from '../github/followUpPullRequest.js';
+import { processFollowUp } from './followUp.js';
 import { ProgressReporter, type RunnerProgress } from './progress.js';
+import { buildTaskContext } from './taskContext.js';
 
 /** Why a job's AbortSignal fired: a maintainer's `/frognano cancel`, or the runner shutting down. */
 export type AbortCause = { kind: 'cancel'; by?: string } | { kind: 'shutdown' };
@@ -116,6 +120,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     throw new UnrecoverableError(`invalid job data: ${issue.path.join('.') || 'payload'}: ${issue.message}`);
   }
   const data = parsed.data;
+  if (data.followUp) return processFollowUp(job, { ...data, followUp: data.followUp }, ctx, signal);
   const jobId = job.id ?? jobIdFor(data);
   const log = withJob(ctx.logger, jobId, { repo: `${data.owner}/${data.repo}`, issue: data.issueNumber });
   const ref: IssueRef = { owner: data.owner, repo: data.repo, issueNumber: data.issueNumber };
@@ -192,15 +197,17 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     const trajectoryDir = path.join(ctx.trajectoryDir, data.owner, data.repo, `issue-${data.issueNumber}-attempt-${data.attempt}`);
     const sandboxCfg = sandboxFor(ctx.sandbox, config, jobId);
     const makeSandbox = ctx.createSandbox ?? createSandbox;
+    const context = await buildTaskContext({ data, repoDir: clone.dir, config, octokit: access.octokit, log });
     reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
     log.info({ base: clone.branch, head: clone.headSha, sandbox: sandboxCfg.kind }, 'solving');
     const result = await solve({
       sourceDir: clone.dir,
       sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
       backend: ctx.backend,
-      task: { title: data.title, body: data.body, repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber },
+      task: { title: data.title, body: data.body, repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
       limits,
       setupCommands: config.setupCommands,
+      setupNetwork: config.setup.network,
       testCommands: config.testCommands,
       outDir: trajectoryDir,
       signal,
@@ -261,7 +268,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       forgetSecretLater(old);
     }
     const branch = branchNameFor(data.issueNumber, data.attempt);
-    const message = commitMessage(data, t.final_message);
+    const message = withCoAuthor(commitMessage(data, t.final_message), data.triggeredBy);
     const headSha = await commitStaged(clone.dir, { branch, message, identity: ctx.identity ?? DEFAULT_BOT_IDENTITY });
     throwIfAborted(signal);
     // Same attempt = same branch: a job handed back and run again replaces its own earlier push.
@@ -295,6 +302,8 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       body,
     });
     await labelNeedsReview(octokit, data.owner, data.repo, pr.number);
+    // A second pair of eyes starts with the person who asked: GitHub puts the PR in their review queue.
+    await requestReview(octokit, data.owner, data.repo, pr.number, data.triggeredBy.login).catch((err: unknown) => log.warn({ err }, 'could not request a review'));
     await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha, pullRequestUrl: pr.url, issueNumber: data.issueNumber });
     log.info({ pr: pr.url, branch, files: files.length }, 'draft pull request opened');
     final = { kind: 'pull_request', url: pr.url, number: pr.number, summary: clip(redact(t.final_message), 1500) };
@@ -328,7 +337,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
   }
 }
 
-function phaseText(phase: RunnerProgress['phase'] | undefined): string {
+export function phaseText(phase: RunnerProgress['phase'] | undefined): string {
   switch (phase) {
     case 'cloning':
       return 'The runner failed while preparing the repository';
@@ -341,14 +350,14 @@ function phaseText(phase: RunnerProgress['phase'] | undefined): string {
   }
 }
 
-function phaseCategory(phase: RunnerProgress['phase'] | undefined): FailureCategory {
+export function phaseCategory(phase: RunnerProgress['phase'] | undefined): FailureCategory {
   return phase === 'publishing' ? 'publish' : phase === 'solving' ? 'sandbox' : 'unexpected';
 }
 
 /** Fresh enough to clone is not fresh enough to publish: keep a margin for the push and the API calls. */
 const TOKEN_MARGIN_MS = 10 * 60_000;
 
-function tokenExpiresSoon(access: InstallationAccess): boolean {
+export function tokenExpiresSoon(access: InstallationAccess): boolean {
   const expires = Date.parse(access.expiresAt);
   return Number.isFinite(expires) && expires - Date.now() < TOKEN_MARGIN_MS;
 }
@@ -358,7 +367,7 @@ export function installationAccessFor(ctx: RunnerContext): (installationId: numb
   return ctx.createAccess ?? ((installationId, repo) => createInstallationAccess(ctx.app, { installationId, repo, log: ctx.logger }));
 }
 
-function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimits> {
+export function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimits> {
   const cap = ctx.maxTurns ?? DEFAULT_LIMITS.maxTurns;
   const wallCap = ctx.wallTimeMs ?? DEFAULT_LIMITS.wallTimeMs;
   return {
@@ -382,7 +391,7 @@ function commitMessage(d: JobData, finalMessage: string): string {
 }
 
 /** The stored trajectory must not hold the token, whatever a tool printed; solve redacts, this double-checks. */
-async function scrubStoredTrajectory(result: SolveResult, log: Logger): Promise<void> {
+export async function scrubStoredTrajectory(result: SolveResult, log: Logger): Promise<void> {
   for (const p of [result.trajectoryJsonPath, result.trajectoryMarkdownPath, result.patchPath]) {
     if (!p) continue;
     const text = await fs.readFile(p, 'utf8').catch(() => null);
@@ -395,16 +404,16 @@ async function scrubStoredTrajectory(result: SolveResult, log: Logger): Promise<
   }
 }
 
-function throwIfAborted(signal: AbortSignal): void {
+export function throwIfAborted(signal: AbortSignal): void {
   if (signal.aborted) throw abortError(signal);
 }
 
-function abortError(signal: AbortSignal): Error {
+export function abortError(signal: AbortSignal): Error {
   const cause = signal.reason as AbortCause | undefined;
   return new Error(cause?.kind === 'shutdown' ? 'runner shutting down' : 'cancelled');
 }
 
-function errMsg(e: unknown): string {
+export function errMsg(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
