@@ -226,5 +226,5 @@ export async function commitStagedOnHead(dir: string, o: { message: string; iden
 /** A push refused because the branch moved on the remote (someone pushed meanwhile). */
 export function isNonFastForward(e: unknown): boolean {
   const text = `${(e as Error)?.message ?? ''} ${(e as GitError)?.stderr ?? ''}`;
-  return /non-fast-forward|fetch first|\[rejected\]|stale info/i.test(text);
+  return /non-fast-forward|fetch first|\[rejected\]|stale info|Updates were rejected/i.test(text);
 }

@@ -58,9 +58,10 @@ export async function instructionsSections(repoDir: string, config: Pick<RepoCon
   const out: TaskSection[] = [];
   for (const file of [AGENTS_FILE, config.instructionsFile ?? DEFAULT_INSTRUCTIONS_FILE]) {
     const f = await readRepoFile(repoDir, file, CONTEXT_LIMITS.instructionsChars);
-    if (!f || !f.text.trim()) continue;
+    const text = f ? stripHiddenText(f.text) : '';
+    if (!f || !text) continue;
     const cut = f.truncatedChars > 0 ? `\n\n[${file} truncated: ${f.truncatedChars} more characters]` : '';
-    out.push({ heading: `Repository instructions (${file})`, text: `${f.text.trim()}${cut}` });
+    out.push({ heading: `Repository instructions (${file})`, text: `${text}${cut}` });
   }
   return out;
 }
