@@ -42,6 +42,7 @@ import { forgetSecret, redact } from '../util/redact.js';
 import { withCoAuthor } from '../github/coAuthor.js';
 import { requestReview } from '../github/followUpPullRequest.js';
 import { processFollowUp } from './followUp.js';
+import { publishPartialWork } from './partialWork.js';
 import { ProgressReporter, type RunnerProgress } from './progress.js';
 import { buildTaskContext } from './taskContext.js';
 
@@ -228,11 +229,13 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       final = { kind: 'cancelled', by: cause?.kind === 'cancel' ? cause.by : undefined };
       return { outcome: 'cancelled', ...runFacts };
     }
+    // publishFailedAttempts: keep a run's unfinished changes on a branch before reporting how it ended.
+    const partial = t.exit_reason === 'agent' ? null : await publishPartialWork({ data, cloneDir: clone.dir, patch: result.patch, config, auth, identity: ctx.identity, what: EXIT_REASON_TEXT[t.exit_reason], gitTimeoutMs: ctx.gitTimeoutMs, log });
     if (t.exit_reason === 'llm_query_error' || t.exit_reason === 'tool_error') {
-      throw new JobFailure(`${EXIT_REASON_TEXT[t.exit_reason]}: ${redact(t.error ?? 'no detail')}`, t.exit_reason === 'tool_error' ? 'sandbox' : 'model');
+      throw new JobFailure(`${EXIT_REASON_TEXT[t.exit_reason]}: ${redact(t.error ?? 'no detail')}${partial ? `\n\n${partial}` : ''}`, t.exit_reason === 'tool_error' ? 'sandbox' : 'model');
     }
     if (t.exit_reason !== 'agent') {
-      const reason = `No pull request: ${EXIT_REASON_TEXT[t.exit_reason]} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.`;
+      const reason = `No pull request: ${EXIT_REASON_TEXT[t.exit_reason]} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.${partial ? ` ${partial}` : ''}`;
       final = { kind: 'no_patch', reason };
       return { outcome: 'no_patch', reason, ...runFacts };
     }

@@ -220,6 +220,30 @@ describe('follow-up round on the bot pull request (runner)', () => {
     expect(gitIn(remote.bare, 'log', '-1', '--format=%B', head())).toContain('Co-authored-by: maint <7+maint@users.noreply.github.com>');
     expect(gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['maint'] });
   });
+
+  it('publishFailedAttempts: a run stopped at its turn limit leaves its changes on a branch without a PR', async () => {
+    const turns: ReplayTurn[] = [
+      { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'Hello\n' } }] },
+      { content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'test.sh' } }] },
+    ];
+    await setup(ReplayBackend.fromTurns(turns), { config: 'publishFailedAttempts: true\nlimits:\n  maxTurns: 2\n' });
+    const result = await processJob(handle(jobData(owner, REPO)), ctx, new AbortController().signal);
+    expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_turns' });
+    expect(result.reason).toContain('The unfinished work (1 file) is on branch `frognano/issue-7-partial`, without a pull request.');
+    const partial = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7-partial').trim();
+    expect(gitIn(remote.bare, 'show', `${partial}:hello.txt`)).toBe('Hello\n');
+    expect(gitIn(remote.bare, 'log', '-1', '--format=%B', partial)).toContain('Co-authored-by: maint <maint@users.noreply.github.com>');
+    expect(gh.find('POST', '/pulls')).toHaveLength(0);
+    expect(gh.statusBodies().at(-1)).toContain('frognano/issue-7-partial');
+  });
+
+  it('without publishFailedAttempts, nothing is pushed for an unfinished run', async () => {
+    const turns: ReplayTurn[] = [{ content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'Hello\n' } }] }];
+    await setup(ReplayBackend.fromTurns(turns), { config: 'limits:\n  maxTurns: 1\n' });
+    const result = await processJob(handle(jobData(owner, REPO)), ctx, new AbortController().signal);
+    expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_turns' });
+    expect(() => gitIn(remote.bare, 'rev-parse', '--verify', '-q', 'refs/heads/frognano/issue-7-partial')).toThrow();
+  });
 });
 
 /** A commit by a person on the PR branch, pushed straight to the bare remote; returns its sha. */
