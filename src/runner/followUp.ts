@@ -57,6 +57,7 @@ import {
 } from './processJob.js';
 import { ProgressReporter } from './progress.js';
 import { buildTaskContext } from './taskContext.js';
+import { twoPersonRule } from './approval.js';
 
 type FollowUpData = JobData & { followUp: FollowUp };
 
@@ -181,7 +182,7 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
       result: `${files.length} file${files.length === 1 ? '' : 's'} changed${summaryLine(files)}`,
     };
     await setPullRequestBody(octokit, data.owner, data.repo, f.pullNumber, appendRunHistory(pr.body ?? '', entry));
-    await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha: pushed, pullRequestUrl: prUrl, issueNumber: data.issueNumber });
+    await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha: pushed, pullRequestUrl: prUrl, issueNumber: data.issueNumber, notApprovableBy: twoPersonRule(config, data) });
     await labelAwaitingReview(octokit, data.owner, data.repo, f.pullNumber);
     await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) => log.warn({ err }, 'could not request a review'));
     log.info({ head: pushed, files: files.length }, 'follow-up pushed');

@@ -45,6 +45,7 @@ import { processFollowUp } from './followUp.js';
 import { publishPartialWork } from './partialWork.js';
 import { ProgressReporter, type RunnerProgress } from './progress.js';
 import { buildTaskContext } from './taskContext.js';
+import { twoPersonRule } from './approval.js';
 
 /** Why a job's AbortSignal fired: a maintainer's `/frognano cancel`, or the runner shutting down. */
 export type AbortCause = { kind: 'cancel'; by?: string } | { kind: 'shutdown' };
@@ -307,7 +308,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     await labelNeedsReview(octokit, data.owner, data.repo, pr.number);
     // A second pair of eyes starts with the person who asked: GitHub puts the PR in their review queue.
     await requestReview(octokit, data.owner, data.repo, pr.number, data.triggeredBy.login).catch((err: unknown) => log.warn({ err }, 'could not request a review'));
-    await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha, pullRequestUrl: pr.url, issueNumber: data.issueNumber });
+    await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha, pullRequestUrl: pr.url, issueNumber: data.issueNumber, notApprovableBy: twoPersonRule(config, data) });
     log.info({ pr: pr.url, branch, files: files.length }, 'draft pull request opened');
     final = { kind: 'pull_request', url: pr.url, number: pr.number, summary: clip(redact(t.final_message), 1500) };
     return { outcome: 'pull_request', pullRequestUrl: pr.url, pullRequestNumber: pr.number, branch, ...runFacts };

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { approvalCounts, approvalExternalId, parseApprovalExternalId } from '../../src/github/approvalRule.js';
 import { coAuthorTrailer, withCoAuthor } from '../../src/github/coAuthor.js';
 import { appendRunHistory } from '../../src/github/followUpPullRequest.js';
 import { stripHiddenText } from '../../src/github/hiddenText.js';
@@ -87,5 +88,21 @@ describe('readRepoFile (from git objects, never the file system)', () => {
   it('returns null for a missing file or a directory', async () => {
     expect(await readRepoFile(dir, 'nope.md', 100)).toBeNull();
     expect(await readRepoFile(dir, '.github', 100)).toBeNull();
+  });
+});
+
+describe('two-person rule in the approval check', () => {
+  it('round-trips through external_id', () => {
+    expect(approvalExternalId(7)).toBe('issue-7');
+    expect(approvalExternalId(7, 'Maint')).toBe('issue-7;not-by=maint');
+    expect(parseApprovalExternalId('issue-7;not-by=maint')).toEqual({ issueNumber: 7, notBy: 'maint' });
+    expect(parseApprovalExternalId('issue-7')).toEqual({ issueNumber: 7 });
+    expect(parseApprovalExternalId('something else')).toEqual({});
+  });
+  it("does not count the trigger's approval, whatever the case of the login", () => {
+    const rule = parseApprovalExternalId('issue-7;not-by=maint');
+    expect(approvalCounts(rule, 'MAINT')).toBe(false);
+    expect(approvalCounts(rule, 'other')).toBe(true);
+    expect(approvalCounts({}, 'maint')).toBe(true);
   });
 });

@@ -118,7 +118,7 @@ describe('follow-up round on the bot pull request (runner)', () => {
 
     // The approval check is back to "waiting" on the new head; labels and reviewer follow.
     expect(gh.find('POST', '/check-runs')).toHaveLength(1);
-    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ head_sha: after, conclusion: 'action_required' });
+    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ head_sha: after, conclusion: 'action_required', external_id: 'issue-7;not-by=reviewer' });
     expect(gh.find('POST', '/issues/5/labels')[0]!.body).toEqual({ labels: ['frognano:needs-review'] });
     expect(pr.find('DELETE', '/issues/5/labels/frognano:approved')).toHaveLength(1);
     expect(gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['reviewer'] });
@@ -219,6 +219,13 @@ describe('follow-up round on the bot pull request (runner)', () => {
     ]);
     expect(gitIn(remote.bare, 'log', '-1', '--format=%B', head())).toContain('Co-authored-by: maint <7+maint@users.noreply.github.com>');
     expect(gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['maint'] });
+    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7;not-by=maint' });
+  });
+
+  it('approval.allowTriggerApproval: the check names no one whose approval would not count', async () => {
+    await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW), { config: 'approval:\n  allowTriggerApproval: true\n' });
+    expect((await run()).outcome).toBe('pull_request');
+    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7' });
   });
 
   it('publishFailedAttempts: a run stopped at its turn limit leaves its changes on a branch without a PR', async () => {
