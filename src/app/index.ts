@@ -20,6 +20,8 @@ import { parseCommand, type Command } from './commands.js';
 import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, isPullRequest } from './payloads.js';
 import { statusOfJob } from './jobStatus.js';
 import * as msg from './messages.js';
+import { handleCommentFollowUp, handleReviewFollowUp, pullRequestCommand, ReviewSubmittedPayload } from './followUp.js';
+import type { PermissionOctokit } from '../github/permissions.js';
 
 export const DEFAULT_LABEL = 'frognano';
 /** How long a handled delivery/comment is remembered, so redeliveries do nothing. */
@@ -95,6 +97,16 @@ export function createFrognanoApp(deps: AppDeps) {
       });
     });
 
+    // A review on the bot's pull request that contains /frognano asks for a follow-up round (src/app/followUp.ts).
+    app.on('pull_request_review.submitted', async (context) => {
+      const p = parse(ReviewSubmittedPayload, context.payload, app.log, context.id, 'pull_request_review.submitted');
+      if (!p) return;
+      const log = app.log.child({ delivery: context.id, pr: `${p.repository.owner.login}/${p.repository.name}#${p.pull_request.number}` });
+      const decision = await handleReviewFollowUp({ queue, redis, now, log }, context.octokit as unknown as StatusOctokit & PermissionOctokit, p, context.id);
+      if (decision.action === 'ignored') log.debug({ why: decision.why }, 'review: no follow-up');
+      else log.info({ decision }, 'review: follow-up');
+    });
+
     app.on('issue_comment.created', async (context) => {
       const p = parse(IssueCommentCreatedPayload, context.payload, app.log, context.id, 'issue_comment.created');
       if (!p) return;
@@ -132,12 +144,12 @@ export function createFrognanoApp(deps: AppDeps) {
       })
       .catch((err: unknown) => log.warn({ err }, 'could not add the eyes reaction'));
 
-    if (isPullRequest(p.issue)) return void (await comment(octokit, key, msg.notOnPullRequestText()));
     const perm = await getUserPermission(octokit, key.owner, key.repo, user);
     if (!perm.allowed) {
       log.info({ role: perm.role }, `refusing command from ${user}`);
       return void (await comment(octokit, key, msg.refusalText(user, perm.role, 'command', label)));
     }
+    if (isPullRequest(p.issue)) return handlePullRequestComment(octokit, p, key, deliveryId, log);
 
     switch (command.kind) {
       case 'help':
@@ -148,6 +160,38 @@ export function createFrognanoApp(deps: AppDeps) {
         return handleRetry(octokit, p, key, deliveryId, log);
       case 'cancel':
         return handleCancel(octokit, key, p.issue.html_url, user, log);
+    }
+  }
+
+  /** On the bot's pull request: status and cancel act on its current round; anything else asks for a round. */
+  async function handlePullRequestComment(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log): Promise<void> {
+    const command = pullRequestCommand(p.comment.body);
+    switch (command?.kind) {
+      case 'status':
+        return handleStatus(octokit, key, p.issue.html_url, p.comment.user.login);
+      case 'cancel':
+        return handleCancel(octokit, key, p.issue.html_url, p.comment.user.login, log);
+      case 'followUp':
+        break;
+      default:
+        return void (await comment(octokit, key, msg.helpText(label)));
+    }
+    const decision = await handleCommentFollowUp({ queue, redis, now, log }, octokit as StatusOctokit & PermissionOctokit, {
+      owner: key.owner,
+      repo: key.repo,
+      installationId: p.installation.id,
+      defaultBranch: p.repository.default_branch,
+      pullNumber: key.issueNumber,
+      by: { login: p.comment.user.login, id: p.comment.user.id },
+      body: p.comment.body ?? '',
+      commentId: p.comment.id,
+      deliveryId,
+    });
+    log.info({ decision }, 'pull request comment: follow-up');
+    if (decision.action === 'ignored') return void (await comment(octokit, key, msg.notOnPullRequestText()));
+    if (decision.action === 'busy') {
+      const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, decision.round);
+      return void (await comment(octokit, key, `Round ${decision.round} on this pull request is still queued or running${statusUrl ? ` ([status](${statusUrl}))` : ''}, so I did not start another. Comment \`/frognano cancel\` first to replace it.`));
     }
   }
 

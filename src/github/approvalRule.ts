@@ -24,3 +24,12 @@ export function parseApprovalExternalId(id: string | null | undefined): Approval
 export function approvalCounts(rule: ApprovalRule, login: string): boolean {
   return !rule.notBy || rule.notBy !== login.toLowerCase();
 }
+
+/** The rule recorded on the latest approval check of `headSha` (none found: no rule, anyone with write access). */
+export async function approvalRuleFor(
+  octokit: { rest: { checks: { listForRef(p: { owner: string; repo: string; ref: string; check_name: string; filter: 'latest' }): Promise<{ data: { check_runs: { external_id?: string | null }[] } }> } } },
+  o: { owner: string; repo: string; headSha: string; checkName: string },
+): Promise<ApprovalRule> {
+  const { data } = await octokit.rest.checks.listForRef({ owner: o.owner, repo: o.repo, ref: o.headSha, check_name: o.checkName, filter: 'latest' });
+  return parseApprovalExternalId(data.check_runs[0]?.external_id);
+}

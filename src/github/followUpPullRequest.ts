@@ -10,6 +10,7 @@ const PullRequest = z.object({
   number: z.number(),
   state: z.string(),
   html_url: z.string(),
+  user: z.object({ type: z.string().optional() }).nullable().optional(),
   body: z.string().nullable().optional(),
   head: z.object({ ref: z.string(), sha: z.string(), repo: z.object({ full_name: z.string() }).nullable() }),
   base: z.object({ ref: z.string(), repo: z.object({ full_name: z.string() }) }),

@@ -20,7 +20,16 @@ export type FollowUpEnqueued =
   /** A round of this PR is queued or running: one at a time, on one branch. */
   | { kind: 'busy'; round: number; job: FrognanoJob };
 
-export async function enqueueFollowUp(queue: FrognanoQueue, redis: Redis, req: FollowUpRequest): Promise<FollowUpEnqueued> {
+/**
+ * `beforeEnqueue` runs under the PR's lock once the round number is known and before the job exists (the
+ * app writes the "queued" status comment there, so a runner that starts at once never races it).
+ */
+export async function enqueueFollowUp(
+  queue: FrognanoQueue,
+  redis: Redis,
+  req: FollowUpRequest,
+  beforeEnqueue?: (round: number) => Promise<void>,
+): Promise<FollowUpEnqueued> {
   const key = pullRequestKey(req.owner, req.repo, req.followUp.pullNumber);
   // Bad input is refused before a round number is spent on it.
   JobDataSchema.parse({ ...req, followUp: { ...req.followUp, round: 1 } });
@@ -31,6 +40,7 @@ export async function enqueueFollowUp(queue: FrognanoQueue, redis: Redis, req: F
       if (job && isUnfinishedState(await job.getState())) return { kind: 'busy' as const, round: cur, job };
     }
     const round = await nextAttempt(redis, key);
+    await beforeEnqueue?.(round);
     const { created, job } = await enqueueJob(queue, { ...req, followUp: { ...req.followUp, round } });
     return { kind: 'queued' as const, round, job, created };
   });

@@ -227,7 +227,8 @@ async function prepare(data: FollowUpData, ctx: RunnerContext, access: Installat
   const pr = await getPullRequest(access.octokit, data.owner, data.repo, f.pullNumber);
   const stop = (reason: string): Prepared => ({ kind: 'stop', state: { kind: 'failed', reason }, reason });
   if (pr.state !== 'open') return stop(`Pull request #${f.pullNumber} is ${pr.state}; nothing was changed.`);
-  if (pr.head.ref !== f.headBranch || !pr.head.ref.startsWith(BOT_BRANCH_PREFIX) || pr.head.repo?.full_name !== pr.base.repo.full_name) {
+  const ours = pr.head.ref.startsWith(BOT_BRANCH_PREFIX) && pr.head.repo?.full_name === pr.base.repo.full_name && pr.user?.type === 'Bot';
+  if (pr.head.ref !== f.headBranch || !ours) {
     return stop(`Pull request #${f.pullNumber} no longer points at the bot's branch \`${f.headBranch}\`; nothing was changed.`);
   }
 

@@ -31,6 +31,7 @@ export function recordPullRequest(
           state: o.state ?? 'open',
           html_url: `https://github.com/${owner}/${repo}/pull/${o.number}`,
           body,
+          user: { login: 'frognano[bot]', type: 'Bot' },
           head: { ref: o.head, sha, repo: { full_name: `${owner}/${repo}` } },
           base: { ref: o.base, repo: { full_name: `${owner}/${repo}` } },
         },
