@@ -22,6 +22,7 @@ import { statusOfJob } from './jobStatus.js';
 import * as msg from './messages.js';
 import { handleCommentFollowUp, handleReviewFollowUp, pullRequestCommand, ReviewSubmittedPayload } from './followUp.js';
 import type { PermissionOctokit } from '../github/permissions.js';
+import { guidanceFrom, isGuidanceRequest } from './guidance.js';
 
 export const DEFAULT_LABEL = 'frognano';
 /** How long a handled delivery/comment is remembered, so redeliveries do nothing. */
@@ -153,11 +154,13 @@ export function createFrognanoApp(deps: AppDeps) {
 
     switch (command.kind) {
       case 'help':
+        // `/frognano <what to do>` on an issue: an attempt with the writer's guidance (busy if one is running).
+        if (isGuidanceRequest(command, p.comment.body)) return handleRetry(octokit, p, key, deliveryId, log, guidanceFrom(p.comment.body));
         return void (await comment(octokit, key, msg.helpText(label, command.unknown)));
       case 'status':
         return handleStatus(octokit, key, p.issue.html_url, user);
       case 'retry':
-        return handleRetry(octokit, p, key, deliveryId, log);
+        return handleRetry(octokit, p, key, deliveryId, log, guidanceFrom(p.comment.body));
       case 'cancel':
         return handleCancel(octokit, key, p.issue.html_url, user, log);
     }
@@ -205,7 +208,7 @@ export function createFrognanoApp(deps: AppDeps) {
     await comment(octokit, key, `@${user} ${msg.statusReplyText(attempt, summary, statusUrl, label)}`);
   }
 
-  async function handleRetry(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log): Promise<void> {
+  async function handleRetry(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log, guidance = ''): Promise<void> {
     if (p.issue.state !== 'open') return void (await comment(octokit, key, msg.closedIssueText()));
     const outcome = await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
       const cur = await currentAttempt(redis, key);
@@ -217,7 +220,7 @@ export function createFrognanoApp(deps: AppDeps) {
         }
       }
       const attempt = await nextAttempt(redis, key);
-      const data = jobData(p, key, attempt, 'comment', deliveryId, now(), p.comment.id);
+      const data = { ...jobData(p, key, attempt, 'comment', deliveryId, now(), p.comment.id), ...(guidance ? { guidance } : {}) };
       const { created, job } = await enqueueJob(queue, data);
       log.info({ jobId: job.id, created, attempt }, 'retry: enqueued');
       return { kind: 'queued' as const, attempt, summary: '' };

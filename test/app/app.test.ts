@@ -480,6 +480,11 @@ describe('issue_comment.created commands', () => {
     nockReply(rec);
     const p = commentPayload('/frognano retry', { commentId: 21 });
     p.issue.pull_request = { url: `${API}${REPO}/pulls/1` };
+    nockPermission(p.comment.user.login, 'write');
+    // Not one of frognano's pull requests: a person's branch.
+    nock(API)
+      .get(`${REPO}/pulls/1`)
+      .reply(200, { number: 1, state: 'open', user: { type: 'User' }, head: { ref: 'feature', sha: 'a'.repeat(40), repo: { full_name: 'Codertocat/Hello-World' } }, base: { ref: 'master', repo: { full_name: 'Codertocat/Hello-World' } } });
     await receive(h.probot, 'issue_comment', p);
     expect(rec.bodies[0]!.body.body).toContain('work on issues, not on pull requests');
   });
