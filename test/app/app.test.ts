@@ -272,7 +272,7 @@ describe('issue_comment.created commands', () => {
     nockEyes(12);
     nockPermission('Codertocat', 'write');
     nockReply(rec);
-    await receive(h.probot, 'issue_comment', commentPayload('/frognano dance please', { commentId: 12 }));
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano dance', { commentId: 12 }));
     const body = rec.bodies[0]!.body.body as string;
     expect(body).toContain("I don't know the command `/frognano dance`");
     expect(body).toContain('| `/frognano retry` |');

@@ -65,7 +65,7 @@ function nockRoundRequest(bodies: string[], pr = botPullRequest()) {
     .get(`${REPO}/issues/${PR}/comments`)
     .query(true)
     .reply(200, [])
-    .post(`${REPO}/issues/${PR}/comments`, (b) => void bodies.push(b.body) || true)
+    .post(`${REPO}/issues/${PR}/comments`, (b) => (bodies.push(b.body), true))
     .reply(201, { id: 4001, html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}#issuecomment-4001` });
 }
 
@@ -108,7 +108,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
       .reply(200, { number: 1, title: 'T', body: 'B' })
       .patch(`${REPO}/issues/comments/4001`)
       .reply(200, { id: 4001, html_url: 'https://github.com/x#issuecomment-4001' })
-      .post(`${REPO}/issues/${PR}/comments`, (b) => void replies.push(b.body) || true)
+      .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
       .reply(201, { id: 4002 });
     await receive(h.probot, 'issue_comment', prComment('/frognano and another thing', { commentId: 32 }));
     expect(replies[0]).toMatch(/^Round 1 on this pull request is still queued or running/);
@@ -123,7 +123,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
       .reply(201, {})
       .get(`${REPO}/pulls/${PR}`)
       .reply(200, botPullRequest({ user: { login: 'someone', type: 'User' } }))
-      .post(`${REPO}/issues/${PR}/comments`, (b) => void replies.push(b.body) || true)
+      .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
       .reply(201, { id: 5 });
     await receive(h.probot, 'issue_comment', prComment('/frognano fix it'));
     expect(await h.queue.count()).toBe(0);
@@ -197,6 +197,24 @@ describe('pull_request_review.submitted with /frognano', () => {
     nockPermission('stranger', 'read');
     await receive(h.probot, 'pull_request_review', review({ id: 80, body: '/frognano rewrite it all', user: 'stranger' }));
     expect(await h.queue.count()).toBe(0);
+  });
+});
+
+describe('guidance on the issue', () => {
+  test("`/frognano <guidance>` with no attempt running starts one that carries the writer's words", async () => {
+    nockPermission('Codertocat', 'write');
+    nock(API)
+      .post(`${REPO}/issues/comments/41/reactions`)
+      .reply(201, {})
+      .get(`${REPO}/issues/1/comments`)
+      .query(true)
+      .reply(200, [])
+      .post(`${REPO}/issues/1/comments`)
+      .times(2) // the status comment, then the reply
+      .reply(201, { id: 9001 });
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano keep the public API stable\nand add a test', { commentId: 41 }));
+    const data = JobDataSchema.parse((await h.queue.getJob('codertocat/hello-world#1@1'))!.data);
+    expect(data).toMatchObject({ attempt: 1, trigger: 'comment', guidance: 'keep the public API stable\nand add a test' });
   });
 });
 
