@@ -129,7 +129,12 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
       testCommands: config.testCommands,
       outDir: trajectoryDir,
       signal,
-      onEvent: (e) => reporter?.onEvent(e),
+      onEvent: (e) => {
+        reporter?.onEvent(e);
+        if (e.type === 'turn_end') {
+          ctx.metrics?.recordModelTurn({ backend: ctx.backend.info().backend, completionTokens: e.completionTokens, elapsedMs: e.generateMs, promptTokens: e.promptTokens });
+        }
+      },
     });
     await scrubStoredTrajectory(result, log);
     const t = result.trajectory;

@@ -115,6 +115,25 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     expect(await h.queue.count()).toBe(1);
   });
 
+  test('/frognano cancel on the PR withdraws its queued round, and the PR status comment says so', async () => {
+    nockPermission('Codertocat', 'write');
+    const bodies: string[] = [];
+    nockRoundRequest(bodies);
+    await receive(h.probot, 'issue_comment', prComment('/frognano rename it please'));
+    nockPermission('Codertocat', 'write');
+    const edits: string[] = [];
+    nock(API)
+      .post(`${REPO}/issues/comments/33/reactions`)
+      .reply(201, {})
+      .patch(`${REPO}/issues/comments/4001`, (b) => (edits.push(b.body), true))
+      .reply(200, { id: 4001 })
+      .post(`${REPO}/issues/${PR}/comments`)
+      .reply(201, { id: 4003 });
+    await receive(h.probot, 'issue_comment', prComment('/frognano cancel', { commentId: 33 }));
+    expect(await h.queue.getJob(ROUND1)).toBeUndefined();
+    expect(edits[0]).toContain('cancelled');
+  });
+
   test('a pull request that is not the bot’s gets no round', async () => {
     nockPermission('Codertocat', 'write');
     const replies: string[] = [];
