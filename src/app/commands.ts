@@ -1,3 +1,5 @@
+import { paragraphLineStarts } from './paragraphLines.js';
+
 /** `/frognano <word>` commands in issue comments. */
 export type Command =
   | { kind: 'retry' }
@@ -8,19 +10,13 @@ export type Command =
 const MAX_SCANNED_CHARS = 20_000;
 
 /**
- * Finds the first line that starts with `/frognano` outside quotes and code blocks, so quoting
- * someone's command in a reply does not run it again. Returns null when the comment has no command.
+ * Finds the first paragraph line that starts with `/frognano`. Code (fenced or indented), HTML comments and
+ * blocks, block quotes and list items are skipped by CommonMark's rules, so quoting someone's command in a
+ * reply, or hiding one in a comment a reader cannot see, does not run it. Returns null when there is none.
  */
 export function parseCommand(body: string | null | undefined): Command | null {
   if (!body) return null;
-  let inFence = false;
-  for (const rawLine of body.slice(0, MAX_SCANNED_CHARS).split(/\r?\n/)) {
-    const line = rawLine.trim();
-    if (/^(```|~~~)/.test(line)) {
-      inFence = !inFence;
-      continue;
-    }
-    if (inFence || line.startsWith('>')) continue;
+  for (const line of paragraphLineStarts(body.slice(0, MAX_SCANNED_CHARS))) {
     const m = /^\/frognano(?:\s+(\S+))?/i.exec(line);
     if (!m || (line.length > 9 && !/\s/.test(line[9]!))) continue; // `/frognanoX` is not ours
     const word = (m[1] ?? '').toLowerCase();

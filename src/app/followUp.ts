@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseBotBranch } from '../github/botBranch.js';
+import { notBotPullRequestReason } from '../github/pullRequest.js';
 import { getUserPermission, type PermissionOctokit } from '../github/permissions.js';
 import { fetchReviewComments } from '../github/reviewFeedback.js';
 import { upsertStatusComment, type IssueRef, type StatusOctokit } from '../github/statusComment.js';
@@ -53,13 +54,23 @@ export interface FollowUpDeps {
 
 type Octokit = StatusOctokit & PermissionOctokit;
 
-/** Why this is not a pull request the bot opened and may push to, or null. */
-export function notFollowUpTarget(pr: PullRequestSlice, repoFullName: string): string | null {
-  if (pr.state !== 'open') return 'the pull request is not open';
-  if (!parseBotBranch(pr.head.ref)) return `branch ${pr.head.ref} is not a frognano branch`;
-  if (pr.head.repo?.full_name !== repoFullName || pr.base.repo.full_name !== repoFullName) return 'the pull request comes from a fork';
-  if (pr.user && pr.user.type !== 'Bot') return 'the pull request was not opened by a bot';
+/** Why this is not an open pull request the bot opened from one of its attempt branches, or null. */
+export function notFollowUpTarget(pr: PullRequestSlice): string | null {
+  const notOurs = notBotPullRequestReason(pr);
+  if (notOurs) return notOurs;
+  if (pr.state !== 'open') return 'the pull request is closed';
+  if (!parseBotBranch(pr.head.ref)) return `branch ${pr.head.ref} is not one of frognano's attempt branches`;
   return null;
+}
+
+/** The reply when a writer's request on the bot's PR cannot start a round. */
+export function followUpRefusedText(why: string): string {
+  return `I did not start a follow-up round: ${why.replace(/[`@]/g, '')}.`;
+}
+
+export function roundBusyText(round: number, statusUrl?: string): string {
+  const link = statusUrl ? ` ([status](${statusUrl}))` : '';
+  return `Round ${round} on this pull request is still queued or running${link}, so I did not start another. Comment \`/frognano cancel\` first to replace it.`;
 }
 
 /** True when the text has a `/frognano` command line by the app's command rules (not in code or quotes). */
@@ -156,7 +167,7 @@ export async function handleReviewFollowUp(deps: FollowUpDeps, octokit: Octokit,
   const { review, pull_request: pr } = p;
   const reviewer = review.user;
   if (!reviewer || reviewer.type === 'Bot' || reviewer.login.endsWith('[bot]')) return { action: 'ignored', why: 'the reviewer is not a person' };
-  const notTarget = notFollowUpTarget(pr, `${owner}/${repo}`);
+  const notTarget = notFollowUpTarget(pr);
   if (notTarget) return { action: 'ignored', why: notTarget };
 
   // The command may sit in the review's text or only in one of its inline comments (a single-comment review).
@@ -218,16 +229,15 @@ export async function handleCommentFollowUp(
     repo: string;
     installationId: number;
     defaultBranch: string;
-    pullNumber: number;
+    pr: PullRequestSlice;
     by: { login: string; id: number };
     body: string;
     commentId: number;
     deliveryId: string;
   },
 ): Promise<FollowUpDecision> {
-  const pr = await fetchPullRequest(octokit, o.owner, o.repo, o.pullNumber);
-  const notTarget = notFollowUpTarget(pr, `${o.owner}/${o.repo}`);
+  const notTarget = notFollowUpTarget(o.pr);
   if (notTarget) return { action: 'ignored', why: notTarget };
   const feedback = o.body.replace(/^[ \t]*\/frognano(?:[ \t]+retry\b)?[ \t]*/im, '').trim();
-  return requestFollowUp(deps, octokit, { ...o, pr, source: 'comment', feedback });
+  return requestFollowUp(deps, octokit, { ...o, source: 'comment', feedback });
 }

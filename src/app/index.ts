@@ -7,6 +7,7 @@ import { requestCancel } from '../queue/cancel.js';
 import { claimOnce, withRedisLock } from '../queue/lock.js';
 import { currentAttempt, forgetFreshAttempt, issueSlug, labelAttempt, nextAttempt, type IssueKey } from '../queue/attempts.js';
 import { getUserPermission } from '../github/permissions.js';
+import { fetchPullRequestOrigin, notBotPullRequestReason } from '../github/pullRequest.js';
 import {
   CANCEL_REQUESTED,
   cachedStatusCommentId,
@@ -20,7 +21,16 @@ import { parseCommand, type Command } from './commands.js';
 import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, isPullRequest } from './payloads.js';
 import { statusOfJob } from './jobStatus.js';
 import * as msg from './messages.js';
-import { handleCommentFollowUp, handleReviewFollowUp, pullRequestCommand, ReviewSubmittedPayload } from './followUp.js';
+import {
+  fetchPullRequest,
+  followUpRefusedText,
+  handleCommentFollowUp,
+  handleReviewFollowUp,
+  pullRequestCommand,
+  ReviewSubmittedPayload,
+  roundBusyText,
+  type PullRequestSlice,
+} from './followUp.js';
 import type { PermissionOctokit } from '../github/permissions.js';
 import { guidanceFrom, isGuidanceRequest } from './guidance.js';
 
@@ -63,14 +73,7 @@ export function createFrognanoApp(deps: AppDeps) {
       const octokit = context.octokit as unknown as StatusOctokit;
       const key = issueKey(p);
       const perm = await getUserPermission(octokit, key.owner, key.repo, p.sender.login);
-      if (!perm.allowed) {
-        log.info({ role: perm.role }, `refusing label from ${p.sender.login}`);
-        // One refusal per delivery, even if GitHub redelivers it.
-        if (await claimOnce(redis, `frognano:refused:${context.id}`, HANDLED_TTL_SECONDS)) {
-          await comment(octokit, key, msg.refusalText(p.sender.login, perm.role, 'label', label));
-        }
-        return;
-      }
+      if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(p.sender.login, perm.role, 'label', label), log.child({ user: p.sender.login, role: perm.role }));
 
       await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
         const { attempt, fresh } = await labelAttempt(redis, key);
@@ -136,6 +139,16 @@ export function createFrognanoApp(deps: AppDeps) {
     log: Log,
   ): Promise<void> {
     const user = p.comment.user.login;
+    let pr: PullRequestSlice | undefined;
+    if (isPullRequest(p.issue)) {
+      // Anyone can comment on any pull request: only frognano's own are worth an answer.
+      pr = await fetchPullRequest(octokit as StatusOctokit & PermissionOctokit, key.owner, key.repo, key.issueNumber);
+      const notOurs = notBotPullRequestReason(pr);
+      if (notOurs) return void log.info(`ignoring a command on a pull request: ${notOurs}`);
+    }
+    const perm = await getUserPermission(octokit, key.owner, key.repo, user);
+    if (!perm.allowed) return refuseOutsider(octokit, key, msg.refusalText(user, perm.role, 'command', label), log.child({ user, role: perm.role }));
+
     await octokit
       .request('POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions', {
         owner: key.owner,
@@ -145,13 +158,7 @@ export function createFrognanoApp(deps: AppDeps) {
       })
       .catch((err: unknown) => log.warn({ err }, 'could not add the eyes reaction'));
 
-    const perm = await getUserPermission(octokit, key.owner, key.repo, user);
-    if (!perm.allowed) {
-      log.info({ role: perm.role }, `refusing command from ${user}`);
-      return void (await comment(octokit, key, msg.refusalText(user, perm.role, 'command', label)));
-    }
-    if (isPullRequest(p.issue)) return handlePullRequestComment(octokit, p, key, deliveryId, log);
-
+    if (pr) return handlePullRequestComment(octokit, p, key, pr, deliveryId, log);
     switch (command.kind) {
       case 'help':
         // `/frognano <what to do>` on an issue: an attempt with the writer's guidance (busy if one is running).
@@ -167,7 +174,7 @@ export function createFrognanoApp(deps: AppDeps) {
   }
 
   /** On the bot's pull request: status and cancel act on its current round; anything else asks for a round. */
-  async function handlePullRequestComment(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log): Promise<void> {
+  async function handlePullRequestComment(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, pr: PullRequestSlice, deliveryId: string, log: Log): Promise<void> {
     const command = pullRequestCommand(p.comment.body);
     switch (command?.kind) {
       case 'status':
@@ -184,17 +191,34 @@ export function createFrognanoApp(deps: AppDeps) {
       repo: key.repo,
       installationId: p.installation.id,
       defaultBranch: p.repository.default_branch,
-      pullNumber: key.issueNumber,
+      pr,
       by: { login: p.comment.user.login, id: p.comment.user.id },
       body: p.comment.body ?? '',
       commentId: p.comment.id,
       deliveryId,
     });
     log.info({ decision }, 'pull request comment: follow-up');
-    if (decision.action === 'ignored') return void (await comment(octokit, key, msg.notOnPullRequestText()));
+    if (decision.action === 'ignored') return void (await comment(octokit, key, followUpRefusedText(decision.why)));
     if (decision.action === 'busy') {
       const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, decision.round);
-      return void (await comment(octokit, key, `Round ${decision.round} on this pull request is still queued or running${statusUrl ? ` ([status](${statusUrl}))` : ''}, so I did not start another. Comment \`/frognano cancel\` first to replace it.`));
+      return void (await comment(octokit, key, roundBusyText(decision.round, statusUrl)));
+    }
+  }
+
+  /**
+   * Tells someone without write access why nothing happens, at most once per issue and pull request, ever:
+   * otherwise anyone could make the bot comment (or react) as often as they like. The mark stays in Redis
+   * beside the issue's other keys; it is dropped again only when the answer could not be posted.
+   */
+  async function refuseOutsider(octokit: StatusOctokit, key: IssueKey, text: string, log: Log): Promise<void> {
+    const mark = outsiderAnsweredKey(key);
+    if ((await redis.set(mark, new Date().toISOString(), 'NX')) !== 'OK') return void log.info('not answering: an outsider was already answered on this issue');
+    log.info('answering an outsider (once per issue)');
+    try {
+      await comment(octokit, key, text);
+    } catch (err) {
+      await redis.del(mark);
+      throw err;
     }
   }
 
@@ -287,13 +311,18 @@ export function createFrognanoApp(deps: AppDeps) {
   }
 
   function appOwns(state: StatusState): boolean {
-    if (state.kind === 'running') return (state.detail ?? '').startsWith(CANCEL_REQUESTED);
+    if (state.kind === 'running') return (state.note ?? '').startsWith(CANCEL_REQUESTED);
     return state.kind === 'queued' || state.kind === 'failed' || state.kind === 'cancelled';
   }
 
   function metaFor(key: IssueKey, attempt: number, triggeredBy?: string): StatusMeta {
     return { attempt, jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: now() };
   }
+}
+
+/** Set once an outsider was answered on this issue (no expiry, like the attempt counter). */
+export function outsiderAnsweredKey(key: IssueKey): string {
+  return `frognano:outsider-answered:${issueSlug(key)}`;
 }
 
 function issueKey(p: { repository: { owner: { login: string }; name: string }; issue: { number: number } }): IssueKey {

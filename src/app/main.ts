@@ -10,6 +10,7 @@ import { run, type Probot, type ApplicationFunctionOptions } from 'probot';
 import type { Redis } from 'ioredis';
 import { createFrognanoApp, labelFromEnv } from './index.js';
 import { handleReviewSubmitted } from './review.js';
+import { capProbotWebhookBodies } from './webhookBody.js';
 import { createRedisConnection, queuePrefixFromEnv, redisUrlFromEnv } from '../queue/connection.js';
 import { createQueue, type FrognanoQueue } from '../queue/queue.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
@@ -21,6 +22,8 @@ let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue } | 
 
 /** Runs only when Probot has credentials (never in setup mode), so setup needs no Redis. */
 async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
+  // Before anything reads a body: an oversized POST is refused with 413, never buffered or HMAC'd.
+  capProbotWebhookBodies(app);
   const url = redisUrlFromEnv();
   const queueConnection = createRedisConnection(url);
   const redis = createRedisConnection(url);

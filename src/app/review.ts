@@ -2,9 +2,8 @@ import type { Context } from 'probot';
 import { approvalCounts, approvalRuleFor } from '../github/approvalRule.js';
 import { APPROVAL_CHECK_NAME, completeApprovalCheck } from '../github/checks.js';
 import type { GitHubClient } from '../github/client.js';
-import { BOT_BRANCH_PREFIX } from '../github/git.js';
 import { getUserPermission } from '../github/permissions.js';
-import { labelApproved } from '../github/pullRequest.js';
+import { labelApproved, notBotPullRequestReason } from '../github/pullRequest.js';
 
 export type ReviewDecision =
   | { action: 'approved'; checkRunId: number }
@@ -27,9 +26,8 @@ export async function handleReviewSubmitted(context: Context<'pull_request_revie
 
   async function decide(): Promise<ReviewDecision> {
     if (String(review.state).toLowerCase() !== 'approved') return { action: 'ignored', why: `review state is ${review.state}, not approved` };
-    if (!pr.head.ref.startsWith(BOT_BRANCH_PREFIX)) return { action: 'ignored', why: `branch ${pr.head.ref} is not a frognano branch` };
-    // A fork can name its branch frognano/... too; only branches in this repository were pushed by the bot.
-    if (pr.head.repo?.full_name !== repository.full_name) return { action: 'ignored', why: 'the pull request comes from a fork' };
+    const notOurs = notBotPullRequestReason(pr);
+    if (notOurs) return { action: 'ignored', why: notOurs };
     if (pr.state !== 'open') return { action: 'ignored', why: 'the pull request is not open' };
     const login = review.user?.login;
     if (!login || review.user?.type === 'Bot') return { action: 'ignored', why: 'the reviewer is not a person' };

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Octokit } from '@octokit/rest';
+import { visibleText } from '../github/untrusted.js';
 import { clampIssueBody } from '../queue/schema.js';
 import { CliError, setupError } from './exitCodes.js';
 
@@ -15,10 +16,11 @@ const MAX_TITLE_CHARS = 256;
 
 /**
  * Splits free text into a title (first non-empty line, Markdown heading marks removed) and a body (the rest),
- * the same way an issue reads: "Fix crash on empty input\n\nSteps: ..." -> title + body.
+ * the same way an issue reads: "Fix crash on empty input\n\nSteps: ..." -> title + body. Like an issue, the
+ * model gets only what a reader sees (no HTML comments, no invisible characters; src/github/untrusted.ts).
  */
 export function taskFromText(text: string): IssueTask {
-  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  const lines = visibleText(text.replace(/\r\n?/g, '\n')).split('\n');
   const first = lines.findIndex((l) => l.trim() !== '');
   if (first === -1) throw setupError('the issue text is empty', 'describe the problem: --issue "Fix ..." or a file with a title line');
   const title = lines[first].trim().replace(/^#+\s*/, '').slice(0, MAX_TITLE_CHARS);
@@ -62,9 +64,10 @@ export async function taskFromGitHub(ref: GitHubIssueRef, env: NodeJS.ProcessEnv
     if (data.pull_request) {
       throw setupError(`${name} is a pull request, not an issue`, 'pass the number of an issue');
     }
+    // Issue text is anyone's text: the model gets what a reader of the issue sees, nothing hidden in it.
     return {
-      title: data.title.slice(0, MAX_TITLE_CHARS),
-      body: clampIssueBody(data.body ?? ''),
+      title: visibleText(data.title).slice(0, MAX_TITLE_CHARS),
+      body: clampIssueBody(visibleText(data.body ?? '')),
       repo: `${ref.owner}/${ref.repo}`,
       issueNumber: ref.issueNumber,
     };

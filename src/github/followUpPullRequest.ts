@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { GitHubClient } from './client.js';
-import { GITHUB_BODY_LIMIT, NEEDS_REVIEW_LABEL, APPROVED_LABEL, labelNeedsReview, neutralizeMentions } from './pullRequest.js';
+import { GITHUB_BODY_LIMIT, NEEDS_REVIEW_LABEL, APPROVED_LABEL, labelNeedsReview } from './pullRequest.js';
+import { defang } from './untrusted.js';
 
 /** REST calls of a follow-up round on the bot's own pull request. */
 
@@ -87,7 +88,7 @@ export interface HistoryEntry {
 }
 
 function cell(text: string): string {
-  return neutralizeMentions(text.replace(/[|\n\r]/g, ' ').slice(0, 300));
+  return defang(text.replace(/[|\n\r]/g, ' ').slice(0, 300));
 }
 
 function row(e: HistoryEntry): string {

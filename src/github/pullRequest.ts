@@ -1,8 +1,8 @@
 import picomatch from 'picomatch';
-import { codeFence } from '../leaf/text.js';
 import type { GitHubClient } from './client.js';
-import type { NumstatEntry } from './git.js';
+import { BOT_BRANCH_PREFIX, type NumstatEntry } from './git.js';
 import type { RepoConfig } from './repoConfig.js';
+import { defang, untrustedBlock, untrustedLine } from './untrusted.js';
 
 /** GitHub rejects pull request bodies longer than this. */
 export const GITHUB_BODY_LIMIT = 65_536;
@@ -68,19 +68,10 @@ export interface PullRequestBodyInput {
   elapsedSeconds: number;
   model?: string;
   runner?: string;
-  /** Where the runner stored the full trajectory JSON. */
-  trajectoryPath?: string;
+  /** The job id: the runner keeps the full trajectory and its log under it (its host path is not for the public). */
+  jobId?: string;
   /** Renders the trajectory within a character budget (B's renderTrajectoryMarkdown). */
   renderTrajectory?: (maxChars: number) => string;
-}
-
-/** Stops model text from pinging people or teams (`@org/team`) in the pull request. */
-export function neutralizeMentions(text: string): string {
-  return text.replace(/(^|[^\w`])@(?=[A-Za-z0-9])/g, '$1@\u200b');
-}
-
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}\n… [${text.length - max} more characters]`;
 }
 
 /** The pull request description; always within GitHub's 65,536-character limit (the trajectory shrinks to fit). */
@@ -96,7 +87,7 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
     '',
     '## Summary',
     '',
-    neutralizeMentions(clip(i.summary.trim() || '_The model gave no final message._', 8000)),
+    i.summary.trim() ? untrustedBlock(i.summary, 8000) : '_The model gave no final message._',
     '',
   );
 
@@ -105,7 +96,7 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   parts.push(`## Files changed (${i.files.length}, +${adds} −${dels})`, '', '| File | + | − |', '| --- | ---: | ---: |');
   const shown = i.files.slice(0, 200);
   for (const f of shown) {
-    const name = `\`${f.path.replace(/[|`\n]/g, '_')}\``;
+    const name = `\`${defang(f.path).replace(/[|`\n]/g, '_')}\``;
     parts.push(f.binary ? `| ${name} | binary | |` : `| ${name} | ${f.additions} | ${f.deletions} |`);
   }
   if (i.files.length > shown.length) parts.push(`| … and ${i.files.length - shown.length} more files | | |`);
@@ -117,9 +108,9 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   } else {
     for (const t of i.tests.slice(0, 20)) {
       const verdict = t.timedOut ? '⏱️ timed out' : t.exitCode === 0 ? '✅ passed' : `❌ failed (exit ${t.exitCode ?? 'killed'})`;
-      parts.push(`- \`${t.command.replace(/`/g, "'").slice(0, 300)}\`: ${verdict}`);
+      parts.push(`- \`${defang(t.command.replace(/[`\n]/g, "'").slice(0, 300))}\`: ${verdict}`);
       if (t.exitCode !== 0 && t.outputTail.trim()) {
-        parts.push('', '  <details><summary>Output (tail)</summary>', '', codeFence(neutralizeMentions(clip(t.outputTail, 3000))), '', '  </details>');
+        parts.push('', '  <details><summary>Output (tail)</summary>', '', untrustedBlock(t.outputTail, 3000), '', '  </details>');
       }
     }
     parts.push('');
@@ -131,7 +122,7 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   parts.push(`- Turns: ${i.turns}, elapsed: ${Math.round(i.elapsedSeconds)} s`);
   if (i.model) parts.push(`- Model: ${i.model}`);
   if (i.runner) parts.push(`- Ran on ${i.runner}`);
-  if (i.trajectoryPath) parts.push(`- Full trajectory (JSON) stored on the runner at \`${i.trajectoryPath}\``);
+  if (i.jobId) parts.push(`- Full trajectory: kept by the runner with its log, job \`${defang(i.jobId.replace(/`/g, "'"))}\``);
   parts.push('');
 
   const head = parts.join('\n');
@@ -142,7 +133,8 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   if (budget < 500) return clampBody(`${head}\n_The trajectory is too long to include here; see the stored JSON._\n`);
   let traj = i.renderTrajectory(budget);
   if (traj.length > budget) traj = `${traj.slice(0, budget - 60)}\n\n… [trajectory cut to fit GitHub's limit]`;
-  return clampBody(`${head}${open}${neutralizeMentions(traj)}${close}`);
+  // The renderer fences what the model wrote; defang keeps mentions, references and markers inert in it too.
+  return clampBody(`${head}${open}${defang(traj)}${close}`);
 }
 
 function clampBody(body: string): string {
@@ -150,14 +142,47 @@ function clampBody(body: string): string {
   return body.length <= max ? body : `${body.slice(0, max - 40)}\n\n… [description cut]`;
 }
 
+/** `frognano: <issue title>`; the title is the issue author's text, so it is defanged like model text. */
 export function pullRequestTitle(issueTitle: string, issueNumber: number): string {
-  const t = issueTitle.replace(/\s+/g, ' ').trim() || `issue #${issueNumber}`;
-  const title = `frognano: ${t}`;
-  return title.length <= 240 ? title : `${title.slice(0, 239)}…`;
+  const t = untrustedLine(issueTitle, 200);
+  return `frognano: ${t || `issue #${issueNumber}`}`;
 }
 
 function status(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : undefined;
+}
+
+/** The slice of a pull request (REST answer or webhook payload) that says who opened it and from where. */
+export interface PullRequestOrigin {
+  user?: { type?: string } | null;
+  head: { ref: string; repo?: { full_name: string } | null };
+  base: { repo: { full_name: string } };
+}
+
+/**
+ * True for a pull request frognano opened: a bot account's, from a `frognano/` branch of the repository itself
+ * (a fork can name its branch `frognano/...` too, and a person can push one). Commands, reviews and follow-ups
+ * act only on these.
+ */
+export function isBotPullRequest(pr: PullRequestOrigin): boolean {
+  return notBotPullRequestReason(pr) === null;
+}
+
+/** Why a pull request is not one frognano opened (for logs), or null when it is. */
+export function notBotPullRequestReason(pr: PullRequestOrigin): string | null {
+  if (!pr.head.ref.startsWith(BOT_BRANCH_PREFIX)) return `branch ${pr.head.ref} is not a frognano branch`;
+  if (pr.head.repo?.full_name !== pr.base.repo.full_name) return 'the pull request comes from a fork';
+  if (pr.user?.type !== 'Bot') return 'the pull request was not opened by a bot';
+  return null;
+}
+
+/** The pull request behind an issue-shaped payload (`issue.pull_request` carries only links). */
+export async function fetchPullRequestOrigin(
+  octokit: { request(route: string, params?: Record<string, unknown>): Promise<{ data: any }> },
+  ref: { owner: string; repo: string; number: number },
+): Promise<PullRequestOrigin> {
+  const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}', { owner: ref.owner, repo: ref.repo, pull_number: ref.number });
+  return data as PullRequestOrigin;
 }
 
 /** Creates the label when the repository lacks it (422 = it exists already). */

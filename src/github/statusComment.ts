@@ -2,13 +2,15 @@ import type { Redis } from 'ioredis';
 import { redact } from '../util/redact.js';
 import { issueSlug } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
+import { defang, untrustedBlock, untrustedInline } from './untrusted.js';
 
 /** Hidden marker that identifies the bot's single status comment on an issue. */
 export const STATUS_MARKER = '<!-- frognano:status -->';
 
 export type StatusState =
   | { kind: 'queued'; position?: number }
-  | { kind: 'running'; runner?: string; turn?: number; maxTurns?: number; detail?: string }
+  /** `detail` is the runner's latest step and may quote the model (a tool call); `note` is the bot's own words. */
+  | { kind: 'running'; runner?: string; turn?: number; maxTurns?: number; detail?: string; note?: string }
   | { kind: 'pull_request'; url: string; number: number; summary?: string }
   | { kind: 'no_patch'; reason: string }
   | { kind: 'failed'; reason: string }
@@ -37,19 +39,22 @@ export interface StatusOctokit {
 const MAX_REASON_CHARS = 1500;
 const MAX_SUMMARY_CHARS = 3000;
 
-/** Text from the runner or the model can hold anything: redact secrets, cap it, keep our marker unique. */
+/** Logins, job ids and the runner's own description: redacted, capped, and unable to forge our marker. */
 function clean(text: string, max: number): string {
   let t = redact(text).replace(/<!--/g, '&lt;!--').trim();
   if (t.length > max) t = `${t.slice(0, max)}… [${t.length - max} more characters]`;
   return t;
 }
 
-/** Short reason on one line stays inline; anything else goes in a quote block so it cannot break the layout. */
+/**
+ * The runner's reasons are its own sentences, but they can quote a path or limit the model chose: short ones
+ * stay a one-line quote, defanged; anything else goes in a fence so it cannot break the layout.
+ */
 function quoteReason(reason: string): string {
-  const t = clean(reason, MAX_REASON_CHARS);
+  const t = redact(reason).trim();
   if (!t) return '';
-  if (!t.includes('\n') && t.length <= 200) return `> ${t}`;
-  return '```text\n' + t.replace(/```/g, "'''") + '\n```';
+  if (!t.includes("\n") && t.length <= 1000 && !/^[#>\-+*=|<]|^\d+[.)]/.test(t)) return `> ${defang(t)}`;
+  return untrustedBlock(t, MAX_REASON_CHARS);
 }
 
 function ordinal(n: number): string {
@@ -77,7 +82,8 @@ export function runningState(
   p: { runner?: string; turn?: number; maxTurns?: number; detail?: string },
   cancel: { by?: string } | null,
 ): StatusState {
-  return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail: cancel ? cancelRequestedDetail(cancel.by) : p.detail };
+  if (cancel) return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, note: cancelRequestedDetail(cancel.by) };
+  return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail: p.detail };
 }
 
 const RETRY_HINT = 'A maintainer can comment `/frognano retry` to start a new attempt (adding the label again does not re-run it).';
@@ -123,14 +129,15 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
       if (state.runner) parts.push(`Runner: ${clean(state.runner, 200)}`);
       if (state.turn) parts.push(`Turn ${state.turn}${state.maxTurns ? ` of at most ${state.maxTurns}` : ''}`);
       lines.push('', parts.length ? `${parts.join(' · ')}.` : 'A runner has picked up this issue.');
-      if (state.detail) lines.push('', clean(state.detail, MAX_REASON_CHARS));
+      if (state.note) lines.push('', clean(state.note, MAX_REASON_CHARS));
+      else if (state.detail) lines.push('', untrustedInline(redact(state.detail), 300));
       lines.push('', 'Comment `/frognano cancel` to stop it.');
       break;
     }
     case 'pull_request': {
       lines.push(`### ✅ frognano: draft pull request #${state.number} opened${attempt}`);
       lines.push('', `Proposed change: ${state.url}`);
-      if (state.summary) lines.push('', clean(state.summary, MAX_SUMMARY_CHARS));
+      if (state.summary) lines.push('', 'The model\'s summary (its own words, unreviewed):', '', untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS));
       lines.push(
         '',
         'The pull request is a **draft** written by a model: review the diff and the test results before approving. Nothing merges without a human.',

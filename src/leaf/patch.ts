@@ -33,7 +33,29 @@ async function git(sandbox: Sandbox, command: string, signal?: AbortSignal): Pro
   return r.stdout;
 }
 
-/** Stages everything (new files included, ignored files not) and diffs it against the base commit. */
+/**
+ * Byproducts of running a project's tests and installs, left out of the patch when the repository does not ignore
+ * them itself (a repository without a .gitignore would otherwise get `__pycache__/*.pyc` in its pull request).
+ * They act like `.git/info/exclude`: only untracked files are skipped, so a change to a tracked file still counts.
+ */
+export const PATCH_EXCLUDES = [
+  '__pycache__/',
+  '*.py[cod]',
+  '.pytest_cache/',
+  '.mypy_cache/',
+  '.ruff_cache/',
+  '.hypothesis/',
+  '*.egg-info/',
+  '.tox/',
+  '.nox/',
+  'node_modules/',
+];
+
+/**
+ * Stages everything (new files included; files ignored by the repository or by PATCH_EXCLUDES not) and diffs it
+ * against the base commit. The exclude list goes to git through a file made in the sandbox's /tmp for this
+ * command, so the repository's own files are untouched.
+ */
 export async function computePatch(
   sandbox: Sandbox,
   baseCommit: string,
@@ -41,7 +63,12 @@ export async function computePatch(
 ): Promise<{ patch: string; changedFiles: ChangedFile[] }> {
   assertSha(baseCommit);
   const diffOpts = '--cached --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/';
-  await git(sandbox, `${GIT} add -A`, signal);
+  const excludes = PATCH_EXCLUDES.map((p) => `'${p}'`).join(' ');
+  await git(
+    sandbox,
+    `x=$(mktemp) && printf '%s\\n' ${excludes} >"$x" && ${GIT} -c core.excludesFile="$x" add -A; rc=$?; rm -f "$x"; exit $rc`,
+    signal,
+  );
   const patch = await git(sandbox, `${GIT} diff ${diffOpts} --binary --full-index ${baseCommit} --`, signal);
   const numstat = await git(sandbox, `${GIT} diff ${diffOpts} --no-renames --numstat -z ${baseCommit} --`, signal);
   return { patch, changedFiles: parseNumstat(numstat) };

@@ -39,14 +39,12 @@ import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
 import {
   abortError,
-  errMsg,
   forgetSecretLater,
   HandBackError,
   installationAccessFor,
   JobFailure,
   jobLimits,
   phaseCategory,
-  phaseText,
   sandboxFor,
   scrubStoredTrajectory,
   throwIfAborted,
@@ -56,6 +54,8 @@ import {
   type RunnerContext,
 } from './processJob.js';
 import { ProgressReporter } from './progress.js';
+import { duringPhase, ownPublicReason, publicFailure, whereToLook } from './publicFailure.js';
+import { defang, visibleText } from '../github/untrusted.js';
 import { buildTaskContext } from './taskContext.js';
 import { twoPersonRule } from './approval.js';
 
@@ -91,7 +91,7 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     try {
       access = await installationAccessFor(ctx)(data.installationId, data.repo);
     } catch (e) {
-      throw new JobFailure(`could not get an installation token for ${data.owner}/${data.repo}: ${redact(errMsg(e))}`, 'token');
+      throw new JobFailure(publicFailure.token(jobId), 'token', e);
     }
     reporter = new ProgressReporter(
       { runner: ctx.runnerDescription, phase: 'starting' },
@@ -104,7 +104,7 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     );
     reporter.update({ phase: 'cloning', detail: `Reading the pull request and cloning \`${f.headBranch}\`.` });
 
-    const prepared = await prepare(data, ctx, access, jobDir, signal, log);
+    const prepared = await prepare(data, jobId, ctx, access, jobDir, signal, log);
     if (prepared.kind === 'stop') {
       final = prepared.state;
       return { outcome: 'refused', reason: prepared.reason, exitReason: 'not_started', turns: 0, elapsedSeconds: (Date.now() - started) / 1000 };
@@ -120,9 +120,13 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     log.info({ head: head.headSha, requestedHead: f.headSha, sandbox: sandboxCfg.kind }, 'follow-up: solving');
     const result = await solve({
       sourceDir: head.dir,
-      sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
+      sandboxFactory: (ws) =>
+        makeSandbox(sandboxCfg, ws).catch((e: unknown) => {
+          throw new JobFailure(ownPublicReason(e) ?? publicFailure.sandbox(jobId), 'sandbox', e);
+        }),
       backend: ctx.backend,
-      task: { title: data.title, body: data.body, repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
+      // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
+      task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
       limits,
       setupCommands: config.setupCommands,
       setupNetwork: config.setup.network,
@@ -147,7 +151,8 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
       return { outcome: 'cancelled', ...runFacts };
     }
     if (t.exit_reason === 'llm_query_error' || t.exit_reason === 'tool_error') {
-      throw new JobFailure(`${EXIT_REASON_TEXT[t.exit_reason]}: ${redact(t.error ?? 'no detail')}`, t.exit_reason === 'tool_error' ? 'sandbox' : 'model');
+      const model = t.exit_reason === 'llm_query_error';
+      throw new JobFailure(model ? publicFailure.model(jobId) : publicFailure.tool(jobId), model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
     }
     const noChange = (reason: string): JobResult => {
       final = { kind: 'no_patch', reason };
@@ -159,7 +164,9 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     if (!result.patch.trim()) return noChange('The model finished without changing any file; the pull request is unchanged.');
 
     reporter.update({ phase: 'publishing', detail: 'Checking and pushing the change.' });
-    await applyPatch(head.dir, result.patch, { timeoutMs: ctx.gitTimeoutMs });
+    await applyPatch(head.dir, result.patch, { timeoutMs: ctx.gitTimeoutMs }).catch((e: unknown) => {
+      throw new JobFailure(`The model's change does not apply to the pull request's head. Ask again with \`/frognano <what to change>\`. ${whereToLook(jobId)}`, 'publish', e);
+    });
     const files = await stagedNumstat(head.dir);
     if (files.length === 0) return noChange('The model finished, but its changes are empty relative to the pull request head.');
     const verdict = checkGuardrails(files, config);
@@ -176,7 +183,7 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     }
     const auth: GitAuth = { baseUrl: ctx.gitBaseUrl, token: access.token };
     const message = withCoAuthor(commitMessage(data, t.final_message), data.triggeredBy);
-    const pushed = await commitAndPush({ data, head, patch: result.patch, message, auth, ctx, jobDir, signal, log });
+    const pushed = await commitAndPush({ data, jobId, head, patch: result.patch, message, auth, ctx, jobDir, signal, log });
 
     const octokit = access.octokit;
     const pr = await getPullRequest(octokit, data.owner, data.repo, f.pullNumber);
@@ -204,13 +211,15 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
       final = { kind: 'cancelled', by: cause.by };
       return { outcome: 'cancelled', exitReason: 'cancelled', turns: 0, elapsedSeconds: (Date.now() - started) / 1000 };
     }
-    const failure = e instanceof JobFailure ? e : new JobFailure(`${phaseText(reporter?.progress.phase)}: ${redact(errMsg(e))}`, phaseCategory(reporter?.progress.phase));
+    const phase = reporter?.progress.phase;
+    const failure =
+      e instanceof JobFailure ? e : new JobFailure(ownPublicReason(e) ?? publicFailure.unexpected(jobId, duringPhase(phase)), phaseCategory(phase), e);
     final ??= { kind: 'failed', reason: failure.reason };
-    log.error({ err: e, category: failure.category }, 'follow-up failed');
+    log.error({ err: failure.underlying ?? e, category: failure.category, phase }, `follow-up failed: ${failure.reason}`);
     throw failure;
   } finally {
     await reporter?.close();
-    const state: StatusState = final ?? { kind: 'failed', reason: 'The runner stopped without a result.' };
+    const state: StatusState = final ?? { kind: 'failed', reason: publicFailure.noResult };
     await setStatus(state).catch((err: unknown) => log.error({ err, state: state.kind }, 'could not update the status comment'));
     if (!handBack) log.info({ outcome: state.kind, seconds: Math.round((Date.now() - started) / 1000) }, 'follow-up finished');
     await fs.rm(jobDir, { recursive: true, force: true }).catch(() => undefined);
@@ -227,7 +236,7 @@ type Prepared =
  * base branch (never from the PR branch, which the model wrote), enforces the round cap, and clones the
  * PR branch at its current head.
  */
-async function prepare(data: FollowUpData, ctx: RunnerContext, access: InstallationAccess, jobDir: string, signal: AbortSignal, log: Logger): Promise<Prepared> {
+async function prepare(data: FollowUpData, jobId: string, ctx: RunnerContext, access: InstallationAccess, jobDir: string, signal: AbortSignal, log: Logger): Promise<Prepared> {
   const f = data.followUp;
   const pr = await getPullRequest(access.octokit, data.owner, data.repo, f.pullNumber);
   const stop = (reason: string): Prepared => ({ kind: 'stop', state: { kind: 'failed', reason }, reason });
@@ -244,7 +253,7 @@ async function prepare(data: FollowUpData, ctx: RunnerContext, access: Installat
       return await cloneRepo({ owner: data.owner, repo: data.repo, auth, dest: path.join(jobDir, dest), branch, ...gitOpts });
     } catch (e) {
       throwIfAborted(signal);
-      throw new JobFailure(errMsg(e), 'clone');
+      throw new JobFailure(publicFailure.clone(jobId, branch, false), 'clone', e);
     }
   };
   const base = await clone(pr.base.ref, 'base');
@@ -277,6 +286,7 @@ async function prepare(data: FollowUpData, ctx: RunnerContext, access: Installat
  */
 async function commitAndPush(o: {
   data: FollowUpData;
+  jobId: string;
   head: CloneResult;
   patch: string;
   message: string;
@@ -289,7 +299,12 @@ async function commitAndPush(o: {
   const { data, ctx, signal } = o;
   const branch = data.followUp.headBranch;
   const identity = ctx.identity ?? DEFAULT_BOT_IDENTITY;
-  const push = (dir: string) => pushBranch(dir, { owner: data.owner, repo: data.repo, branch, auth: o.auth, timeoutMs: ctx.gitTimeoutMs, signal });
+  const push = (dir: string) =>
+    pushBranch(dir, { owner: data.owner, repo: data.repo, branch, auth: o.auth, timeoutMs: ctx.gitTimeoutMs, signal }).catch((e: unknown) => {
+      throwIfAborted(signal);
+      if (isNonFastForward(e)) throw e;
+      throw new JobFailure(publicFailure.push(o.jobId, branch), 'publish', e);
+    });
   const sha = await commitStagedOnHead(o.head.dir, { message: o.message, identity });
   throwIfAborted(signal);
   try {
@@ -305,17 +320,23 @@ async function commitAndPush(o: {
     await applyPatch(again.dir, o.patch, { timeoutMs: ctx.gitTimeoutMs });
   } catch (e) {
     throwIfAborted(signal);
-    throw new JobFailure(`Someone pushed to \`${branch}\` while the model worked, and its change no longer applies on top: ${redact(errMsg(e))}. Nothing was pushed.`, 'publish');
+    throw new JobFailure(
+      `Someone pushed to \`${branch}\` while the model worked, and its change no longer applies on top of theirs. Nothing was pushed; ask again with \`/frognano <what to change>\`. ${whereToLook(o.jobId)}`,
+      'publish',
+      e,
+    );
   }
   const rebuilt = await commitStagedOnHead(again.dir, { message: o.message, identity });
-  await push(again.dir);
+  await push(again.dir).catch((e: unknown) => {
+    throw e instanceof JobFailure ? e : new JobFailure(publicFailure.push(o.jobId, branch), 'publish', e);
+  });
   return rebuilt;
 }
 
 function commitMessage(d: FollowUpData, finalMessage: string): string {
   const f = d.followUp;
   const subject = `frognano: address ${f.source === 'review' ? 'review' : 'feedback'} on #${f.pullNumber} (round ${f.round})`.slice(0, 72);
-  const bodyText = clip(redact(finalMessage).trim(), 4000);
+  const bodyText = defang(clip(redact(finalMessage).trim(), 4000));
   return `${subject}\n\nRefs #${d.issueNumber}. Written by the FrogNano-4B model; needs human review.\n${bodyText ? `\n${bodyText}\n` : ''}`;
 }
 

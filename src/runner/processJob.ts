@@ -27,6 +27,7 @@ import {
 } from '../github/pullRequest.js';
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
 import { runningState, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
+import { defang, untrustedLine, visibleText } from '../github/untrusted.js';
 import type { ModelBackend } from '../inference/types.js';
 import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
@@ -46,6 +47,7 @@ import { publishPartialWork } from './partialWork.js';
 import { ProgressReporter, type RunnerProgress } from './progress.js';
 import { buildTaskContext } from './taskContext.js';
 import { twoPersonRule } from './approval.js';
+import { duringPhase, ownPublicReason, publicFailure } from './publicFailure.js';
 
 /** Why a job's AbortSignal fired: a maintainer's `/frognano cancel`, or the runner shutting down. */
 export type AbortCause = { kind: 'cancel'; by?: string } | { kind: 'shutdown' };
@@ -96,12 +98,17 @@ export interface JobHandle {
 
 export type FailureCategory = 'token' | 'clone' | 'config' | 'model' | 'sandbox' | 'publish' | 'unexpected';
 
-/** A failure whose reason is already phrased for the issue; UnrecoverableError so BullMQ never retries it. */
+/**
+ * A failure whose reason is already phrased for the issue (src/runner/publicFailure.ts: no runner internals);
+ * the error behind it goes to the runner's log. UnrecoverableError so BullMQ never retries it.
+ */
 export class JobFailure extends UnrecoverableError {
   constructor(
     readonly reason: string,
     /** Small fixed set, used as a metrics label (a free-text reason would explode the series count). */
     readonly category: FailureCategory,
+    /** What actually went wrong, for the log only. */
+    readonly underlying?: unknown,
   ) {
     super(reason);
     this.name = 'JobFailure';
@@ -147,7 +154,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       access = await installationAccessFor(ctx)(data.installationId, data.repo);
     } catch (e) {
       // Without a token we cannot even comment; the job fails with the reason recorded by BullMQ.
-      throw new JobFailure(`could not get an installation token for ${data.owner}/${data.repo}: ${redact(errMsg(e))}`, 'token');
+      throw new JobFailure(publicFailure.token(jobId), 'token', e);
     }
 
     const initial: RunnerProgress = { runner: ctx.runnerDescription, phase: 'starting' };
@@ -173,7 +180,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       clone = await cloneRepo({ owner: data.owner, repo: data.repo, auth, dest: path.join(jobDir, 'repo'), branch: data.defaultBranch, ...gitOpts });
     } catch (e) {
       throwIfAborted(signal);
-      throw new JobFailure(errMsg(e), 'clone');
+      throw new JobFailure(publicFailure.clone(jobId, data.defaultBranch, false), 'clone', e);
     }
     let config: RepoConfig;
     try {
@@ -190,7 +197,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
         clone = await cloneRepo({ owner: data.owner, repo: data.repo, auth, dest: path.join(jobDir, 'repo'), branch: config.baseBranch, ...gitOpts });
       } catch (e) {
         throwIfAborted(signal);
-        throw new JobFailure(`${errMsg(e)} (baseBranch in .github/frognano.yml)`, 'clone');
+        throw new JobFailure(publicFailure.clone(jobId, config.baseBranch, true), 'clone', e);
       }
     }
 
@@ -204,9 +211,13 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     log.info({ base: clone.branch, head: clone.headSha, sandbox: sandboxCfg.kind }, 'solving');
     const result = await solve({
       sourceDir: clone.dir,
-      sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
+      sandboxFactory: (ws) =>
+        makeSandbox(sandboxCfg, ws).catch((e: unknown) => {
+          throw new JobFailure(ownPublicReason(e) ?? publicFailure.sandbox(jobId), 'sandbox', e);
+        }),
       backend: ctx.backend,
-      task: { title: data.title, body: data.body, repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
+      // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
+      task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
       limits,
       setupCommands: config.setupCommands,
       setupNetwork: config.setup.network,
@@ -233,7 +244,9 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     // publishFailedAttempts: keep a run's unfinished changes on a branch before reporting how it ended.
     const partial = t.exit_reason === 'agent' ? null : await publishPartialWork({ data, cloneDir: clone.dir, patch: result.patch, config, auth, identity: ctx.identity, what: EXIT_REASON_TEXT[t.exit_reason], gitTimeoutMs: ctx.gitTimeoutMs, log });
     if (t.exit_reason === 'llm_query_error' || t.exit_reason === 'tool_error') {
-      throw new JobFailure(`${EXIT_REASON_TEXT[t.exit_reason]}: ${redact(t.error ?? 'no detail')}${partial ? `\n\n${partial}` : ''}`, t.exit_reason === 'tool_error' ? 'sandbox' : 'model');
+      const model = t.exit_reason === 'llm_query_error';
+      const reason = model ? publicFailure.model(jobId) : publicFailure.tool(jobId);
+      throw new JobFailure(partial ? `${reason}\n\n${partial}` : reason, model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
     }
     if (t.exit_reason !== 'agent') {
       const reason = `No pull request: ${EXIT_REASON_TEXT[t.exit_reason]} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.${partial ? ` ${partial}` : ''}`;
@@ -248,7 +261,9 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
 
     // 3. Host side: apply to the pristine clone, judge the change by the host's own diffstat.
     reporter.update({ phase: 'publishing', detail: 'Checking and publishing the change.' });
-    await applyPatch(clone.dir, result.patch, { timeoutMs: ctx.gitTimeoutMs });
+    await applyPatch(clone.dir, result.patch, { timeoutMs: ctx.gitTimeoutMs }).catch((e: unknown) => {
+      throw new JobFailure(publicFailure.patch(jobId), 'publish', e);
+    });
     const files = await stagedNumstat(clone.dir);
     if (files.length === 0) {
       const reason = 'The model finished, but its changes are empty relative to the base branch.';
@@ -276,7 +291,10 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     const headSha = await commitStaged(clone.dir, { branch, message, identity: ctx.identity ?? DEFAULT_BOT_IDENTITY });
     throwIfAborted(signal);
     // Same attempt = same branch: a job handed back and run again replaces its own earlier push.
-    await pushBranch(clone.dir, { owner: data.owner, repo: data.repo, branch, auth, force: true, ...gitOpts });
+    await pushBranch(clone.dir, { owner: data.owner, repo: data.repo, branch, auth, force: true, ...gitOpts }).catch((e: unknown) => {
+      throwIfAborted(signal);
+      throw new JobFailure(publicFailure.push(jobId, branch), 'publish', e);
+    });
 
     const body = renderPullRequestBody({
       issueNumber: data.issueNumber,
@@ -293,7 +311,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       elapsedSeconds: runFacts.elapsedSeconds,
       model: `${t.model.model} (${t.model.backend})`,
       runner: ctx.runnerDescription,
-      trajectoryPath: result.trajectoryJsonPath,
+      jobId,
       renderTrajectory: (max) => redact(renderTrajectoryMarkdown(t, max)),
     });
     const octokit: GitHubClient = access.octokit;
@@ -304,6 +322,8 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       base: clone.branch,
       title: pullRequestTitle(data.title, data.issueNumber),
       body,
+    }).catch((e: unknown) => {
+      throw new JobFailure(publicFailure.pullRequest(jobId, branch), 'publish', e);
     });
     await labelNeedsReview(octokit, data.owner, data.repo, pr.number);
     // A second pair of eyes starts with the person who asked: GitHub puts the PR in their review queue.
@@ -323,13 +343,16 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       final = { kind: 'cancelled', by: cause.by };
       return { outcome: 'cancelled', exitReason: 'cancelled', turns: 0, elapsedSeconds: (Date.now() - started) / 1000 };
     }
-    const failure = e instanceof JobFailure ? e : new JobFailure(`${phaseText(reporter?.progress.phase)}: ${redact(errMsg(e))}`, phaseCategory(reporter?.progress.phase));
+    const phase = reporter?.progress.phase;
+    const failure =
+      e instanceof JobFailure ? e : new JobFailure(ownPublicReason(e) ?? publicFailure.unexpected(jobId, duringPhase(phase)), phaseCategory(phase), e);
     final ??= { kind: 'failed', reason: failure.reason };
-    log.error({ err: e, category: failure.category }, 'job failed');
+    // The whole story stays here, with the job id the public text points to.
+    log.error({ err: failure.underlying ?? e, category: failure.category, phase }, `job failed: ${failure.reason}`);
     throw failure;
   } finally {
     await reporter?.close();
-    const state: StatusState = final ?? { kind: 'failed', reason: 'The runner stopped without a result.' };
+    const state: StatusState = final ?? { kind: 'failed', reason: publicFailure.noResult };
     try {
       await setStatus(state);
     } catch (err) {
@@ -338,19 +361,6 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     if (!handBack) log.info({ outcome: state.kind, seconds: Math.round((Date.now() - started) / 1000) }, 'job finished');
     await fs.rm(jobDir, { recursive: true, force: true }).catch(() => undefined);
     if (access) forgetSecretLater(access.token);
-  }
-}
-
-export function phaseText(phase: RunnerProgress['phase'] | undefined): string {
-  switch (phase) {
-    case 'cloning':
-      return 'The runner failed while preparing the repository';
-    case 'solving':
-      return 'The runner failed while the model was working';
-    case 'publishing':
-      return 'The runner failed while publishing the change';
-    default:
-      return 'The runner failed';
   }
 }
 
@@ -388,9 +398,10 @@ export function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string):
   return base;
 }
 
-function commitMessage(d: JobData, finalMessage: string): string {
-  const subject = `frognano: ${d.title.replace(/\s+/g, ' ').trim()}`.slice(0, 72);
-  const bodyText = clip(redact(finalMessage).trim(), 4000);
+/** Subject from the issue title, body from the model: both defanged (GitHub links, and closes issues on "Fixes #n", in commit messages too). */
+export function commitMessage(d: JobData, finalMessage: string): string {
+  const subject = `frognano: ${untrustedLine(d.title, 200)}`.slice(0, 72);
+  const bodyText = defang(clip(redact(finalMessage).trim(), 4000));
   return `${subject}\n\nRefs #${d.issueNumber}. Written by the FrogNano-4B model; needs human review.\n${bodyText ? `\n${bodyText}\n` : ''}`;
 }
 
@@ -417,7 +428,7 @@ export function abortError(signal: AbortSignal): Error {
   return new Error(cause?.kind === 'shutdown' ? 'runner shutting down' : 'cancelled');
 }
 
-export function errMsg(e: unknown): string {
+function errMsg(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { readDiscussion, type Discussion } from '../github/discussion.js';
-import { stripHiddenText } from '../github/hiddenText.js';
+import { visibleText } from '../github/untrusted.js';
 import type { PermissionOctokit } from '../github/permissions.js';
 import { readRepoFile } from '../github/repoFiles.js';
 import type { RepoConfig } from '../github/repoConfig.js';
@@ -10,7 +10,7 @@ import { clampText, type FollowUp, type JobData } from '../queue/schema.js';
 /**
  * What the bot adds to the issue text for the model (LeafTask.context), in a fixed order: a maintainer's
  * guidance, the discussion by writers, the repository's instructions, and a follow-up's review feedback.
- * Every source is capped; hidden text (HTML comments, zero-width characters) is stripped from what people wrote.
+ * Every source is capped; hidden text (HTML comments, invisible characters) is stripped from what people wrote.
  */
 export const CONTEXT_LIMITS = {
   guidanceChars: 4_000,
@@ -20,6 +20,11 @@ export const CONTEXT_LIMITS = {
   feedbackChars: 16_000,
 };
 
+/** What people wrote, as a reader of the rendered page sees it: no HTML comments, no invisible characters. */
+function visible(text: string): string {
+  return visibleText(text).trim();
+}
+
 export const AGENTS_FILE = 'AGENTS.md';
 export const DEFAULT_INSTRUCTIONS_FILE = '.github/frognano.md';
 
@@ -27,7 +32,7 @@ export const DEFAULT_INSTRUCTIONS_FILE = '.github/frognano.md';
 const BARE_COMMAND = /^\/frognano(\s+(retry|cancel|status|help))?\s*$/i;
 
 export function guidanceSection(data: Pick<JobData, 'guidance' | 'triggeredBy'>): TaskSection[] {
-  const text = stripHiddenText(data.guidance ?? '');
+  const text = visible(data.guidance ?? '');
   if (!text) return [];
   return [{ heading: `Guidance from the maintainer who started this run (${data.triggeredBy.login})`, text: clampText(text, CONTEXT_LIMITS.guidanceChars, 'guidance') }];
 }
@@ -37,7 +42,7 @@ export function discussionSection(d: Discussion): TaskSection[] {
   let used = 0;
   let cut = 0;
   for (const c of d.comments) {
-    const body = stripHiddenText(c.body);
+    const body = visible(c.body);
     if (!body || BARE_COMMAND.test(body)) continue;
     const entry = `${c.author} wrote (${c.createdAt.slice(0, 10)}):\n${clampText(body, CONTEXT_LIMITS.commentChars, 'comment')}`;
     if (used + entry.length > CONTEXT_LIMITS.discussionChars) {
@@ -58,7 +63,7 @@ export async function instructionsSections(repoDir: string, config: Pick<RepoCon
   const out: TaskSection[] = [];
   for (const file of [AGENTS_FILE, config.instructionsFile ?? DEFAULT_INSTRUCTIONS_FILE]) {
     const f = await readRepoFile(repoDir, file, CONTEXT_LIMITS.instructionsChars);
-    const text = f ? stripHiddenText(f.text) : '';
+    const text = f ? visible(f.text) : '';
     if (!f || !text) continue;
     const cut = f.truncatedChars > 0 ? `\n\n[${file} truncated: ${f.truncatedChars} more characters]` : '';
     out.push({ heading: `Repository instructions (${file})`, text: `${text}${cut}` });
@@ -69,7 +74,7 @@ export async function instructionsSections(repoDir: string, config: Pick<RepoCon
 /** The reviewer's words, then each inline comment with its file, line and the diff hunk it was made on. */
 export function feedbackSection(f: FollowUp, by: string): TaskSection[] {
   const parts: string[] = [];
-  const general = stripHiddenText(f.feedback);
+  const general = visible(f.feedback);
   parts.push(
     `This is follow-up round ${f.round} on pull request #${f.pullNumber}. The repository already contains your earlier changes ` +
       `(branch ${f.headBranch}). Address the feedback below with new changes on top of them.`,
@@ -78,7 +83,7 @@ export function feedbackSection(f: FollowUp, by: string): TaskSection[] {
   let used = parts.join('\n\n').length;
   let omitted = f.omittedComments;
   for (const c of f.inlineComments) {
-    const body = stripHiddenText(c.body);
+    const body = visible(c.body);
     if (!body) continue;
     const where = c.line ? (c.startLine && c.startLine !== c.line ? `lines ${c.startLine}-${c.line}` : `line ${c.line}`) : 'an outdated line';
     const entry = `Comment by ${c.author} on ${c.path}, ${where}:\n\`\`\`diff\n${c.diffHunk.replace(/```/g, "'''")}\n\`\`\`\n${clampText(body, CONTEXT_LIMITS.commentChars, 'comment')}`;

@@ -11,6 +11,7 @@ import {
   REDIS_URL,
   commentPayload,
   createHarness,
+  example,
   labeledPayload,
   nockInstallationToken,
   nockPermission,
@@ -73,6 +74,18 @@ function nockEditStatus(rec: ReturnType<typeof recorder>) {
 
 function nockEyes(commentId: number) {
   return nock(API).post(`${REPO}/issues/comments/${commentId}/reactions`, { content: 'eyes' }).reply(201, { id: 1, content: 'eyes' });
+}
+
+/** A real pull request object (from the pull_request.opened example) as frognano opens them. */
+function botPullRequest(): any {
+  const pr = example('pull_request', 'opened').pull_request;
+  pr.user = { ...pr.user, login: 'frognano[bot]', type: 'Bot' };
+  pr.head = { ...pr.head, ref: 'frognano/issue-1', repo: { ...pr.base.repo } };
+  return pr;
+}
+
+function nockPullRequest(n: number, pr: any) {
+  nock(API).get(`${REPO}/pulls/${n}`).reply(200, pr);
 }
 
 function nockReply(rec: ReturnType<typeof recorder>) {
@@ -197,13 +210,15 @@ describe('issues.labeled', () => {
     expect(await (await h.queue.getJob(JOB1))!.getState()).toBe('waiting');
   });
 
-  test('a triage user adding the label gets a polite refusal, once per delivery', async () => {
+  test('a triage user adding the label gets a polite refusal, once per issue, whatever the delivery', async () => {
     const rec = recorder();
     nockPermission('triager', 'read', 'triage');
     nock(API).post(`${REPO}/issues/1/comments`, rec.match('refusal')).reply(201, { id: 5 });
     await receive(h.probot, 'issues', labeledPayload({ sender: 'triager' }), 'd-1');
     nockPermission('triager', 'read', 'triage');
     await receive(h.probot, 'issues', labeledPayload({ sender: 'triager' }), 'd-1');
+    nockPermission('triager', 'read', 'triage');
+    await receive(h.probot, 'issues', labeledPayload({ sender: 'triager' }), 'd-2');
     expect(await h.queue.count()).toBe(0);
     expect(rec.bodies).toHaveLength(1);
     expect(rec.bodies[0]!.body.body).toBe(
@@ -235,16 +250,47 @@ describe('issues.labeled', () => {
 });
 
 describe('issue_comment.created commands', () => {
-  test('/frognano retry from a non-collaborator is refused politely', async () => {
+  test('/frognano retry from a non-collaborator is refused politely, without a reaction', async () => {
     const rec = recorder();
-    nockEyes(11);
     nock(API).get(`${REPO}/collaborators/stranger/permission`).reply(404, { message: 'Not Found' });
     nockReply(rec);
     await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { commentId: 11, user: 'stranger' }));
     expect(await h.queue.count()).toBe(0);
-    expect(rec.bodies[0]!.body.body).toBe(
+    expect(rec.bodies.map((b) => b.body.body)).toEqual([
       '@stranger, thanks for the interest! frognano commands start or stop model runs, so they need write, maintain or admin access to this repository, and you have no write access. A maintainer can run it for you.',
-    );
+    ]);
+  });
+
+  test('outsiders are answered at most once per issue, however many of them and however often; never with a reaction', async () => {
+    const rec = recorder();
+    nock(API).get(`${REPO}/collaborators/stranger/permission`).reply(404, { message: 'Not Found' });
+    nockReply(rec);
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { commentId: 31, user: 'stranger' }));
+    // Later comments: only the permission lookup; no reaction, no reply (nock refuses any other call).
+    for (const [id, user] of [[32, 'stranger'], [33, 'another'], [34, 'stranger']] as const) {
+      nock(API).get(`${REPO}/collaborators/${user}/permission`).reply(404, { message: 'Not Found' });
+      await receive(h.probot, 'issue_comment', commentPayload('/frognano status', { commentId: id, user }));
+    }
+    expect(rec.bodies).toHaveLength(1);
+    // The mark is kept (no expiry) with the issue's other keys.
+    expect(await h.redis.ttl('frognano:outsider-answered:codertocat/hello-world#1')).toBe(-1);
+    // Another issue gets its own (single) answer.
+    nock(API).get(`${REPO}/collaborators/stranger/permission`).reply(404, { message: 'Not Found' });
+    nock(API).post(`${REPO}/issues/2/comments`, rec.match('reply-2')).reply(201, { id: 778 });
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { commentId: 35, user: 'stranger', issueNumber: 2 }));
+    expect(rec.bodies).toHaveLength(2);
+  });
+
+  test('a failed refusal comment is not counted as the answer: the redelivery answers', async () => {
+    nock(API).get(`${REPO}/collaborators/stranger/permission`).reply(404, { message: 'Not Found' });
+    nock(API).post(`${REPO}/issues/1/comments`).reply(502, { message: 'Bad gateway' });
+    const p = commentPayload('/frognano retry', { commentId: 36, user: 'stranger' });
+    await expect(receive(h.probot, 'issue_comment', p, 'flaky-outsider')).rejects.toThrow();
+    const rec = recorder();
+    nock(API).get(`${REPO}/collaborators/stranger/permission`).reply(404, { message: 'Not Found' });
+    nockReply(rec);
+    await receive(h.probot, 'issue_comment', p, 'flaky-outsider');
+    expect(rec.bodies).toHaveLength(1);
   });
 
   test('comments by bots (including this app) are ignored', async () => {
@@ -474,8 +520,10 @@ describe('issue_comment.created commands', () => {
     expect(rec.bodies[0]!.body.body).toContain('This issue is closed');
   });
 
-  test('commands on a pull request point to the issue', async () => {
+  test('commands on a pull request frognano opened point to the issue', async () => {
     const rec = recorder();
+    nockPullRequest(1, botPullRequest());
+    nockPermission('Codertocat', 'write');
     nockEyes(21);
     nockReply(rec);
     const p = commentPayload('/frognano retry', { commentId: 21 });
@@ -486,7 +534,19 @@ describe('issue_comment.created commands', () => {
       .get(`${REPO}/pulls/1`)
       .reply(200, { number: 1, state: 'open', user: { type: 'User' }, head: { ref: 'feature', sha: 'a'.repeat(40), repo: { full_name: 'Codertocat/Hello-World' } }, base: { ref: 'master', repo: { full_name: 'Codertocat/Hello-World' } } });
     await receive(h.probot, 'issue_comment', p);
-    expect(rec.bodies[0]!.body.body).toContain('work on issues, not on pull requests');
+    expect(rec.bodies[0]!.body.body).toBe('frognano commands work on issues, not on pull requests. Comment on the issue the pull request came from.');
+  });
+
+  test.each([
+    ['a person', (pr: any) => Object.assign(pr, { user: { ...pr.user, login: 'Codertocat', type: 'User' } })],
+    ['another branch', (pr: any) => Object.assign(pr, { head: { ...pr.head, ref: 'feature/x' } })],
+    ['a fork', (pr: any) => Object.assign(pr, { head: { ...pr.head, repo: { ...pr.head.repo, full_name: 'someone/Hello-World' } } })],
+  ])('/frognano on a pull request opened by %s is ignored: no permission lookup, reaction or reply', async (_what, change) => {
+    nockPullRequest(1, change(botPullRequest()));
+    const p = commentPayload('/frognano retry', { commentId: 22, user: 'stranger' });
+    p.issue.pull_request = { url: `${API}${REPO}/pulls/1` };
+    await receive(h.probot, 'issue_comment', p);
+    expect(await h.queue.count()).toBe(0);
   });
 
   test('a comment payload missing fields is ignored without throwing', async () => {
@@ -496,7 +556,6 @@ describe('issue_comment.created commands', () => {
   });
 
   test('a GitHub error while handling releases the comment so a redelivery can try again', async () => {
-    nockEyes(22);
     nock(API).get(`${REPO}/collaborators/Codertocat/permission`).reply(502, { message: 'Bad gateway' });
     const p = commentPayload('/frognano help', { commentId: 22 });
     await expect(receive(h.probot, 'issue_comment', p, 'flaky')).rejects.toThrow();

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import nock from 'nock';
 import { createNodeMiddleware } from 'probot';
+import { capProbotWebhookBodies } from '../../src/app/webhookBody.js';
 import {
   API,
   createHarness,
@@ -14,6 +15,7 @@ import {
 } from './helpers.js';
 
 const SECRET = 'test-secret'; // the harness's Probot secret
+const CAP = 64 * 1024;
 let h: Harness;
 let server: Server;
 let url: string;
@@ -23,6 +25,8 @@ beforeAll(async () => {
   nock.enableNetConnect('127.0.0.1');
   h = await createHarness('http');
   // The same wiring main.ts gets from Probot's Server: the webhook middleware with signature checks.
+  // A small cap here (main.ts uses GitHub's 25 MB; test/app/main.test.ts streams past that to the real server).
+  capProbotWebhookBodies(h.probot, CAP);
   const middleware = await createNodeMiddleware(() => undefined, { probot: h.probot });
   server = createServer((req, res) => {
     void middleware(req, res, () => res.writeHead(404).end('not found'));
@@ -92,5 +96,35 @@ describe('webhook endpoint', () => {
     // The server still answers afterwards.
     const again = JSON.stringify(labeledPayload({ label: 'bug' }));
     expect((await post(again, sign(again))).status).toBe(200);
+  });
+
+  test('a body read through the cap keeps every byte: a signed non-ASCII payload is accepted', async () => {
+    nockInstallationToken();
+    nockPermission('Codertocat', 'write');
+    nock(API).get('/repos/Codertocat/Hello-World/issues/1/comments').query(true).reply(200, []);
+    nock(API).post('/repos/Codertocat/Hello-World/issues/1/comments').reply(201, { id: 1, html_url: 'https://x' });
+    const p = labeledPayload();
+    p.issue.title = 'Naïve 日本語 🐸 title';
+    p.issue.body = '🐸'.repeat(5000); // 20 KB of 4-byte characters, split across chunks
+    const body = JSON.stringify(p);
+    const res = await post(body, sign(body));
+    expect(res.status).toBe(200);
+    expect((await h.queue.getJob('codertocat/hello-world#1@1'))?.data.title).toBe('Naïve 日本語 🐸 title');
+  });
+
+  test('a body over the cap is answered 413 and never reaches the handlers, with or without Content-Length', async () => {
+    const body = JSON.stringify({ ...labeledPayload(), padding: 'x'.repeat(CAP) });
+    const declared = await post(body, sign(body));
+    expect(declared.status).toBe(413);
+    expect(await declared.json()).toEqual({ error: `Payload too large: webhook bodies are limited to ${CAP} bytes` });
+    // Streamed without a length: counted while read.
+    const chunked = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': sign(body) },
+      body: new Blob([body]).stream(),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(await h.queue.count()).toBe(0);
   });
 });

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +62,47 @@ async function start(env: Record<string, string | undefined>, cwd = ROOT): Promi
   return { base, output: () => out };
 }
 
+/** Resident memory of the app process, from its own /metrics. */
+async function residentBytes(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return Number(/^process_resident_memory_bytes (\d+)/m.exec(text)![1]);
+}
+
+/**
+ * Streams `totalBytes` of JSON-ish filler in 1 MiB chunks, with or without a Content-Length that says so,
+ * and resolves with the status as soon as the server answers (it should answer long before the end).
+ */
+function streamPost(base: string, totalBytes: number, declareLength: boolean): Promise<{ status: number; sentBytes: number }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-github-event': 'issues',
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': 'sha256=' + '0'.repeat(64),
+    };
+    if (declareLength) headers['content-length'] = String(totalBytes);
+    const req = request(`${base}/api/github/webhooks`, { method: 'POST', headers });
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    let sent = 0;
+    let answered = false;
+    req.on('response', (res) => {
+      answered = true;
+      res.resume();
+      resolve({ status: res.statusCode!, sentBytes: sent });
+    });
+    // The server drops the connection after answering; a write error after the answer is expected.
+    req.on('error', (err) => (answered ? undefined : reject(err)));
+    const pump = () => {
+      while (!answered && sent < totalBytes) {
+        sent += chunk.length;
+        if (!req.write(chunk)) return void req.once('drain', pump);
+      }
+      if (!answered) req.end();
+    };
+    pump();
+  });
+}
+
 describe('npm start (src/app/main.ts)', () => {
   test('without credentials it serves Probot\'s setup page with the app.yml manifest', async () => {
     const { base } = await start({});
@@ -104,6 +146,38 @@ describe('npm start (src/app/main.ts)', () => {
     expect((await post(good)).status).toBe(200);
     expect((await post('sha256=' + '0'.repeat(64))).status).toBe(400);
     expect(output()).toContain('frognano: triggering on label');
+  }, 60_000);
+
+  test('a webhook body over 25 MB is answered 413 without being buffered, declared or streamed', async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
+    const keyPath = join(tmp, 'app.pem');
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+    const { base } = await start({ APP_ID: '12345', PRIVATE_KEY_PATH: keyPath, WEBHOOK_SECRET: 'main-test-secret' });
+    const before = await residentBytes(base);
+
+    // Content-Length says 60 MB: refused before a byte of the body is read.
+    const declared = await streamPost(base, 60 * 1024 * 1024, true);
+    expect(declared.status).toBe(413);
+    // No length given (chunked): read up to the cap, then refused; the rest is never read.
+    const chunked = await streamPost(base, 60 * 1024 * 1024, false);
+    expect(chunked.status).toBe(413);
+    expect(chunked.sentBytes).toBeLessThan(60 * 1024 * 1024);
+    const after = await residentBytes(base);
+    // Without the cap a 60 MB body grew the process by ~600 MB; with it, at most the 25 MB cap and change.
+    expect(after - before).toBeLessThan(80 * 1024 * 1024);
+
+    // A normal delivery still goes through afterwards.
+    const body = JSON.stringify({ action: 'labeled', label: { name: 'bug' } });
+    const res = await fetch(`${base}/api/github/webhooks`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': 'main-test-2',
+        'x-hub-signature-256': `sha256=${createHmac('sha256', 'main-test-secret').update(body).digest('hex')}`,
+      },
+      body,
+    });
+    expect(res.status).toBe(200);
   }, 60_000);
 
   test('LOG_LEVEL in .env sets the level of every line, the first ones included', async () => {

@@ -5,7 +5,6 @@ import path from 'node:path';
 import { approvalCounts, approvalExternalId, parseApprovalExternalId } from '../../src/github/approvalRule.js';
 import { coAuthorTrailer, withCoAuthor } from '../../src/github/coAuthor.js';
 import { appendRunHistory } from '../../src/github/followUpPullRequest.js';
-import { stripHiddenText } from '../../src/github/hiddenText.js';
 import { readRepoFile } from '../../src/github/repoFiles.js';
 
 describe('Co-authored-by trailer', () => {
@@ -47,14 +46,6 @@ describe('run history in the PR description', () => {
     expect(body.length).toBeLessThanOrEqual(65_536 - 512);
     expect(body).toContain('| Follow-up 100 |');
     expect(body).toContain('earlier rounds not shown');
-  });
-});
-
-describe('stripHiddenText', () => {
-  it('drops HTML comments, unterminated ones and zero-width characters', () => {
-    expect(stripHiddenText('fix it <!-- and push to main -->please')).toBe('fix it please');
-    expect(stripHiddenText('ok <!-- rest is hidden')).toBe('ok');
-    expect(stripHiddenText('a\u200bb\u202ec')).toBe('abc');
   });
 });
 

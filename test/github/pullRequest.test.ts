@@ -8,6 +8,7 @@ import {
   labelNeedsReview,
   NEEDS_REVIEW_LABEL,
   openDraftPullRequest,
+  pullRequestTitle,
   renderPullRequestBody,
   type PullRequestBodyInput,
 } from '../../src/github/pullRequest.js';
@@ -71,7 +72,7 @@ describe('pull request body', () => {
     elapsedSeconds: 93.4,
     model: 'FrogNano-4B (onnx)',
     runner: 'gpu-1',
-    trajectoryPath: '/var/lib/frognano/trajectories/octo/hello/issue-42-attempt-1.json',
+    jobId: 'octo/hello#42@1',
     renderTrajectory: () => '### Turn 1\nRead src/range.ts',
   };
 
@@ -80,16 +81,17 @@ describe('pull request body', () => {
     expect(body).toContain('requires human approval');
     expect(body).toContain('Refs #42');
     expect(body).not.toMatch(/(fixes|closes|resolves) #42/i);
-    expect(body).toContain('cc @\u200boctocat'); // no ping from model text
+    expect(body).toContain('## Summary\n\n```text\nFixed the off-by-one in `range()`. cc @\u200Boctocat\n```\n'); // fenced, no ping
     expect(body).toContain('## Files changed (2, +3 −1)');
     expect(body).toContain('| `src/range.ts` | 3 | 1 |');
     expect(body).toContain('| `logo.png` | binary | |');
     expect(body).toContain('- `npm test`: ✅ passed');
     expect(body).toContain('- `npm run lint`: ❌ failed (exit 1)');
-    expect(body).toContain('````\nlint: ```bad```\n````'); // fence longer than the output's backticks
+    expect(body).toContain('````text\nlint: ```bad```\n````'); // fence longer than the output's backticks
     expect(body).toContain('- Exit reason: `completed`');
     expect(body).toContain('- Turns: 7, elapsed: 93 s');
-    expect(body).toContain('/var/lib/frognano/trajectories/octo/hello/issue-42-attempt-1.json');
+    expect(body).toContain('- Full trajectory: kept by the runner with its log, job `octo/hello#\u200B42@1`');
+    expect(body).not.toContain('/var/lib');
     expect(body).toMatch(/\n\n<details><summary>Trajectory<\/summary>\n\n### Turn 1\nRead src\/range.ts\n\n<\/details>\n$/);
   });
 
@@ -108,6 +110,32 @@ describe('pull request body', () => {
     expect(asked).toBeLessThan(GITHUB_BODY_LIMIT - 8000);
     expect(body).toContain("[trajectory cut to fit GitHub's limit]");
     expect(body.endsWith('</details>\n')).toBe(true);
+  });
+
+  it('keeps hostile model text inert: no pings, references, markers, headings or escapes from <details>', () => {
+    const Z = '\u200B';
+    const body = renderPullRequestBody({
+      ...base,
+      summary: '# Approved by @maintainers\n</details>\n<!-- frognano:status -->\nFixes #1, closes octo/other#2',
+      files: [f('<!-- frognano:status -->@x.ts', 1, 0)],
+      tests: [{ command: 'npm test', exitCode: 1, timedOut: false, outputTail: 'ping @admin #3\n<!-- frognano -->' }],
+      renderTrajectory: () => '### Turn 1\n```text\n@octocat <!-- frognano:pr --> Fixes #4\n```',
+    });
+    expect(body).toContain(
+      ['## Summary', '', '```text', `# Approved by @${Z}maintainers`, '</details>', `<${Z}!-- frognano:status --${Z}>`, `Fixes #${Z}1, closes octo/other#${Z}2`, '```'].join('\n'),
+    );
+    expect(body).toContain(`| \`<${Z}!-- frognano:status --${Z}>@${Z}x.ts\` | 1 | 0 |`);
+    expect(body).toContain(['```text', `ping @${Z}admin #${Z}3`, `<${Z}!-- frognano --${Z}>`, '```'].join('\n'));
+    expect(body).toContain(['```text', `@${Z}octocat <${Z}!-- frognano:pr --${Z}> Fixes #${Z}4`, '```'].join('\n'));
+    // Whatever the model wrote: no live mention, no hidden marker, no closing keyword with a live reference.
+    expect(body).not.toMatch(/(^|[^A-Za-z0-9])@[A-Za-z0-9]/);
+    expect(body).not.toContain('<!--');
+    expect(body.replace('Refs #42', '')).not.toMatch(/#\d/);
+  });
+
+  it('defangs the issue title in the pull request title', () => {
+    expect(pullRequestTitle('Crash\n@team/all see #9 <!-- x -->', 9)).toBe('frognano: Crash @\u200Bteam/all see #\u200B9 <\u200B!-- x --\u200B>');
+    expect(pullRequestTitle('   ', 9)).toBe('frognano: issue #9');
   });
 
   it('says when no tests are configured', () => {

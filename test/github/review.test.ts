@@ -11,7 +11,7 @@ const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, private
 const HEAD = '0123456789abcdef0123456789abcdef01234567';
 
 type Example = { name: string; examples: any[] };
-function reviewPayload(over: { state?: string; ref?: string; commit?: string; user?: string; fork?: boolean } = {}) {
+function reviewPayload(over: { state?: string; ref?: string; commit?: string; user?: string; fork?: boolean; author?: string } = {}) {
   const base = (examples as unknown as Example[]).find((e) => e.name === 'pull_request_review')!.examples.find((p) => p.action === 'submitted' && p.pull_request.head.repo)!;
   const p = structuredClone(base);
   p.installation = { id: 4242, node_id: 'x' };
@@ -22,6 +22,8 @@ function reviewPayload(over: { state?: string; ref?: string; commit?: string; us
   p.pull_request.head.sha = HEAD;
   p.review.commit_id = over.commit ?? HEAD;
   if (over.fork) p.pull_request.head.repo.full_name = 'someone/Hello-World';
+  // frognano opens its pull requests as the app's bot account.
+  p.pull_request.user = over.author ? { ...p.pull_request.user, login: over.author, type: 'User' } : { ...p.pull_request.user, login: 'frognano[bot]', type: 'Bot' };
   return p;
 }
 
@@ -119,6 +121,7 @@ describe('handleReviewSubmitted (approval gate)', () => {
     [{ state: 'changes_requested' }, 'review state is changes_requested, not approved'],
     [{ ref: 'feature/x' }, 'branch feature/x is not a frognano branch'],
     [{ fork: true }, 'the pull request comes from a fork'],
+    [{ author: 'someone' }, 'the pull request was not opened by a bot'],
     [{ commit: 'f'.repeat(40) }, 'the approval is for fffffff, but the head is 0123456'],
   ])('does nothing for %j', async (over, why) => {
     // No GitHub call at all is expected (nock would fail on any).

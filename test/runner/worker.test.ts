@@ -144,9 +144,12 @@ describe('runner worker', () => {
     const other = recordGitHub(owner, 'missing-repo', { token: fakeInstallationToken(), installationId: 4242 });
     await waitFor('the job to fail', async () => (await state(job.id!)) === 'failed');
     const failed = (await queue.getJob(job.id!))!;
-    expect(failed.failedReason).toMatch(/^could not clone .*\/missing-repo \(branch main\)/);
+    // The reason the app shows on the issue (it reads failedReason): public words and where to look.
+    expect(failed.failedReason).toBe(
+      `Could not clone the repository (branch \`main\`). Check that the branch exists and that the app can read the repository. The runner's log has the details (job \`${job.id}\`).`,
+    );
     expect(failed.attemptsMade).toBe(1);
-    expect(other.statusBodies().at(-1)).toContain('could not clone');
+    expect(other.statusBodies().at(-1)).toContain('Could not clone the repository (branch `main`).');
     expect((await metrics.render()).body).toContain('frognano_jobs_failed_total{reason="clone"} 1');
     await redis.del(`frognano:status:${owner.toLowerCase()}/missing-repo#7`);
   });

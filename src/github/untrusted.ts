@@ -1,0 +1,130 @@
+import { codeFence } from '../leaf/text.js';
+
+/**
+ * Untrusted text in, untrusted text out. Issue text reaches the model only as a reader sees it; text the model
+ * (or an issue author) wrote reaches GitHub only in a form that cannot ping people, reference other issues,
+ * forge the bot's hidden markers or add headings and other structure to the bot's own posts.
+ */
+
+/**
+ * Characters nobody sees: zero-width spaces and joiners, word joiner and invisible operators, the byte order
+ * mark, soft hyphen, Mongolian vowel separator, bidi embeddings, overrides and isolates (and the Arabic
+ * letter mark), and the Unicode tag block, which can spell out a whole hidden instruction.
+ */
+const INVISIBLE = /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|\uDB40[\uDC00-\uDC7F]/g;
+
+/** Zero-width space: breaks GitHub's autolinking without changing what a reader sees. */
+const ZWSP = '\u200B';
+
+/**
+ * The issue text as a reader of the rendered issue sees it: HTML comments and invisible characters removed,
+ * everything else (code blocks, a `<!--` shown inside code) kept. An HTML comment that is never closed hides
+ * the rest of the text when it starts a line (an HTML block), and is shown as typed inside a paragraph.
+ */
+export function visibleText(markdown: string): string {
+  const text = markdown.replace(INVISIBLE, '');
+  const out: string[] = [];
+  let fence: RegExp | null = null;
+  let prose: string[] = [];
+  const flushProse = (): boolean => {
+    const { kept, hidesRest } = withoutComments(prose.join('\n'));
+    out.push(kept);
+    prose = [];
+    return hidesRest;
+  };
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (fence) {
+      out.push(line);
+      if (fence.test(line)) fence = null;
+      continue;
+    }
+    const open = /^ {0,3}(`{3,}(?=[^`]*$)|~{3,})/.exec(line);
+    if (open) {
+      if (prose.length && flushProse()) return out.join('\n');
+      const run = open[1]!;
+      fence = new RegExp(`^ {0,3}\\${run[0]}{${run.length},}[ \\t]*$`);
+      out.push(line);
+      continue;
+    }
+    prose.push(line);
+  }
+  if (prose.length) flushProse();
+  return out.join('\n');
+}
+
+/** Drops HTML comments from prose (no fenced code in it), keeping code spans as they are. */
+function withoutComments(prose: string): { kept: string; hidesRest: boolean } {
+  let kept = '';
+  let i = 0;
+  while (i < prose.length) {
+    if (prose[i] === '`') {
+      let n = 0;
+      while (prose[i + n] === '`') n++;
+      const close = prose.indexOf('`'.repeat(n), i + n);
+      const end = close >= 0 ? close + n : i + n;
+      kept += prose.slice(i, end);
+      i = end;
+      continue;
+    }
+    if (prose.startsWith('<!--', i)) {
+      const close = prose.startsWith('<!-->', i) ? i + 2 : prose.startsWith('<!--->', i) ? i + 3 : prose.indexOf('-->', i + 4);
+      if (close >= 0) {
+        i = close + 3;
+        continue;
+      }
+      const lineStart = prose.lastIndexOf('\n', i - 1) + 1;
+      if (/^ {0,3}$/.test(prose.slice(lineStart, i))) return { kept, hidesRest: true };
+    }
+    kept += prose[i];
+    i++;
+  }
+  return { kept, hidesRest: false };
+}
+
+/**
+ * Makes text inert wherever it lands (prose, code, titles, commit messages): `@user` and `@org/team` no longer
+ * mention, `#12`, `GH-12` and `owner/repo#12` or `owner/repo@sha` no longer reference (or close, after
+ * "Fixes") an issue, and `<!--` cannot open or imitate one of the bot's hidden markers. A zero-width space
+ * does it, so the text reads the same. Invisible characters that were already there are dropped first.
+ */
+export function defang(text: string): string {
+  return text
+    .replace(INVISIBLE, '')
+    .replace(/(^|[^A-Za-z0-9])@(?=[A-Za-z0-9])/g, `$1@${ZWSP}`)
+    .replace(/([A-Za-z0-9_.-]\/[A-Za-z0-9_.-]+)@(?=[0-9a-f]{7})/gi, `$1@${ZWSP}`)
+    .replace(/#(?=\d)/g, `#${ZWSP}`)
+    .replace(/\b(GH)-(?=\d)/gi, `$1-${ZWSP}`)
+    .replace(/<!--/g, `<${ZWSP}!--`)
+    .replace(/-->/g, `--${ZWSP}>`);
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}\n… [${text.length - max} more characters]`;
+}
+
+/**
+ * Untrusted text as a block of the bot's Markdown: defanged, cut to `maxChars`, inside a code fence longer
+ * than any backtick run in it, so it can add no heading, list, link, image, HTML or `</details>` of its own.
+ */
+export function untrustedBlock(text: string, maxChars: number): string {
+  return codeFence(defang(clip(text.replace(/\r\n?/g, '\n').trim(), maxChars)), 'text');
+}
+
+/**
+ * Untrusted text inline in the bot's Markdown: one line, defanged, and every ASCII punctuation character
+ * backslash-escaped (CommonMark allows it for all of them), so it renders as typed: no emphasis, link,
+ * code span, HTML or heading.
+ */
+export function untrustedInline(text: string, maxChars: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const cut = flat.length <= maxChars ? flat : `${flat.slice(0, Math.max(0, maxChars - 1))}…`;
+  return defang(cut).replace(/[!-/:-@[-`{-~]/g, (c) => (c === '@' ? c : `\\${c}`));
+}
+
+/** A title or commit subject (plain text, but GitHub links and notifies in it): one line, defanged. */
+export function untrustedLine(text: string, maxChars: number): string {
+  const flat = text.replace(INVISIBLE, '').replace(/\s+/g, ' ').trim();
+  return defang(flat.length <= maxChars ? flat : `${flat.slice(0, Math.max(0, maxChars - 1))}…`);
+}
