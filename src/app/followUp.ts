@@ -68,6 +68,13 @@ export function followUpRefusedText(why: string): string {
   return `I did not start a follow-up round: ${why.replace(/[`@]/g, '')}.`;
 }
 
+/** `/frognano status` on the bot's pull request. */
+export function roundStatusText(round: number | null, summary: string | null, statusUrl?: string): string {
+  if (round === null) return 'No follow-up round has run on this pull request yet. Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to start one.';
+  if (summary === null) return `Round ${round} finished long enough ago that its record has expired.`;
+  return `Round ${round}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
+}
+
 export function roundBusyText(round: number, statusUrl?: string): string {
   const link = statusUrl ? ` ([status](${statusUrl}))` : '';
   return `Round ${round} on this pull request is still queued or running${link}, so I did not start another. Comment \`/frognano cancel\` first to replace it.`;

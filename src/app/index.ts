@@ -29,6 +29,7 @@ import {
   pullRequestCommand,
   ReviewSubmittedPayload,
   roundBusyText,
+  roundStatusText,
   type PullRequestSlice,
 } from './followUp.js';
 import type { PermissionOctokit } from '../github/permissions.js';
@@ -178,7 +179,7 @@ export function createFrognanoApp(deps: AppDeps) {
     const command = pullRequestCommand(p.comment.body);
     switch (command?.kind) {
       case 'status':
-        return handleStatus(octokit, key, p.issue.html_url, p.comment.user.login);
+        return handleStatus(octokit, key, p.issue.html_url, p.comment.user.login, true);
       case 'cancel':
         return handleCancel(octokit, key, p.issue.html_url, p.comment.user.login, log);
       case 'followUp':
@@ -222,14 +223,16 @@ export function createFrognanoApp(deps: AppDeps) {
     }
   }
 
-  async function handleStatus(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string): Promise<void> {
+  /** On the bot's pull request the "attempts" are its follow-up rounds, and the reply says so. */
+  async function handleStatus(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string, onPullRequest = false): Promise<void> {
+    const reply = onPullRequest ? roundStatusText : (a: number | null, s: string | null, u: string | undefined) => msg.statusReplyText(a, s, u, label);
     const attempt = await currentAttempt(redis, key);
-    if (attempt === null) return void (await comment(octokit, key, `@${user} ${msg.statusReplyText(null, null, undefined, label)}`));
+    if (attempt === null) return void (await comment(octokit, key, `@${user} ${reply(null, null, undefined)}`));
     const job = await queue.getJob(jobIdFor({ ...key, attempt }));
     const state = job ? await statusOfJob(queue, redis, job) : null;
     const statusUrl = state ? await refreshStatus(octokit, key, issueUrl, attempt) : undefined;
     const summary = state ? summarizeStatus(state) : null;
-    await comment(octokit, key, `@${user} ${msg.statusReplyText(attempt, summary, statusUrl, label)}`);
+    await comment(octokit, key, `@${user} ${reply(attempt, summary, statusUrl)}`);
   }
 
   async function handleRetry(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log, guidance = ''): Promise<void> {

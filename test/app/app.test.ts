@@ -520,21 +520,18 @@ describe('issue_comment.created commands', () => {
     expect(rec.bodies[0]!.body.body).toContain('This issue is closed');
   });
 
-  test('commands on a pull request frognano opened point to the issue', async () => {
+  test('/frognano status on a pull request frognano opened answers for its follow-up rounds', async () => {
     const rec = recorder();
     nockPullRequest(1, botPullRequest());
     nockPermission('Codertocat', 'write');
     nockEyes(21);
     nockReply(rec);
-    const p = commentPayload('/frognano retry', { commentId: 21 });
+    const p = commentPayload('/frognano status', { commentId: 21 });
     p.issue.pull_request = { url: `${API}${REPO}/pulls/1` };
-    nockPermission(p.comment.user.login, 'write');
-    // Not one of frognano's pull requests: a person's branch.
-    nock(API)
-      .get(`${REPO}/pulls/1`)
-      .reply(200, { number: 1, state: 'open', user: { type: 'User' }, head: { ref: 'feature', sha: 'a'.repeat(40), repo: { full_name: 'Codertocat/Hello-World' } }, base: { ref: 'master', repo: { full_name: 'Codertocat/Hello-World' } } });
     await receive(h.probot, 'issue_comment', p);
-    expect(rec.bodies[0]!.body.body).toBe('frognano commands work on issues, not on pull requests. Comment on the issue the pull request came from.');
+    expect(rec.bodies[0]!.body.body).toBe(
+      '@Codertocat No follow-up round has run on this pull request yet. Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to start one.',
+    );
   });
 
   test.each([

@@ -123,6 +123,8 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     nockPermission('Codertocat', 'write');
     const edits: string[] = [];
     nock(API)
+      .get(`${REPO}/pulls/${PR}`)
+      .reply(200, botPullRequest())
       .post(`${REPO}/issues/comments/33/reactions`)
       .reply(201, {})
       .patch(`${REPO}/issues/comments/4001`, (b) => (edits.push(b.body), true))
@@ -134,23 +136,32 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     expect(edits[0]).toContain('cancelled');
   });
 
-  test('a pull request that is not the bot’s gets no round', async () => {
-    nockPermission('Codertocat', 'write');
-    const replies: string[] = [];
+  test('a pull request that is not the bot’s gets no round and no answer', async () => {
     nock(API)
-      .post(`${REPO}/issues/comments/31/reactions`)
-      .reply(201, {})
       .get(`${REPO}/pulls/${PR}`)
-      .reply(200, botPullRequest({ user: { login: 'someone', type: 'User' } }))
-      .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
-      .reply(201, { id: 5 });
+      .reply(200, botPullRequest({ user: { login: 'someone', type: 'User' } }));
     await receive(h.probot, 'issue_comment', prComment('/frognano fix it'));
     expect(await h.queue.count()).toBe(0);
   });
 
-  test('someone without write access is refused and nothing is queued', async () => {
+  test('a closed bot pull request gets a reply and no round', async () => {
+    nockPermission('Codertocat', 'write');
+    const replies: string[] = [];
+    nock(API)
+      .get(`${REPO}/pulls/${PR}`)
+      .reply(200, botPullRequest({ state: 'closed' }))
+      .post(`${REPO}/issues/comments/31/reactions`)
+      .reply(201, {})
+      .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
+      .reply(201, { id: 5 });
+    await receive(h.probot, 'issue_comment', prComment('/frognano fix it'));
+    expect(replies).toEqual(['I did not start a follow-up round: the pull request is closed.']);
+    expect(await h.queue.count()).toBe(0);
+  });
+
+  test('someone without write access is refused once and nothing is queued', async () => {
     nockPermission('stranger', 'read');
-    nock(API).post(`${REPO}/issues/comments/31/reactions`).reply(201, {}).post(`${REPO}/issues/${PR}/comments`).reply(201, { id: 6 });
+    nock(API).get(`${REPO}/pulls/${PR}`).reply(200, botPullRequest()).post(`${REPO}/issues/${PR}/comments`).reply(201, { id: 6 });
     await receive(h.probot, 'issue_comment', prComment('/frognano delete the tests', { user: 'stranger' }));
     expect(await h.queue.count()).toBe(0);
   });
