@@ -13,6 +13,7 @@ import {
   cachedStatusCommentId,
   summarizeStatus,
   updateStatusComment,
+  upsertStatusComment,
   type StatusMeta,
   type StatusOctokit,
   type StatusState,
@@ -88,6 +89,7 @@ export function createFrognanoApp(deps: AppDeps) {
           return;
         }
         const data = jobData(p, key, attempt, 'label', context.id, now());
+        await announceQueued(octokit, key, p.issue.html_url, attempt, p.sender.login, log);
         let enqueued;
         try {
           enqueued = await enqueueJob(queue, data);
@@ -97,8 +99,6 @@ export function createFrognanoApp(deps: AppDeps) {
         }
         const { created, job } = enqueued;
         log.info({ jobId: job.id, created }, 'label: enqueued');
-        // The job is what matters; a failed comment write is logged, and the runner writes the status again when it starts.
-        if (created) await refreshStatus(octokit, key, p.issue.html_url, attempt, p.sender.login).catch((err: unknown) => log.warn({ err }, 'could not write the status comment'));
       });
     });
 
@@ -248,19 +248,16 @@ export function createFrognanoApp(deps: AppDeps) {
       }
       const attempt = await nextAttempt(redis, key);
       const data = { ...jobData(p, key, attempt, 'comment', deliveryId, now(), p.comment.id), ...(guidance ? { guidance } : {}) };
+      const statusUrl = await announceQueued(octokit, key, p.issue.html_url, attempt, p.comment.user.login, log);
       const { created, job } = await enqueueJob(queue, data);
       log.info({ jobId: job.id, created, attempt }, 'retry: enqueued');
-      return { kind: 'queued' as const, attempt, summary: '' };
+      return { kind: 'queued' as const, attempt, summary: '', statusUrl };
     });
     if (outcome.kind === 'busy') {
       const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt);
       return void (await comment(octokit, key, msg.busyText(outcome.attempt, outcome.summary, statusUrl)));
     }
-    const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt, p.comment.user.login).catch((err: unknown) => {
-      log.warn({ err }, 'could not write the status comment');
-      return undefined;
-    });
-    await comment(octokit, key, msg.retryStartedText(outcome.attempt, statusUrl));
+    await comment(octokit, key, msg.retryStartedText(outcome.attempt, outcome.statusUrl));
   }
 
   async function handleCancel(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string, log: Log): Promise<void> {
@@ -278,19 +275,36 @@ export function createFrognanoApp(deps: AppDeps) {
       try {
         await job.remove();
         log.info({ jobId }, 'cancel: removed queued job');
+        // One message: the status comment says it was cancelled, and by whom (the 👀 acknowledged the command).
         await updateStatusComment(octokit, redis, key, async () => ({
           state: { kind: 'cancelled', by: user },
           meta: metaFor(key, attempt, job.data.triggeredBy.login),
         }));
-        return void (await comment(octokit, key, msg.cancelledQueuedText(attempt)));
+        return;
       } catch (err) {
         // A runner took (locked) it between our read and the removal: signal it instead.
         log.info({ jobId, err: String(err) }, 'cancel: job was picked up meanwhile; signalling the runner');
       }
     }
+    // The status comment shows the request until the runner stops, then says "cancelled": no second message.
     await requestCancel(redis, jobId, user);
     await refreshStatus(octokit, key, issueUrl, attempt);
-    await comment(octokit, key, msg.cancelRequestedText(attempt));
+  }
+
+  /**
+   * Writes "queued" before the job exists, so it is the first thing a maintainer sees even when a runner starts
+   * at once (the runner then edits this comment). The place in line is counted before the job joins it. The job
+   * matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
+   */
+  async function announceQueued(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, attempt: number, triggeredBy: string, log: Log): Promise<string | undefined> {
+    try {
+      const position = (await queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
+      const res = await upsertStatusComment(octokit, redis, key, { kind: 'queued', position }, metaFor(key, attempt, triggeredBy));
+      return res.url ?? (issueUrl ? `${issueUrl}#issuecomment-${res.id}` : undefined);
+    } catch (err) {
+      log.warn({ err }, 'could not write the status comment');
+      return undefined;
+    }
   }
 
   /**

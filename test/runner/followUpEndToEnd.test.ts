@@ -126,8 +126,11 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     // 4. The approval check is armed again on the new head; the description gained a run-history row.
     expect(checks.latest(newHead)).toMatchObject({ conclusion: 'action_required', external_id: 'issue-1;not-by=codertocat' });
     expect(pr.body()).toContain(`| Follow-up 1 | review by ${OWNER} | \`${newHead.slice(0, 7)}\` |`);
-    // Progress went to one status comment on the pull request.
+    // Progress went to one status comment on the pull request. The runner was already waiting for work when the
+    // label and the review came, and still each status comment said "queued" first: it is written before the job exists.
     expect(gh.find('POST', `${R}/issues/${PR}/comments`)).toHaveLength(1);
+    expect(String(gh.find('POST', `${R}/issues/1/comments`)[0]!.body.body)).toContain('frognano: queued');
+    expect(String(gh.find('POST', `${R}/issues/${PR}/comments`)[0]!.body.body)).toContain('frognano: queued');
 
     // 5. The reviewer who asked for the round approves: by the two-person rule that does not turn it green.
     await receive(h.probot, 'pull_request_review', reviewPayload({ id: 556, state: 'approved', body: null, user: OWNER, head: newHead }));
