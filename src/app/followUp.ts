@@ -154,7 +154,8 @@ export async function requestFollowUp(
   const res = await enqueueFollowUp(deps.queue, deps.redis, req, async (round) => {
     const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
     // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
-    const up = await upsertStatusComment(octokit, deps.redis, prRef, { kind: 'queued' }, { attempt: round, jobId, triggeredBy: o.by.login, updatedAt: now() }).catch(
+    const position = (await deps.queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
+    const up = await upsertStatusComment(octokit, deps.redis, prRef, { kind: 'queued', position }, { round, jobId, triggeredBy: o.by.login, updatedAt: now() }).catch(
       (err: unknown) => void deps.log?.warn({ err }, 'could not write the status comment'),
     );
     statusUrl = up?.url;

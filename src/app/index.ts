@@ -231,7 +231,7 @@ export function createFrognanoApp(deps: AppDeps) {
     const job = await queue.getJob(jobIdFor({ ...key, attempt }));
     const state = job ? await statusOfJob(queue, redis, job) : null;
     const statusUrl = state ? await refreshStatus(octokit, key, issueUrl, attempt) : undefined;
-    const summary = state ? summarizeStatus(state) : null;
+    const summary = state ? summarizeStatus(state, onPullRequest ? attempt : undefined) : null;
     await comment(octokit, key, `@${user} ${reply(attempt, summary, statusUrl)}`);
   }
 
@@ -278,7 +278,7 @@ export function createFrognanoApp(deps: AppDeps) {
         // One message: the status comment says it was cancelled, and by whom (the 👀 acknowledged the command).
         await updateStatusComment(octokit, redis, key, async () => ({
           state: { kind: 'cancelled', by: user },
-          meta: metaFor(key, attempt, job.data.triggeredBy.login),
+          meta: metaFor(key, attempt, job.data.triggeredBy.login, !!job.data.followUp),
         }));
         return;
       } catch (err) {
@@ -320,7 +320,7 @@ export function createFrognanoApp(deps: AppDeps) {
       if (!job) return null;
       const state = await statusOfJob(queue, redis, job);
       if (!state || !appOwns(state)) return null;
-      return { state, meta: metaFor(key, attempt, triggeredBy ?? job.data.triggeredBy.login) };
+      return { state, meta: metaFor(key, attempt, triggeredBy ?? job.data.triggeredBy.login, !!job.data.followUp) };
     });
     if (res?.url) return res.url;
     const id = res?.id ?? (await cachedStatusCommentId(redis, key));
@@ -332,8 +332,10 @@ export function createFrognanoApp(deps: AppDeps) {
     return state.kind === 'queued' || state.kind === 'failed' || state.kind === 'cancelled';
   }
 
-  function metaFor(key: IssueKey, attempt: number, triggeredBy?: string): StatusMeta {
-    return { attempt, jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: now() };
+  /** On the bot's pull request the attempt number is a follow-up round: the comment says "round N". */
+  function metaFor(key: IssueKey, attempt: number, triggeredBy?: string, followUp = false): StatusMeta {
+    const base = { jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: now() };
+    return followUp ? { ...base, round: attempt } : { ...base, attempt };
   }
 }
 

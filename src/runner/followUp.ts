@@ -74,7 +74,7 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
   const jobId = job.id ?? jobIdFor(data);
   const log = withJob(ctx.logger, jobId, { repo: `${data.owner}/${data.repo}`, pr: f.pullNumber, round: f.round });
   const ref: IssueRef = { owner: data.owner, repo: data.repo, issueNumber: f.pullNumber };
-  const meta: StatusMeta = { attempt: f.round, jobId, triggeredBy: data.triggeredBy.login };
+  const meta: StatusMeta = { round: f.round, jobId, triggeredBy: data.triggeredBy.login };
   const started = Date.now();
   const jobDir = path.join(ctx.workDir, `${jobId.replace(SAFE_ID, '_')}-${randomBytes(4).toString('hex')}`);
 

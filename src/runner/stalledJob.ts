@@ -27,8 +27,10 @@ export async function reportStalledJob(job: StalledJob, ctx: RunnerContext): Pro
   const state: StatusState = cancel ? { kind: 'cancelled', by: cancel.by } : { kind: 'failed', reason: stalledFailureText(job.stalledCounter) };
   const access = await installationAccessFor(ctx)(d.installationId, d.repo);
   try {
-    await upsertStatusComment(access.octokit, ctx.redis, { owner: d.owner, repo: d.repo, issueNumber: d.issueNumber }, state, {
-      attempt: d.attempt,
+    // A follow-up round reports on its pull request, like the runner did while it worked.
+    const issueNumber = d.followUp?.pullNumber ?? d.issueNumber;
+    await upsertStatusComment(access.octokit, ctx.redis, { owner: d.owner, repo: d.repo, issueNumber }, state, {
+      ...(d.followUp ? { round: d.followUp.round } : { attempt: d.attempt }),
       jobId,
       triggeredBy: d.triggeredBy.login,
       updatedAt: new Date(),

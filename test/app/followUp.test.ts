@@ -89,7 +89,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
       followUp: { pullNumber: PR, headBranch: 'frognano/issue-1-attempt-2', headSha: HEAD, baseBranch: 'master', round: 1, feedback: 'use "commit" in the title too', source: 'comment' },
     });
     expect(bodies).toHaveLength(1);
-    expect(bodies[0]).toContain('frognano: queued');
+    expect(bodies[0]).toContain('frognano: round 1 queued');
     expect(bodies[0]).toContain(`job \`${ROUND1}\``);
   });
 

@@ -6,6 +6,7 @@ import { approvalCounts, approvalExternalId, parseApprovalExternalId } from '../
 import { coAuthorTrailer, withCoAuthor } from '../../src/github/coAuthor.js';
 import { appendRunHistory } from '../../src/github/followUpPullRequest.js';
 import { readRepoFile } from '../../src/github/repoFiles.js';
+import { renderStatusComment, summarizeStatus } from '../../src/github/statusComment.js';
 
 describe('Co-authored-by trailer', () => {
   it("uses GitHub's noreply address with the user id, or the older form without", () => {
@@ -95,5 +96,33 @@ describe('two-person rule in the approval check', () => {
     expect(approvalCounts(rule, 'MAINT')).toBe(false);
     expect(approvalCounts(rule, 'other')).toBe(true);
     expect(approvalCounts({}, 'maint')).toBe(true);
+  });
+});
+
+describe('status comment of a follow-up round', () => {
+  const meta = { round: 2, jobId: 'o/r#12@2', triggeredBy: 'maint', updatedAt: new Date('2026-01-01T00:00:00Z') };
+  it('speaks of rounds and pushed commits, never of attempts or new pull requests', () => {
+    const bodies = [
+      renderStatusComment({ kind: 'queued', position: 1 }, meta),
+      renderStatusComment({ kind: 'running', turn: 3, maxTurns: 100 }, meta),
+      renderStatusComment({ kind: 'pull_request', url: 'https://github.com/o/r/pull/12', number: 12, summary: 'Renamed it. @someone #3' }, meta),
+      renderStatusComment({ kind: 'no_patch', reason: 'The model finished without changing any file; the pull request is unchanged.' }, meta),
+      renderStatusComment({ kind: 'failed', reason: 'boom' }, meta),
+      renderStatusComment({ kind: 'cancelled', by: 'maint' }, meta),
+    ];
+    expect(bodies.map((b) => b.split('\n')[1])).toEqual([
+      '### ⏳ frognano: round 2 queued',
+      '### 🛠️ frognano: working on round 2',
+      '### ✅ frognano: round 2 pushed',
+      '### 🤷 frognano: round 2 changed nothing',
+      '### ❌ frognano: round 2 failed',
+      '### 🛑 frognano: round 2 cancelled',
+    ]);
+    for (const b of bodies) {
+      expect(b).not.toMatch(/attempt|opened|retry/i);
+      expect(b).toContain('job `o/r#12@2`');
+    }
+    expect(bodies[2]).not.toContain('@someone'); // the model's summary stays inert
+    expect(summarizeStatus({ kind: 'pull_request', url: 'u', number: 12 }, 2)).toBe('new commits pushed to #12');
   });
 });

@@ -130,7 +130,8 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     // label and the review came, and still each status comment said "queued" first: it is written before the job exists.
     expect(gh.find('POST', `${R}/issues/${PR}/comments`)).toHaveLength(1);
     expect(String(gh.find('POST', `${R}/issues/1/comments`)[0]!.body.body)).toContain('frognano: queued');
-    expect(String(gh.find('POST', `${R}/issues/${PR}/comments`)[0]!.body.body)).toContain('frognano: queued');
+    expect(String(gh.find('POST', `${R}/issues/${PR}/comments`)[0]!.body.body)).toContain('frognano: round 1 queued');
+    expect(gh.statusBodies().at(-1)).toContain('frognano: round 1 pushed');
 
     // 5. The reviewer who asked for the round approves: by the two-person rule that does not turn it green.
     await receive(h.probot, 'pull_request_review', reviewPayload({ id: 556, state: 'approved', body: null, user: OWNER, head: newHead }));
