@@ -252,6 +252,7 @@ describe('guidance and commands on pull requests (parsing)', () => {
     ['/frognano retry\nKeep the old name.\nAnd add a test.', 'Keep the old name.\nAnd add a test.'],
     ['/frognano retry', ''],
     ['Thanks.\n\n/frognano please keep the public API', 'please keep the public API'],
+    ['> /frognano retry quoted words\n\n/frognano retry the real ones', 'the real ones'],
   ])('guidanceFrom(%j)', (body, expected) => {
     expect(guidanceFrom(body)).toBe(expected);
   });
