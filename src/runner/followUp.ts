@@ -154,8 +154,12 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
       const model = t.exit_reason === 'llm_query_error';
       throw new JobFailure(model ? publicFailure.model(jobId) : publicFailure.tool(jobId), model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
     }
-    const noChange = (reason: string): JobResult => {
+    const octokit = access.octokit;
+    const history = (headSha: string | null, result: string) =>
+      recordRound(octokit, data, { round: `Follow-up ${f.round}`, trigger: `${f.source} by ${data.triggeredBy.login}`, headSha, result });
+    const noChange = async (reason: string): Promise<JobResult> => {
       final = { kind: 'no_patch', reason };
+      await history(null, 'nothing pushed').catch((err: unknown) => log.warn({ err }, 'could not update the run history'));
       return { outcome: 'no_patch', reason, ...runFacts };
     };
     if (t.exit_reason !== 'agent') {
@@ -173,6 +177,7 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     if (!verdict.ok) {
       const reason = `Refused by a guardrail: ${verdict.reason}. Nothing was pushed.`;
       final = { kind: 'failed', reason };
+      await history(null, 'refused by a guardrail').catch((err: unknown) => log.warn({ err }, 'could not update the run history'));
       return { outcome: 'refused', reason, ...runFacts };
     }
 
@@ -185,15 +190,8 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     const message = withCoAuthor(commitMessage(data, t.final_message), data.triggeredBy);
     const pushed = await commitAndPush({ data, jobId, head, patch: result.patch, message, auth, ctx, jobDir, signal, log });
 
-    const octokit = access.octokit;
-    const pr = await getPullRequest(octokit, data.owner, data.repo, f.pullNumber);
-    const entry: HistoryEntry = {
-      round: `Follow-up ${f.round}`,
-      trigger: `${f.source} by ${data.triggeredBy.login}`,
-      headSha: pushed,
-      result: `${files.length} file${files.length === 1 ? '' : 's'} changed${summaryLine(files)}`,
-    };
-    await setPullRequestBody(octokit, data.owner, data.repo, f.pullNumber, appendRunHistory(pr.body ?? '', entry));
+    // A new head needs a new human approval: the check waits again, the labels and the review request follow.
+    await history(pushed, `${files.length} file${files.length === 1 ? '' : 's'} changed${summaryLine(files)}`);
     await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha: pushed, pullRequestUrl: prUrl, issueNumber: data.issueNumber, notApprovableBy: twoPersonRule(config, data) });
     await labelAwaitingReview(octokit, data.owner, data.repo, f.pullNumber);
     await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) => log.warn({ err }, 'could not request a review'));
@@ -331,6 +329,12 @@ async function commitAndPush(o: {
     throw e instanceof JobFailure ? e : new JobFailure(publicFailure.push(o.jobId, branch), 'publish', e);
   });
   return rebuilt;
+}
+
+/** Adds the round's row to the run history in the PR description (read fresh: a maintainer may have edited it). */
+async function recordRound(octokit: InstallationAccess['octokit'], data: FollowUpData, entry: HistoryEntry): Promise<void> {
+  const pr = await getPullRequest(octokit, data.owner, data.repo, data.followUp.pullNumber);
+  await setPullRequestBody(octokit, data.owner, data.repo, data.followUp.pullNumber, appendRunHistory(pr.body ?? '', entry));
 }
 
 function commitMessage(d: FollowUpData, finalMessage: string): string {

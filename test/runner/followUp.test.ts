@@ -177,6 +177,17 @@ describe('follow-up round on the bot pull request (runner)', () => {
     expect(gh.find('POST', '/check-runs')).toHaveLength(0);
   });
 
+  it('a round that changes nothing pushes nothing, re-arms nothing, and says so in the run history', async () => {
+    await setup(ReplayBackend.fromTurns([{ content: 'The code already does what the review asks.', tool_calls: [] }]));
+    const before = head();
+    const result = await run();
+    expect(result).toMatchObject({ outcome: 'no_patch', reason: 'The model finished without changing any file; the pull request is unchanged.' });
+    expect(head()).toBe(before);
+    expect(gh.find('POST', '/check-runs')).toHaveLength(0);
+    expect(pr.body()).toContain('| Follow-up 1 | review by reviewer | — | nothing pushed |');
+    expect(gh.statusBodies().at(-1)).toContain('round 1 changed nothing');
+  });
+
   it('does nothing on a closed pull request', async () => {
     await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW), { state: 'closed' });
     const before = head();
