@@ -39,7 +39,7 @@ COPY runner ./runner
 COPY scripts ./scripts
 # tsconfig.build.json compiles src/, runner/ and scripts/ only (tests and benchmarks are type-checked by `npm run typecheck`).
 RUN npm run build \
- && test -f dist/src/app/main.js && test -f dist/runner/main.js
+ && test -f dist/src/app/main.js && test -f dist/runner/main.js && test -f dist/src/leaf/sandboxTool.py
 
 # ---- prod-deps: runtime dependencies only -------------------------------------------------------------------
 FROM node-base AS prod-deps

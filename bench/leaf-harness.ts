@@ -39,7 +39,7 @@ const started = process.hrtime.bigint();
 const t = await runLeaf({ sandbox: new LocalSandbox(repo), backend: ReplayBackend.fromTurns(script), task: { title: 'bench', body: 'bench' } });
 const loopMs = Number(process.hrtime.bigint() - started) / 1e6;
 const byTool: Record<string, number[]> = {};
-for (const s of t.steps) for (const o of s.observations) (byTool[o.tool] ??= []).push(o.elapsed_ms);
+t.steps.forEach((s, i) => s.observations.forEach((o, j) => (byTool[o.tool] ??= []).push(t.frognano.steps[i]?.observations[j]?.elapsed_ms ?? 0)));
 
 let t0 = process.hrtime.bigint();
 const md = renderTrajectoryMarkdown(t);

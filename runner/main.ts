@@ -4,7 +4,7 @@
  */
 import { promises as fs } from 'node:fs';
 import Docker from 'dockerode';
-import { backendConfigFromEnv, createBackend } from '../src/inference/index.js';
+import { backendConfigFromEnv, createBackend, describeRetry } from '../src/inference/index.js';
 import { createLogger } from '../src/ops/logger.js';
 import { metrics } from '../src/ops/metrics.js';
 import { redisCheck, startOpsServer, type OpsServer } from '../src/ops/http.js';
@@ -31,7 +31,10 @@ async function main(): Promise<void> {
   const subscriber = createRedisConnection(cfg.redisUrl);
 
   log.info('loading the model backend');
-  const backend = await createBackend(backendConfigFromEnv(process.env));
+  const backend = await createBackend(backendConfigFromEnv(process.env), {
+    onRetry: (retry) => log.warn({ retry: retry.retry, delayMs: retry.delayMs }, describeRetry(retry)),
+    onWarning: (message) => log.warn(message),
+  });
   const info = backend.info();
   const registration = await registerRunner({
     redis,
@@ -80,6 +83,7 @@ async function main(): Promise<void> {
       logger: log,
       maxTurns: cfg.maxTurns,
       wallTimeMs: cfg.wallTimeMinutes ? cfg.wallTimeMinutes * 60_000 : undefined,
+      sampling: cfg.sampling,
       metrics,
     },
   });

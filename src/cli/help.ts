@@ -43,12 +43,22 @@ The sandbox:
   --sandbox KIND           docker | bwrap | local (default FROGNANO_SANDBOX, else docker if usable, else bwrap;
                            local runs commands unisolated and is only used when asked for)
 
-Limits:
-  --max-turns N            Assistant turns before the run stops (default 100)
-  --wall-time DURATION     Time limit of the agent loop (default 1h), e.g. 30m, 1h30m, 900 (seconds)
-  --max-new-tokens N       Tokens the model may generate per turn (default 8192)
-  --context-tokens N       Context window (default 131072)
-  --bash-timeout DURATION  Default timeout of one Bash tool call (default 120s)
+Limits (defaults: upstream Leaf's SWE-bench Verified eval):
+  --max-turns N            Model calls before the run stops (default 100)
+  --wall-time DURATION     Time budget, checked before each turn (default 50m), e.g. 30m, 1h30m, 900 (seconds)
+  --max-new-tokens N       Tokens the model may generate per turn (default: no cap beyond the context)
+  --context-tokens N       Context budget, checked after each turn (default 65536, or the model's window if smaller)
+  --bash-timeout DURATION  Bash timeout when the model gives none (default 120s, as upstream)
+
+Sampling (defaults: upstream Leaf's eval; the runner reads FROGNANO_TEMPERATURE, FROGNANO_TOP_P ... the same way):
+  --temperature T          default 0.6 (0: greedy)
+  --top-p P                default 0.95
+  --top-k K                default 20 (0: no cut)
+  --min-p P                default 0
+  --repetition-penalty R   default 1.0
+  --seed N                 default 42
+  --thinking true|false    Qwen3.5 thinking (default true)
+  --parallel-tool-calls true|false  default true
 
 Checks (run in the sandbox, may be repeated):
   --setup CMD              Command run before the model starts (e.g. "npm ci")

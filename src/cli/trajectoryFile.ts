@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { TrajectoryFileSchema, type Trajectory } from '../leaf/trajectory.js';
+import { TrajectoryFileSchema, trajectoryFromFile, type Trajectory } from '../leaf/trajectory.js';
 import { setupError } from './exitCodes.js';
 
 /** "steps[3].observations[0].is_error: expected boolean, received string" — at most `max` issues. */
@@ -34,9 +34,9 @@ export async function loadTrajectoryFile(file: string): Promise<Trajectory> {
   if (!parsed.success) {
     const problems = describeIssues(parsed.error);
     throw setupError(
-      `${file} is not a frognano trajectory:\n${problems.map((p) => `    ${p}`).join('\n')}`,
-      'replay reads the trajectory.json written by `frognano solve` or by the runner',
+      `${file} is not a Leaf trajectory:\n${problems.map((p) => `    ${p}`).join('\n')}`,
+      'replay reads the trajectory.json written by `frognano solve`, by the runner or by upstream Leaf',
     );
   }
-  return parsed.data as unknown as Trajectory;
+  return trajectoryFromFile(parsed.data);
 }

@@ -152,7 +152,7 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
     }
     case 'no_patch': {
       lines.push(`### 🤷 frognano: no change proposed${attempt}`);
-      lines.push('', 'The model finished without a patch worth opening a pull request for.');
+      lines.push('', 'The run ended without a patch worth opening a pull request for.');
       const q = quoteReason(state.reason);
       if (q) lines.push('', q);
       lines.push('', `Adding detail to the issue (expected behaviour, file names, a failing test) often helps. ${RETRY_HINT}`);

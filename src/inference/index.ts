@@ -4,10 +4,13 @@
  */
 import { z } from 'zod';
 import { OpenAIBackend } from './openai.js';
+import type { RetryInfo } from './retry.js';
 import type { ModelBackend } from './types.js';
 
 export { parseAssistantOutput } from './toolCallParser.js';
 export { OpenAIBackend } from './openai.js';
+export { describeRetry, type RetryInfo } from './retry.js';
+export { LEAF_EVAL_SAMPLING } from './leafSampling.js';
 export * from './types.js';
 
 const positiveInt = z.number().int().positive();
@@ -38,7 +41,9 @@ export const OpenAIBackendConfigSchema = z.object({
   model: z.string().min(1, 'model name is required (the name the server serves it under)'),
   apiKey: z.string().optional(),
   timeoutMs: positiveInt.optional(),
-  maxRetries: z.number().int().min(0).max(10).optional(),
+  /** A streamed answer silent this long is a stalled server (default 180 s). */
+  stallTimeoutMs: positiveInt.optional(),
+  maxRetries: z.number().int().min(0).max(20).optional(),
   contextLength: positiveInt.optional(),
   /** Extra request fields, e.g. `{ "chat_template_kwargs": { "enable_thinking": false } }`. */
   extraBody: z.record(z.string(), z.unknown()).optional(),
@@ -59,11 +64,26 @@ export const BackendConfigSchema = z.discriminatedUnion('kind', [
 export type BackendConfig = z.infer<typeof BackendConfigSchema>;
 export type BackendConfigInput = z.input<typeof BackendConfigSchema>;
 
-export async function createBackend(input: BackendConfigInput): Promise<ModelBackend> {
+/** What the caller wants to hear from a backend while it works (progress lines, logs). */
+export interface BackendHooks {
+  /** Before each retry's wait; `describeRetry(info)` makes it one line. */
+  onRetry?: (info: RetryInfo) => void;
+  /** A degraded but working setup, once (e.g. a model server without its tool parser). */
+  onWarning?: (message: string) => void;
+}
+
+/** How long createBackend waits to learn an OpenAI server's context length; the backend asks again later. */
+const DISCOVERY_TIMEOUT_MS = 5_000;
+
+export async function createBackend(input: BackendConfigInput, hooks: BackendHooks = {}): Promise<ModelBackend> {
   const cfg = parseConfig(input, (path) => `backend.${path}`);
   switch (cfg.kind) {
-    case 'openai':
-      return new OpenAIBackend(cfg);
+    case 'openai': {
+      const backend = new OpenAIBackend({ ...cfg, ...hooks });
+      // So that info().contextLength is the server's right away when it is up; never fails creation.
+      await backend.discover(AbortSignal.timeout(DISCOVERY_TIMEOUT_MS));
+      return backend;
+    }
     case 'onnx': {
       const { OnnxBackend } = await import('./onnx/backend.js');
       return OnnxBackend.load(cfg.modelDir, {
@@ -91,6 +111,7 @@ const ENV_NAMES: Record<string, string> = {
   model: 'FROGNANO_OPENAI_MODEL',
   apiKey: 'FROGNANO_OPENAI_API_KEY',
   timeoutMs: 'FROGNANO_OPENAI_TIMEOUT_MS',
+  stallTimeoutMs: 'FROGNANO_OPENAI_STALL_TIMEOUT_MS',
   maxRetries: 'FROGNANO_OPENAI_MAX_RETRIES',
   contextLength: 'FROGNANO_OPENAI_CONTEXT_LENGTH',
   extraBody: 'FROGNANO_OPENAI_EXTRA_BODY',
@@ -109,7 +130,7 @@ export class BackendConfigError extends Error {
  * inferred from which of FROGNANO_MODEL_DIR / FROGNANO_OPENAI_BASE_URL / FROGNANO_REPLAY_FILE is set.
  * onnx: FROGNANO_MODEL_DIR, FROGNANO_ONNX_DEVICE (cpu|cuda), FROGNANO_ONNX_THREADS, FROGNANO_ONNX_MODEL_FILE.
  * openai: FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL, FROGNANO_OPENAI_API_KEY, FROGNANO_OPENAI_TIMEOUT_MS,
- * FROGNANO_OPENAI_MAX_RETRIES, FROGNANO_OPENAI_CONTEXT_LENGTH, FROGNANO_OPENAI_EXTRA_BODY (JSON object).
+ * FROGNANO_OPENAI_STALL_TIMEOUT_MS, FROGNANO_OPENAI_MAX_RETRIES, FROGNANO_OPENAI_CONTEXT_LENGTH, FROGNANO_OPENAI_EXTRA_BODY (JSON object).
  * replay: FROGNANO_REPLAY_FILE. Throws BackendConfigError naming the variable at fault.
  */
 export function backendConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BackendConfig {
@@ -151,6 +172,7 @@ export function backendConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Back
         model: str('FROGNANO_OPENAI_MODEL') ?? '',
         apiKey: str('FROGNANO_OPENAI_API_KEY'),
         timeoutMs: int('FROGNANO_OPENAI_TIMEOUT_MS'),
+        stallTimeoutMs: int('FROGNANO_OPENAI_STALL_TIMEOUT_MS'),
         maxRetries: int('FROGNANO_OPENAI_MAX_RETRIES'),
         contextLength: int('FROGNANO_OPENAI_CONTEXT_LENGTH'),
         extraBody: jsonObject('FROGNANO_OPENAI_EXTRA_BODY', str('FROGNANO_OPENAI_EXTRA_BODY')),

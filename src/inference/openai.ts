@@ -1,26 +1,53 @@
 /**
  * ModelBackend over an OpenAI-compatible `/v1/chat/completions` endpoint: vLLM, SGLang or the
- * llama.cpp server running FrogNano on another machine.
+ * llama.cpp server running FrogNano beside the runner (the scalable GPU path).
  *
  * The server may or may not parse tool calls itself (vLLM needs `--enable-auto-tool-choice
  * --tool-call-parser qwen3_coder`). When it returns `tool_calls` we use them; when it returns the raw
  * `<tool_call>` markup as content we parse it with the same parser the onnx backend uses, so the
- * Leaf loop sees the same thing either way.
+ * Leaf loop sees the same thing either way. Answers are streamed by default so that a stalled server is
+ * noticed within `stallTimeoutMs`, not after the whole request timeout.
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { redact } from '../util/redact.js';
-import { parseAssistantOutput, splitReasoning } from './toolCallParser.js';
+import { LEAF_EVAL_SAMPLING } from './leafSampling.js';
+import {
+  ChunkSchema,
+  CompletionSchema,
+  ModelListSchema,
+  StreamAssembler,
+  renderToolCallsXml,
+  toWireMessage,
+  wireFromCompletion,
+  type Usage,
+  type WireAssistant,
+} from './openaiWire.js';
 import {
   DEFAULT_RETRY_POLICY,
   backoffDelayMs,
   isRetryableStatus,
   parseRetryAfter,
   sleep as defaultSleep,
+  type RetryInfo,
   type RetryPolicy,
 } from './retry.js';
-import { readSseData } from './sse.js';
 import {
+  contextOverflowFacts,
+  describeHttpError,
+  errorBody,
+  errorDetail,
+  excerpt,
+  isAutoToolChoiceRejection,
+  isDeterministicServerError,
+  safeJson,
+  sentence,
+} from './serverErrors.js';
+import { CHARS_PER_TOKEN, PromptTokenCounter, estimateTokens, type PromptCount, type ProbeResponse } from './openaiTokens.js';
+import { IdleWatch, readSseData } from './sse.js';
+import { parseAssistantOutput, splitReasoning } from './toolCallParser.js';
+import {
+  ContextOverflowError,
   ModelError,
   type BackendInfo,
   type ChatMessage,
@@ -32,27 +59,36 @@ import {
   type ToolSpec,
 } from './types.js';
 
+export { toWireMessage } from './openaiWire.js';
+export { estimateTokens } from './openaiTokens.js';
+
 export interface OpenAIBackendOptions {
   /** Up to and including `/v1`, e.g. `http://gpu-box:8000/v1`. */
   baseUrl: string;
-  /** The served model name (`--served-model-name` in vLLM). */
+  /** The served model name (`--served-model-name` in vLLM, `--alias` in llama.cpp). */
   model: string;
   apiKey?: string;
-  /** Limit for one HTTP attempt, body included (a full 8K-token turn must fit). Default 600 s. */
+  /** Limit for one HTTP attempt, body included. Default 600 s. */
   timeoutMs?: number;
-  /** Retries on 429, 5xx and network errors. Default 4. */
+  /** A streamed answer with no bytes for this long is a stalled server: the attempt ends. Default 180 s. */
+  stallTimeoutMs?: number;
+  /** Stream answers (default true; needed for stall detection). */
+  stream?: boolean;
+  /** Retries on 429, 5xx, network errors and stalls. Default 12 (see DEFAULT_RETRY_POLICY). */
   maxRetries?: number;
   retry?: Partial<Omit<RetryPolicy, 'maxRetries'>>;
-  /** Context window, when known; otherwise learnt from the server's model list if it says. */
+  /** Context window set by the operator; the server's own (`max_model_len`, `n_ctx`) caps it when smaller. */
   contextLength?: number;
-  /** Extra request fields, e.g. `{ chat_template_kwargs: { enable_thinking: false } }`. */
+  /** Extra request fields, e.g. `{ chat_template_kwargs: { enable_thinking: false } }`; they override the defaults. */
   extraBody?: Record<string, unknown>;
   /** Injection points for tests; production uses the defaults. */
   fetch?: typeof fetch;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   random?: () => number;
-  /** Told about each retry before its wait (for logs). */
-  onRetry?: (info: { retry: number; delayMs: number; reason: string }) => void;
+  /** Told about each retry before its wait, so the CLI and the runner can show it. */
+  onRetry?: (info: RetryInfo) => void;
+  /** Told about a degraded but working setup (e.g. a server without its tool parser), once. */
+  onWarning?: (message: string) => void;
 }
 
 export interface PingResult {
@@ -62,89 +98,25 @@ export interface PingResult {
   models: string[];
 }
 
-const DEFAULT_TIMEOUT_MS = 600_000;
-const PROBE_TIMEOUT_MS = 15_000;
-/** Error bodies are quoted in messages up to this length. */
-const ERROR_DETAIL_CHARS = 400;
-
-const WireToolCallSchema = z.object({
-  id: z.string().nullish(),
-  function: z.object({
-    name: z.string(),
-    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
-  }),
-});
-
-const UsageSchema = z.object({
-  prompt_tokens: z.number(),
-  completion_tokens: z.number(),
-  prompt_tokens_details: z.object({ cached_tokens: z.number().nullish() }).nullish(),
-});
-type Usage = z.infer<typeof UsageSchema>;
-
-const CompletionSchema = z.object({
-  choices: z
-    .array(
-      z.object({
-        message: z.object({
-          content: z.string().nullish(),
-          // vLLM < 0.10 and llama.cpp say reasoning_content; newer vLLM says reasoning.
-          reasoning_content: z.string().nullish(),
-          reasoning: z.string().nullish(),
-          tool_calls: z.array(WireToolCallSchema).nullish(),
-        }),
-        finish_reason: z.string().nullish(),
-      }),
-    )
-    .min(1),
-  usage: UsageSchema.nullish(),
-});
-
-const ChunkSchema = z.object({
-  choices: z
-    .array(
-      z.object({
-        delta: z
-          .object({
-            content: z.string().nullish(),
-            reasoning_content: z.string().nullish(),
-            reasoning: z.string().nullish(),
-            tool_calls: z
-              .array(
-                z.object({
-                  index: z.number().nullish(),
-                  id: z.string().nullish(),
-                  function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
-                }),
-              )
-              .nullish(),
-          })
-          .nullish(),
-        finish_reason: z.string().nullish(),
-      }),
-    )
-    .nullish(),
-  usage: UsageSchema.nullish(),
-  error: z.unknown().optional(),
-});
-
-const ModelListSchema = z.object({
-  data: z.array(z.object({ id: z.string(), max_model_len: z.number().nullish() })),
-});
-
-/** An assistant turn as the server gave it, before tool-call parsing. */
-interface WireAssistant {
-  content: string;
-  reasoning: string;
-  toolCalls: { id?: string | null; name: string; arguments?: string | Record<string, unknown> | null }[];
-  finishReason?: string | null;
-  usage?: Usage | null;
+export interface ToolCallProbeResult {
+  ok: boolean;
+  /** One line for `frognano doctor`: what works, or exactly which server flags are missing. */
+  message: string;
 }
+
+const DEFAULT_TIMEOUT_MS = 600_000;
+const DEFAULT_STALL_TIMEOUT_MS = 180_000;
+const PROBE_TIMEOUT_MS = 15_000;
+/** How often an unknown context length is looked up again (the server may have been down). */
+const DISCOVERY_INTERVAL_MS = 60_000;
+/** vLLM's flags for FrogNano's tool-call and reasoning formats. */
+export const VLLM_TOOL_FLAGS = '--enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3';
 
 class HttpStatusError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly body: string,
     readonly retryAfterMs?: number,
   ) {
     super(message);
@@ -154,19 +126,26 @@ class HttpStatusError extends Error {
 /** The stream broke after text was already handed to onToken: a retry would repeat it. */
 class StreamBrokenError extends Error {}
 
+/** No bytes within the stall timeout. */
+class StalledError extends Error {}
+
 export class OpenAIBackend implements ModelBackend {
   private readonly baseUrl: string;
   private readonly displayUrl: string;
   private readonly timeoutMs: number;
+  private readonly stallTimeoutMs: number;
   private readonly policy: RetryPolicy;
   private readonly fetchImpl: typeof fetch;
   private readonly sleepImpl: (ms: number, signal?: AbortSignal) => Promise<void>;
   private readonly random: () => number;
   /** From `http://user:pass@host/v1`: fetch refuses credentials in URLs, so they travel as a header. */
   private readonly basicAuth?: string;
-  private contextLength?: number;
-  /** Which tokenizer endpoint the server has, found on first use. */
-  private tokenizer?: 'vllm' | 'llamacpp' | 'none';
+  /** What the server enforces (learnt from it); the operator's setting is opts.contextLength. */
+  private serverContextLength?: number;
+  private lastDiscovery = -Infinity;
+  private readonly tokens: PromptTokenCounter;
+  /** false once vLLM refused tool_choice "auto": tools are sent with "none" and the raw markup parsed here. */
+  private autoToolChoice = true;
 
   constructor(private readonly opts: OpenAIBackendOptions) {
     const { url, basicAuth } = splitCredentials(opts.baseUrl.replace(/\/+$/, ''));
@@ -174,11 +153,20 @@ export class OpenAIBackend implements ModelBackend {
     this.basicAuth = basicAuth;
     this.displayUrl = displayUrl(this.baseUrl);
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.stallTimeoutMs = opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     this.policy = { ...DEFAULT_RETRY_POLICY, ...opts.retry, maxRetries: opts.maxRetries ?? DEFAULT_RETRY_POLICY.maxRetries };
     this.fetchImpl = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.sleepImpl = opts.sleep ?? defaultSleep;
     this.random = opts.random ?? Math.random;
-    this.contextLength = opts.contextLength;
+    this.tokens = new PromptTokenCounter(this.rootUrl, opts.model, (method, url, body) => this.request(method, url, body), (n) =>
+      this.learnContextLength(n),
+    );
+  }
+
+  /** The usable context: the smaller of the operator's setting and the server's, whichever are known. */
+  get contextLength(): number | undefined {
+    const known = [this.opts.contextLength, this.serverContextLength].filter((n): n is number => typeof n === 'number' && n > 0);
+    return known.length ? Math.min(...known) : undefined;
   }
 
   info(): BackendInfo {
@@ -187,121 +175,191 @@ export class OpenAIBackend implements ModelBackend {
     return info;
   }
 
+  /**
+   * Learns the server's context length (vLLM `max_model_len`, llama.cpp `n_ctx`) if not yet known. Best effort:
+   * never throws; an unreachable server is asked again after a minute.
+   */
+  async discover(signal?: AbortSignal): Promise<void> {
+    if (this.serverContextLength || performance.now() - this.lastDiscovery < DISCOVERY_INTERVAL_MS) return;
+    this.lastDiscovery = performance.now();
+    await this.ping(signal);
+    if (this.serverContextLength) return;
+    // llama.cpp before `meta.n_ctx` in /v1/models: /props has it.
+    const props = z
+      .object({ default_generation_settings: z.object({ n_ctx: z.number() }) })
+      .safeParse((await this.request('GET', `${this.rootUrl}/props`)).json);
+    if (props.success) this.learnContextLength(props.data.default_generation_settings.n_ctx);
+  }
+
   async generate(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions = {}): Promise<GenerateResult> {
     const started = performance.now();
-    const stream = typeof options.onToken === 'function';
-    const body = this.requestBody(messages, tools, options, stream);
     let partial = '';
-    let wire: WireAssistant;
     try {
-      wire = await this.withRetries(options.signal, async (signal) => {
-        const res = await this.send('/chat/completions', body, signal, stream);
-        if (!stream) return this.readCompletion(res);
-        return this.readStream(res, (delta) => {
-          partial += delta;
-          options.onToken!(delta);
-        });
-      }, () => partial.length > 0);
+      await this.discover(options.signal);
+      // Count the prompt as it will be rendered: the template's kwargs (enable_thinking) change its last tokens.
+      this.tokens.templateKwargs = this.requestBody([], [], options, undefined, false).chat_template_kwargs as Record<string, unknown>;
+      // Two rounds at most: a server that names a smaller context than we knew gets the clamped request once.
+      for (let round = 0; ; round++) {
+        const prompt = this.contextLength ? await this.tokens.count(messages, tools) : undefined;
+        const maxTokens = this.maxTokensFor(prompt, options.maxNewTokens);
+        const stream = this.opts.stream !== false || typeof options.onToken === 'function';
+        try {
+          const wire = await this.withRetries(
+            options.signal,
+            (signal) =>
+              this.attempt(this.requestBody(messages, tools, options, maxTokens, stream), signal, stream, (delta) => {
+                if (!options.onToken) return;
+                partial += delta;
+                options.onToken(delta);
+              }),
+            () => partial.length > 0,
+            options.onRetry,
+          );
+          return this.toResult(wire, messages, tools, started, maxTokens);
+        } catch (e) {
+          if (!(e instanceof ContextOverflowError) || round > 0 || maxTokens === undefined || !e.contextLength) throw e;
+          // The server's own count of the prompt, when it said one, wins over ours.
+          const counted = await this.tokens.count(messages, tools);
+          const prompt = { tokens: Math.max(counted.tokens, e.promptTokens ?? 0), exact: counted.exact || e.promptTokens !== undefined };
+          const retryWith = this.maxTokensFor(prompt, options.maxNewTokens);
+          if (retryWith === undefined || retryWith >= maxTokens) throw e;
+        }
+      }
     } catch (e) {
       if (options.signal?.aborted) return this.abortedResult(messages, tools, partial, started);
       throw e;
     }
-    return this.toResult(wire, messages, tools, started);
   }
 
   async countTokens(messages: ChatMessage[], tools: ToolSpec[]): Promise<number> {
-    const root = this.baseUrl.replace(/\/v1$/, '');
-    const wireMessages = messages.map(toWireMessage);
-    const wireTools = tools.length ? tools : undefined;
-    if (this.tokenizer === undefined || this.tokenizer === 'vllm') {
-      // vLLM (and SGLang) render the chat template server-side: exact count including tools.
-      const r = await this.probe(`${root}/tokenize`, {
-        model: this.opts.model,
-        messages: wireMessages,
-        tools: wireTools,
-        add_generation_prompt: true,
-      });
-      const parsed = z.object({ count: z.number(), max_model_len: z.number().nullish() }).safeParse(r);
-      if (parsed.success) {
-        this.tokenizer = 'vllm';
-        if (parsed.data.max_model_len) this.contextLength ??= parsed.data.max_model_len;
-        return parsed.data.count;
-      }
-      if (this.tokenizer === 'vllm') return estimateTokens(messages, tools);
-    }
-    if (this.tokenizer === undefined || this.tokenizer === 'llamacpp') {
-      // llama.cpp: render with the model's template, then tokenize the prompt text.
-      const applied = z.object({ prompt: z.string() }).safeParse(
-        await this.probe(`${root}/apply-template`, { messages: wireMessages, tools: wireTools }),
-      );
-      if (applied.success) {
-        const tokens = z
-          .object({ tokens: z.array(z.unknown()) })
-          .safeParse(await this.probe(`${root}/tokenize`, { content: applied.data.prompt, add_special: true }));
-        if (tokens.success) {
-          this.tokenizer = 'llamacpp';
-          return tokens.data.tokens.length;
-        }
-      }
-    }
-    this.tokenizer = 'none';
-    return estimateTokens(messages, tools);
+    return (await this.tokens.count(messages, tools)).tokens;
   }
 
   /** GET /models: is the server up and does it serve our model? Never throws. */
   async ping(signal?: AbortSignal): Promise<PingResult> {
     const url = `${this.baseUrl}/models`;
-    try {
-      const timeout = AbortSignal.timeout(Math.min(this.timeoutMs, PROBE_TIMEOUT_MS));
-      const res = await this.fetchImpl(url, {
-        headers: this.headers(false),
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-      const text = await res.text();
-      if (!res.ok) {
-        return { ok: false, models: [], message: this.clean(describeHttpError(this.displayUrl, res.status, res.statusText, text)) };
-      }
-      const list = ModelListSchema.safeParse(safeJson(text));
-      if (!list.success) return { ok: false, models: [], message: `${this.displayUrl}/models did not return an OpenAI model list.` };
-      const models = list.data.data.map((m) => m.id);
-      const ours = list.data.data.find((m) => m.id === this.opts.model);
-      if (!ours) {
-        return {
-          ok: false,
-          models,
-          message: `${this.displayUrl} is up but does not serve "${this.opts.model}" (it serves: ${models.join(', ') || 'nothing'}); set FROGNANO_OPENAI_MODEL.`,
-        };
-      }
-      if (ours.max_model_len) this.contextLength ??= ours.max_model_len;
-      const ctx = ours.max_model_len ? `, context ${ours.max_model_len} tokens` : '';
-      return { ok: true, models, message: `${this.displayUrl} serves "${this.opts.model}"${ctx}.` };
-    } catch (e) {
-      return { ok: false, models: [], message: this.clean(`cannot reach ${this.displayUrl}: ${networkCause(e)}`) };
+    const r = await this.request('GET', url, undefined, signal);
+    if (r.error !== undefined) return { ok: false, models: [], message: this.clean(`cannot reach ${this.displayUrl}: ${r.error}`) };
+    if (r.status < 200 || r.status >= 300) {
+      return { ok: false, models: [], message: this.clean(describeHttpError(this.displayUrl, r.status, r.statusText, r.text)) };
     }
+    const list = ModelListSchema.safeParse(r.json);
+    if (!list.success) return { ok: false, models: [], message: `${this.displayUrl}/models did not return an OpenAI model list.` };
+    const models = list.data.data.map((m) => m.id);
+    const ours = list.data.data.find((m) => m.id === this.opts.model || m.aliases?.includes(this.opts.model));
+    if (!ours) {
+      const llamacpp = list.data.data.some((m) => m.owned_by === 'llamacpp');
+      const fix = llamacpp ? `start llama-server with --alias ${this.opts.model}, or set FROGNANO_OPENAI_MODEL` : 'set FROGNANO_OPENAI_MODEL';
+      return {
+        ok: false,
+        models,
+        message: `${this.displayUrl} is up but does not serve "${this.opts.model}" (it serves: ${models.join(', ') || 'nothing'}); ${fix}.`,
+      };
+    }
+    this.learnContextLength(ours.max_model_len ?? ours.meta?.n_ctx ?? undefined);
+    const ctx = this.serverContextLength ? `, context ${this.serverContextLength} tokens` : '';
+    return { ok: true, models, message: `${this.displayUrl} serves "${this.opts.model}"${ctx}.` };
   }
 
-  private requestBody(messages: ChatMessage[], tools: ToolSpec[], o: GenerateOptions, stream: boolean): Record<string, unknown> {
-    const body: Record<string, unknown> = {
-      ...this.opts.extraBody,
-      model: this.opts.model,
-      messages: messages.map(toWireMessage),
-      temperature: o.temperature ?? 0,
-    };
+  /**
+   * Does the server answer with parsed tool calls? Two small requests: tool_choice "auto" (vLLM refuses it
+   * without its tool flags) and tool_choice "required" (a grammar-constrained call any model can make, which
+   * must come back in `tool_calls`). Never throws.
+   */
+  async probeToolCalls(signal?: AbortSignal): Promise<ToolCallProbeResult> {
+    const tools: ToolSpec[] = [
+      {
+        type: 'function',
+        function: {
+          name: 'report_status',
+          description: 'Report that the service is ready.',
+          parameters: { type: 'object', properties: { ready: { type: 'boolean' } }, required: ['ready'] },
+        },
+      },
+    ];
+    const messages = [{ role: 'user', content: 'Call report_status with ready=true.' }];
+    const base = { model: this.opts.model, messages, tools, temperature: 0, chat_template_kwargs: { enable_thinking: false } };
+    const auto = await this.request('POST', `${this.baseUrl}/chat/completions`, { ...base, tool_choice: 'auto', max_tokens: 1 }, signal);
+    if (auto.error !== undefined) return { ok: false, message: this.clean(`cannot reach ${this.displayUrl}: ${auto.error}`) };
+    if (auto.status >= 400) {
+      const body = errorBody(auto.text);
+      const message = isAutoToolChoiceRejection(body)
+        ? `${this.displayUrl} refuses tool_choice "auto": start vLLM with ${VLLM_TOOL_FLAGS} (the runner falls back to parsing raw markup, slower and less reliable).`
+        : this.clean(`tool request refused: ${describeHttpError(this.displayUrl, auto.status, auto.statusText, auto.text)}`);
+      return { ok: false, message };
+    }
+    const required = await this.request('POST', `${this.baseUrl}/chat/completions`, { ...base, tool_choice: 'required', max_tokens: 256 }, signal);
+    const parsed = CompletionSchema.safeParse(required.json);
+    if (required.error !== undefined || required.status >= 400 || !parsed.success) {
+      const why = required.error ?? (required.status >= 400 ? `${required.status}: ${errorDetail(required.text)}` : excerpt(required.text, 120));
+      return { ok: false, message: this.clean(`${this.displayUrl} did not answer a tool_choice "required" request with a chat completion (${why}).`) };
+    }
+    const call = parsed.data.choices[0]!.message.tool_calls?.[0];
+    if (!call) {
+      return {
+        ok: false,
+        message: `${this.displayUrl} answered without tool_calls: start vLLM with ${VLLM_TOOL_FLAGS}, or llama-server with --jinja.`,
+      };
+    }
+    return { ok: true, message: `answers with parsed tool calls (${call.function.name}, finish_reason ${parsed.data.choices[0]!.finish_reason}).` };
+  }
+
+  private get rootUrl(): string {
+    return this.baseUrl.replace(/\/v1$/, '');
+  }
+
+  private learnContextLength(n: number | null | undefined): void {
+    if (typeof n === 'number' && n > 0) this.serverContextLength = n;
+  }
+
+  /**
+   * The request's max_tokens: the per-turn cap, clamped to what the context leaves. Omitted when there is no cap
+   * and the prompt size is only estimated (the server then fills the rest of the context itself).
+   */
+  private maxTokensFor(prompt: PromptCount | undefined, cap: number | undefined): number | undefined {
+    const ctx = this.contextLength;
+    if (!ctx || !prompt) return cap;
+    const room = ctx - prompt.tokens;
+    if (room <= 0) {
+      throw new ContextOverflowError(
+        `the prompt (${prompt.tokens}${prompt.exact ? '' : ' estimated'} tokens) fills the model's ${ctx}-token context`,
+        prompt.tokens,
+        ctx,
+      );
+    }
+    if (cap === undefined) return prompt.exact ? room : undefined;
+    return Math.min(cap, room);
+  }
+
+  private requestBody(
+    messages: ChatMessage[],
+    tools: ToolSpec[],
+    o: GenerateOptions,
+    maxTokens: number | undefined,
+    stream: boolean,
+  ): Record<string, unknown> {
+    const body: Record<string, unknown> = { model: this.opts.model, messages: messages.map(toWireMessage) };
     if (tools.length) {
       body.tools = tools;
-      body.tool_choice = 'auto';
+      body.tool_choice = this.autoToolChoice ? 'auto' : 'none';
     }
-    if (o.maxNewTokens !== undefined) body.max_tokens = o.maxNewTokens;
-    if (o.topP !== undefined) body.top_p = o.topP;
-    // top_k is not OpenAI's, but vLLM, SGLang and llama.cpp all accept it.
-    if (o.topK !== undefined) body.top_k = o.topK;
+    // Upstream Leaf's eval request: temperature and parallel_tool_calls, the rest as extra_body fields.
+    body.temperature = o.temperature ?? LEAF_EVAL_SAMPLING.temperature;
+    if (tools.length) body.parallel_tool_calls = o.parallelToolCalls ?? LEAF_EVAL_SAMPLING.parallelToolCalls;
+    if (maxTokens !== undefined) body.max_tokens = maxTokens;
+    body.top_p = o.topP ?? LEAF_EVAL_SAMPLING.topP;
+    // top_k, min_p and repetition_penalty are not OpenAI's; vLLM and SGLang read them, llama.cpp reads the first two.
+    body.top_k = o.topK ?? LEAF_EVAL_SAMPLING.topK;
+    body.min_p = o.minP ?? LEAF_EVAL_SAMPLING.minP;
+    body.repetition_penalty = o.repetitionPenalty ?? LEAF_EVAL_SAMPLING.repetitionPenalty;
+    body.chat_template_kwargs = { enable_thinking: o.enableThinking ?? LEAF_EVAL_SAMPLING.enableThinking };
     if (o.seed !== undefined) body.seed = o.seed;
     if (o.stop?.length) body.stop = o.stop;
     if (stream) {
       body.stream = true;
       body.stream_options = { include_usage: true };
     }
-    return body;
+    return { ...body, ...this.opts.extraBody };
   }
 
   private headers(json: boolean, stream = false): Record<string, string> {
@@ -312,31 +370,45 @@ export class OpenAIBackend implements ModelBackend {
     return h;
   }
 
-  private async send(path: string, body: unknown, signal: AbortSignal, stream: boolean): Promise<Response> {
-    const res = await this.fetchImpl(`${this.baseUrl}${path}`, {
-      method: 'POST',
-      headers: this.headers(true, stream),
-      body: JSON.stringify(body),
-      signal,
-    });
-    if (res.ok) return res;
-    const text = await res.text().catch(() => '');
-    throw new HttpStatusError(
-      res.status,
-      describeHttpError(this.displayUrl, res.status, res.statusText, text),
-      parseRetryAfter(res.headers.get('retry-after')),
-    );
+  /** One chat-completion attempt; a streamed one ends early when the server goes silent. */
+  private async attempt(body: Record<string, unknown>, signal: AbortSignal, stream: boolean, onDelta: (t: string) => void): Promise<WireAssistant> {
+    const watch = stream ? new IdleWatch(this.stallTimeoutMs) : undefined;
+    watch?.touch();
+    try {
+      const res = await this.fetchImpl(`${this.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: this.headers(true, stream),
+        body: JSON.stringify(body),
+        signal: watch ? AbortSignal.any([signal, watch.signal]) : signal,
+      });
+      if (!res.ok) {
+        const text = await res.text().catch(() => '');
+        throw new HttpStatusError(res.status, describeHttpError(this.displayUrl, res.status, res.statusText, text), text, parseRetryAfter(res.headers.get('retry-after')));
+      }
+      watch?.touch();
+      if (!stream || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return await this.readCompletion(res);
+      return await this.readStream(res, watch!, onDelta);
+    } catch (e) {
+      if (watch?.fired) throw new StalledError(`${this.displayUrl} sent nothing for ${seconds(this.stallTimeoutMs)} (stalled stream).`);
+      throw e;
+    } finally {
+      watch?.stop();
+    }
   }
 
   /**
-   * Runs one attempt per try with its own timeout, retrying 429/5xx/network failures. Turns every
-   * failure into a ModelError whose text is safe to log (no key, no credentials in URLs).
+   * Runs attempts until one succeeds, retrying 429/5xx/network failures/stalls with backoff inside the
+   * policy's bounds and telling onRetry before each wait. Turns every failure into a ModelError whose text is
+   * safe to log (no key, no credentials in URLs); a full context becomes ContextOverflowError.
    */
   private async withRetries<T>(
     callerSignal: AbortSignal | undefined,
     attempt: (signal: AbortSignal) => Promise<T>,
     deliveredOutput: () => boolean,
+    onRetry?: (info: RetryInfo) => void,
   ): Promise<T> {
+    const started = performance.now();
+    let previous500: string | undefined;
     for (let retry = 0; ; retry++) {
       const timeout = AbortSignal.timeout(this.timeoutMs);
       const signal = callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
@@ -352,57 +424,69 @@ export class OpenAIBackend implements ModelBackend {
         }
         if (e instanceof StreamBrokenError) throw new ModelError(this.clean(e.message), true);
         if (e instanceof HttpStatusError) {
+          const body = errorBody(e.body);
+          const overflow = contextOverflowFacts(body);
+          if (overflow) {
+            this.learnContextLength(overflow.contextLength);
+            throw new ContextOverflowError(this.clean(e.message), overflow.promptTokens, overflow.contextLength);
+          }
+          if (e.status === 400 && this.autoToolChoice && isAutoToolChoiceRejection(body)) {
+            // Fall back to raw markup at once, without counting a retry: with tool_choice "none" vLLM still renders
+            // the tools into the prompt and returns the model's <tool_call> markup as content, which we parse.
+            this.autoToolChoice = false;
+            this.opts.onWarning?.(`${this.displayUrl} refuses tool_choice "auto": parsing the model's raw tool-call markup instead (start vLLM with ${VLLM_TOOL_FLAGS}).`);
+            retry--;
+            continue;
+          }
           if (!isRetryableStatus(e.status)) throw new ModelError(this.clean(e.message), false);
+          if (e.status === 500 && (isDeterministicServerError(body) || previous500 === e.message)) {
+            const why = previous500 === e.message ? ' (the same error twice: not retried further)' : ' (a rejection of the request: not retried)';
+            throw new ModelError(this.clean(`${e.message}${why}`), false);
+          }
+          previous500 = e.status === 500 ? e.message : undefined;
           if (e.retryAfterMs !== undefined && e.retryAfterMs > this.policy.maxRetryAfterMs) {
             throw new ModelError(this.clean(`${e.message} (the server asks to wait ${Math.round(e.retryAfterMs / 1000)} s)`), true);
           }
           reason = e.message;
           waitMs = e.retryAfterMs;
+        } else if (e instanceof StalledError) {
+          reason = e.message;
         } else {
-          reason = `cannot reach ${this.displayUrl}: ${networkCause(e)}`;
+          reason = sentence(`cannot reach ${this.displayUrl}: ${networkCause(e)}`);
         }
         if (deliveredOutput()) throw new ModelError(this.clean(`${reason} (after part of the answer was streamed)`), true);
-        if (retry >= this.policy.maxRetries) {
-          throw new ModelError(this.clean(`${reason} (gave up after ${retry + 1} attempts)`), true);
+        const elapsedMs = performance.now() - started;
+        if (retry >= this.policy.maxRetries || elapsedMs >= this.policy.maxRetryWindowMs) {
+          throw new ModelError(this.clean(`${reason} (gave up after ${retry + 1} attempts in ${seconds(elapsedMs)})`), true);
         }
-      }
-      const delayMs = waitMs ?? backoffDelayMs(retry, this.policy, this.random);
-      this.opts.onRetry?.({ retry: retry + 1, delayMs, reason: this.clean(reason) });
-      try {
-        await this.sleepImpl(delayMs, callerSignal);
-      } catch {
-        throw new ModelError('Generation was cancelled.');
+        const delayMs = waitMs ?? backoffDelayMs(retry, this.policy, this.random);
+        const info: RetryInfo = { retry: retry + 1, maxRetries: this.policy.maxRetries, delayMs, reason: this.clean(reason), elapsedMs };
+        this.opts.onRetry?.(info);
+        onRetry?.(info);
+        try {
+          await this.sleepImpl(delayMs, callerSignal);
+        } catch {
+          throw new ModelError('Generation was cancelled.');
+        }
       }
     }
   }
 
   private async readCompletion(res: Response): Promise<WireAssistant> {
     const text = await res.text();
-    const json = safeJson(text);
-    const parsed = CompletionSchema.safeParse(json);
+    const parsed = CompletionSchema.safeParse(safeJson(text));
     if (!parsed.success) {
-      throw new ModelError(
-        this.clean(`${this.displayUrl} returned a response that is not a chat completion: ${excerpt(text)}`),
-        false,
-      );
+      throw new ModelError(this.clean(`${this.displayUrl} returned a response that is not a chat completion: ${excerpt(text)}`), false);
     }
-    const { message, finish_reason } = parsed.data.choices[0]!;
-    return {
-      content: message.content ?? '',
-      reasoning: message.reasoning_content ?? message.reasoning ?? '',
-      toolCalls: (message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
-      finishReason: finish_reason,
-      usage: parsed.data.usage,
-    };
+    return wireFromCompletion(parsed.data);
   }
 
-  private async readStream(res: Response, onDelta: (text: string) => void): Promise<WireAssistant> {
+  private async readStream(res: Response, watch: IdleWatch, onDelta: (text: string) => void): Promise<WireAssistant> {
     if (!res.body) throw new ModelError(`${this.displayUrl} sent an empty stream.`, true);
-    const out: WireAssistant = { content: '', reasoning: '', toolCalls: [] };
-    const calls: { id?: string; name: string; arguments: string }[] = [];
+    const assembler = new StreamAssembler();
     let sawDone = false;
     try {
-      for await (const data of readSseData(res.body)) {
+      for await (const data of readSseData(watch.pipe(res.body))) {
         if (data.trim() === '[DONE]') {
           sawDone = true;
           break;
@@ -410,52 +494,37 @@ export class OpenAIBackend implements ModelBackend {
         const chunk = ChunkSchema.safeParse(safeJson(data));
         if (!chunk.success) throw new ModelError(this.clean(`${this.displayUrl} sent an unreadable stream event: ${excerpt(data)}`));
         if (chunk.data.error !== undefined) {
-          throw new ModelError(this.clean(`${this.displayUrl} reported an error mid-stream: ${errorDetail(JSON.stringify(chunk.data.error))}`), true);
+          const raw = JSON.stringify({ error: chunk.data.error });
+          const overflow = contextOverflowFacts(errorBody(raw));
+          const message = this.clean(`${this.displayUrl} reported an error mid-stream: ${errorDetail(raw)}`);
+          if (overflow) throw new ContextOverflowError(message, overflow.promptTokens, overflow.contextLength);
+          throw new ModelError(message, true);
         }
-        if (chunk.data.usage) out.usage = chunk.data.usage;
-        const choice = chunk.data.choices?.[0];
-        if (!choice) continue;
-        const d = choice.delta;
-        const reasoning = d?.reasoning_content ?? d?.reasoning;
-        if (reasoning) {
-          out.reasoning += reasoning;
-          onDelta(reasoning);
-        }
-        if (d?.content) {
-          out.content += d.content;
-          onDelta(d.content);
-        }
-        for (const [i, tc] of (d?.tool_calls ?? []).entries()) {
-          const slot = (calls[tc.index ?? i] ??= { name: '', arguments: '' });
-          if (tc.id) slot.id = tc.id;
-          if (tc.function?.name) slot.name = slot.name || tc.function.name;
-          if (tc.function?.arguments) slot.arguments += tc.function.arguments;
-        }
-        if (choice.finish_reason) out.finishReason = choice.finish_reason;
+        for (const delta of assembler.add(chunk.data)) onDelta(delta);
       }
     } catch (e) {
-      if (e instanceof ModelError) throw e;
+      if (e instanceof ModelError || watch.fired) throw e;
       // A dropped connection mid-stream (not our timeout or the caller: withRetries checks those).
       throw new StreamBrokenError(`the stream from ${this.displayUrl} broke: ${networkCause(e)}`);
     }
-    if (!sawDone && !out.finishReason) throw new StreamBrokenError(`the stream from ${this.displayUrl} ended early.`);
-    out.toolCalls = calls.filter(Boolean);
-    return out;
+    if (!sawDone && !assembler.finished) throw new StreamBrokenError(`the stream from ${this.displayUrl} ended early.`);
+    return assembler.result();
   }
 
-  private toResult(wire: WireAssistant, messages: ChatMessage[], tools: ToolSpec[], started: number): GenerateResult {
+  private toResult(wire: WireAssistant, messages: ChatMessage[], tools: ToolSpec[], started: number, maxTokens: number | undefined): GenerateResult {
     const idPrefix = randomBytes(4).toString('hex');
     let content = wire.content;
     let reasoning = wire.reasoning.trim() || undefined;
     let toolCalls: ToolCall[] = [];
     const parseErrors: string[] = [];
     if (wire.toolCalls.length) {
-      wire.toolCalls.forEach((c, i) => {
-        const args = decodeArguments(c.arguments);
-        if (!c.name) parseErrors.push(`Malformed tool call #${i + 1}: no function name.`);
-        else if (typeof args === 'string') parseErrors.push(`Malformed tool call #${i + 1} (${c.name}): ${args}`);
-        else toolCalls.push({ id: c.id || `call_${idPrefix}_${i}`, name: c.name, arguments: args });
-      });
+      // As upstream Leaf does with a server's calls: arguments that are not a JSON object run as {} (the tool then
+      // answers with its own error, e.g. "ValueError: command is required"), and the text the server sent is kept.
+      toolCalls = wire.toolCalls.map((c, i) => ({
+        id: c.id || `call_${idPrefix}_${i}`,
+        name: c.name ?? '',
+        ...decodeArguments(c.arguments),
+      }));
       // A server with a tool parser but no reasoning parser leaves <think> in the content.
       const split = splitReasoning(content, false);
       content = split.rest.trim();
@@ -468,19 +537,33 @@ export class OpenAIBackend implements ModelBackend {
       toolCalls = parsed.toolCalls;
       parseErrors.push(...parsed.errors);
     }
+    const calls = wire.toolCalls.length ? renderToolCallsXml(wire.toolCalls) : '';
+    const text = [wire.content, calls].filter(Boolean).join(wire.content && calls && !wire.content.endsWith('\n') ? '\n' : '');
+    const rawText = wire.reasoning ? `<think>\n${wire.reasoning}\n</think>\n\n${text}` : text;
+    const tokens = usageTokens(wire.usage, messages, tools, rawText);
+    const truncated = this.wasCutOff(wire, maxTokens);
     const message: ChatMessage = { role: 'assistant', content };
     if (reasoning) message.reasoning = reasoning;
-    if (toolCalls.length) message.tool_calls = toolCalls;
-    const rawText = wire.reasoning ? `<think>\n${wire.reasoning}\n</think>\n\n${wire.content}` : wire.content;
-    const tokens = usageTokens(wire.usage, messages, tools, rawText);
+    // A call cut off at max_tokens is never run: vLLM's parser reports it as complete, with the half-written argument.
+    if (toolCalls.length && !truncated) message.tool_calls = toolCalls;
     return {
       message,
-      finishReason: finishReason(wire.finishReason, toolCalls.length > 0),
+      finishReason: truncated ? 'length' : message.tool_calls ? 'tool_calls' : 'stop',
       ...tokens,
-      parseErrors,
+      parseErrors: truncated ? [] : parseErrors,
       rawText,
       elapsedMs: performance.now() - started,
     };
+  }
+
+  /** The answer stopped at max_tokens or the context end, whatever finish_reason the server chose to report. */
+  private wasCutOff(wire: WireAssistant, maxTokens: number | undefined): boolean {
+    if (wire.finishReason && ['length', 'max_tokens', 'max_new_tokens'].includes(wire.finishReason.toLowerCase())) return true;
+    const usage = wire.usage;
+    if (!usage) return false;
+    if (maxTokens !== undefined && usage.completion_tokens >= maxTokens) return true;
+    const ctx = this.contextLength;
+    return ctx !== undefined && usage.prompt_tokens + usage.completion_tokens >= ctx;
   }
 
   private abortedResult(messages: ChatMessage[], tools: ToolSpec[], partial: string, started: number): GenerateResult {
@@ -494,18 +577,25 @@ export class OpenAIBackend implements ModelBackend {
     };
   }
 
-  /** One short POST for the tokenizer probes: the parsed JSON body, or null on any failure. */
-  private async probe(url: string, body: unknown): Promise<unknown> {
+  /** One short request for probes: status, text and JSON, or the network error; never throws. */
+  private async request(
+    method: 'GET' | 'POST',
+    url: string,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<ProbeResponse> {
     try {
+      const timeout = AbortSignal.timeout(Math.min(this.timeoutMs, PROBE_TIMEOUT_MS));
       const res = await this.fetchImpl(url, {
-        method: 'POST',
-        headers: this.headers(true),
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(Math.min(this.timeoutMs, PROBE_TIMEOUT_MS)),
+        method,
+        headers: this.headers(body !== undefined),
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
-      return res.ok ? safeJson(await res.text()) : null;
-    } catch {
-      return null;
+      const text = await res.text();
+      return { status: res.status, statusText: res.statusText, text, json: safeJson(text) };
+    } catch (e) {
+      return { status: 0, statusText: '', text: '', json: undefined, error: networkCause(e) };
     }
   }
 
@@ -517,48 +607,18 @@ export class OpenAIBackend implements ModelBackend {
   }
 }
 
-export function toWireMessage(m: ChatMessage): Record<string, unknown> {
-  switch (m.role) {
-    case 'assistant': {
-      const out: Record<string, unknown> = { role: 'assistant', content: m.content };
-      // Qwen chat templates read reasoning_content to decide which past reasoning to keep.
-      if (m.reasoning) out.reasoning_content = m.reasoning;
-      if (m.tool_calls?.length) {
-        out.tool_calls = m.tool_calls.map((c) => ({
-          id: c.id,
-          type: 'function',
-          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
-        }));
-      }
-      return out;
-    }
-    case 'tool': {
-      const out: Record<string, unknown> = { role: 'tool', content: m.content, tool_call_id: m.tool_call_id ?? '' };
-      if (m.name) out.name = m.name;
-      return out;
-    }
-    default:
-      return { role: m.role, content: m.content };
-  }
-}
-
-/** Arguments object, or a message saying why the server's arguments are unusable. */
-function decodeArguments(raw: string | Record<string, unknown> | null | undefined): Record<string, unknown> | string {
-  if (raw === null || raw === undefined || (typeof raw === 'string' && raw.trim() === '')) return {};
-  if (typeof raw !== 'string') return raw;
+/** A server's arguments as upstream Leaf reads them (text that is not a JSON object is {}), with the text kept. */
+function decodeArguments(raw: string | Record<string, unknown> | null | undefined): Pick<ToolCall, 'arguments' | 'argumentsText'> {
+  if (raw === null || raw === undefined) return { arguments: {} };
+  if (typeof raw !== 'string') return { arguments: raw };
   let value: unknown;
   try {
-    value = JSON.parse(raw);
-  } catch (e) {
-    return `arguments are not valid JSON (${(e as Error).message}): ${excerpt(raw, 120)}`;
+    value = JSON.parse(raw || '{}');
+  } catch {
+    return { arguments: {}, argumentsText: raw };
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'arguments must be a JSON object.';
-  return value as Record<string, unknown>;
-}
-
-function finishReason(raw: string | null | undefined, hasCalls: boolean): FinishReason {
-  if (raw === 'length') return 'length';
-  return hasCalls ? 'tool_calls' : 'stop';
+  const args = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  return { arguments: args, argumentsText: raw };
 }
 
 function usageTokens(
@@ -577,52 +637,6 @@ function usageTokens(
     prefillTokens: Math.max(0, usage.prompt_tokens - cached),
     completionTokens: usage.completion_tokens,
   };
-}
-
-/** Code averages 3-4 characters a token; 3 overestimates, so a context limit trips early, not late. */
-const CHARS_PER_TOKEN = 3;
-/** Per-message template overhead (`<|im_start|>role\n ... <|im_end|>\n`). */
-const TOKENS_PER_MESSAGE = 5;
-
-/** Rough prompt size when the server cannot count for us. */
-export function estimateTokens(messages: ChatMessage[], tools: ToolSpec[]): number {
-  let chars = tools.length ? JSON.stringify(tools).length : 0;
-  for (const m of messages) {
-    chars += m.content.length + (m.reasoning?.length ?? 0);
-    for (const c of m.tool_calls ?? []) chars += c.name.length + JSON.stringify(c.arguments).length + 40;
-  }
-  return Math.ceil(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages.length;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function excerpt(text: string, max = ERROR_DETAIL_CHARS): string {
-  const one = text.trim().replace(/\s+/g, ' ');
-  return one.length > max ? `${one.slice(0, max)}...` : one || '(empty body)';
-}
-
-/** The useful part of an error body: OpenAI `{error:{message}}`, FastAPI `{detail}`, or the text. */
-function errorDetail(text: string): string {
-  const json = safeJson(text) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown } | undefined;
-  const candidate =
-    (typeof json?.error === 'object' ? json.error?.message : json?.error) ?? json?.message ?? json?.detail ?? text;
-  return excerpt(typeof candidate === 'string' ? candidate : JSON.stringify(candidate));
-}
-
-function describeHttpError(url: string, status: number, statusText: string, body: string): string {
-  const hint =
-    status === 401 || status === 403
-      ? ' Check FROGNANO_OPENAI_API_KEY.'
-      : status === 404
-        ? ' Check that the base URL ends in /v1 and FROGNANO_OPENAI_MODEL names a served model.'
-        : '';
-  return `${url} answered ${status}${statusText ? ` ${statusText}` : ''}: ${errorDetail(body)}.${hint}`;
 }
 
 /** fetch() hides the socket error in `cause`; that is the part a person can act on. */

@@ -38,11 +38,28 @@ const ArgumentsSchema = z.union([
 
 const ScriptToolCall = z.union([
   z.object({ id: z.string().optional(), name: z.string().min(1), arguments: ArgumentsSchema.default({}) }),
-  // OpenAI wire format, as in trajectories written by the Python Leaf harness.
+  // OpenAI wire format, as in Leaf trajectories (upstream's and this project's): the arguments text is kept, and
+  // text that is not a JSON object runs as {} (what upstream's harness does with it).
   z
-    .object({ id: z.string().optional(), function: z.object({ name: z.string().min(1), arguments: ArgumentsSchema.default({}) }) })
-    .transform((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+    .object({
+      id: z.string().optional(),
+      function: z.object({ name: z.string().min(1), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default({}) }),
+    })
+    .transform((c) => {
+      const raw = c.function.arguments;
+      if (typeof raw !== 'string') return { id: c.id, name: c.function.name, arguments: raw };
+      return { id: c.id, name: c.function.name, arguments: lenientArguments(raw), argumentsText: raw };
+    }),
 ]);
+
+function lenientArguments(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
 
 export const ReplayTurnSchema = z.object({
   content: z.string().nullish().transform((s) => s ?? ''),
@@ -62,17 +79,15 @@ export type ReplayTurn = z.input<typeof ReplayTurnSchema>;
 type Turn = z.output<typeof ReplayTurnSchema>;
 
 const TurnsFile = z.object({ turns: z.array(ReplayTurnSchema) });
-/** Our trajectory (steps carry finish reasons and parse errors) or any document with OpenAI-style messages. */
+/**
+ * A Leaf trajectory (upstream's format: steps with OpenAI-shaped assistant messages); this project's writers add
+ * each step's finish reason and malformed tool calls under `frognano.steps`.
+ */
 const TrajectoryWithSteps = z.object({
-  steps: z
-    .array(
-      z.object({
-        assistant: z.record(z.string(), z.unknown()),
-        parse_errors: z.array(z.string()).optional(),
-        finish_reason: z.string().optional(),
-      }),
-    )
-    .min(1),
+  steps: z.array(z.object({ assistant: z.record(z.string(), z.unknown()) })).min(1),
+  frognano: z
+    .object({ steps: z.array(z.object({ parse_errors: z.array(z.string()).optional(), finish_reason: z.string().optional() })) })
+    .optional(),
 });
 const TrajectoryWithMessages = z.object({ messages: z.array(z.record(z.string(), z.unknown())) });
 
@@ -97,8 +112,9 @@ function parseTurns(json: unknown, source: string): Turn[] {
   const withSteps = TrajectoryWithSteps.safeParse(json);
   if (withSteps.success) {
     return withSteps.data.steps.map((s, i) => {
-      const finish = s.finish_reason === 'length' ? 'length' : undefined;
-      const r = ReplayTurnSchema.safeParse({ ...s.assistant, parse_errors: s.parse_errors ?? [], finish_reason: finish });
+      const facts = withSteps.data.frognano?.steps[i];
+      const finish = facts?.finish_reason === 'length' ? 'length' : undefined;
+      const r = ReplayTurnSchema.safeParse({ ...s.assistant, parse_errors: facts?.parse_errors ?? [], finish_reason: finish });
       if (!r.success) throw fail(new z.ZodError(r.error.issues.map((x) => ({ ...x, path: ['steps', i, 'assistant', ...x.path] }))));
       return r.data;
     });
@@ -208,6 +224,7 @@ export class ReplayBackend implements ModelBackend {
       id: c.id ?? `replay_${turnNo}_${i}`,
       name: c.name,
       arguments: c.arguments,
+      ...('argumentsText' in c && c.argumentsText !== undefined ? { argumentsText: c.argumentsText } : {}),
     }));
     const reasoning = turn.reasoning ?? turn.reasoning_content;
     const rawText = renderRawTurn({ reasoning, content: turn.content, tool_calls: toolCalls });

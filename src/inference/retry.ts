@@ -1,6 +1,10 @@
 /**
- * Retry policy for calls to a model server: exponential backoff with jitter, honouring Retry-After.
- * Kept apart from the HTTP client so the timing rules can be read (and tested) on their own.
+ * Retry policy for calls to a model server: exponential backoff with jitter, honouring Retry-After, bounded
+ * in total. Kept apart from the HTTP client so the timing rules can be read (and tested) on their own.
+ *
+ * The defaults outlast a model-server restart (vLLM loading a 4B model and capturing CUDA graphs takes one
+ * to three minutes): twelve retries wait 2, 4, 8, 16, then 30 s steps with equal jitter, i.e. at least 135 s
+ * and at most 270 s in all, and no retry starts once 300 s have passed since the first failure.
  */
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -11,17 +15,42 @@ export interface RetryPolicy {
   maxDelayMs: number;
   /** Longest Retry-After we wait for; a server asking for more makes the call fail now. */
   maxRetryAfterMs: number;
+  /** No retry starts later than this after the first failure: the bound on a call's total retrying. */
+  maxRetryWindowMs: number;
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  maxRetries: 4,
-  baseDelayMs: 1_000,
+  maxRetries: 12,
+  baseDelayMs: 2_000,
   maxDelayMs: 30_000,
   maxRetryAfterMs: 120_000,
+  maxRetryWindowMs: 300_000,
 };
 
-/** 408, 409 (llama.cpp: slot busy), 425, 429 and every 5xx are worth another try; other 4xx are not. */
+/** What a caller is told before each retry's wait (the CLI prints it, the runner logs it). */
+export interface RetryInfo {
+  /** 1-based number of this retry. */
+  retry: number;
+  maxRetries: number;
+  delayMs: number;
+  /** Why the last attempt failed, safe to show (no keys, no credentials). */
+  reason: string;
+  /** Since the first attempt started. */
+  elapsedMs: number;
+}
+
+/** One line for a log or progress display: "model server: <reason>. Retry 2/10 in 4.0 s (12 s so far)". */
+export function describeRetry(info: RetryInfo): string {
+  const s = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
+  return `model server: ${info.reason} Retry ${info.retry}/${info.maxRetries} in ${s(info.delayMs)} (${s(info.elapsedMs)} so far)`;
+}
+
+/**
+ * 408, 409 (llama.cpp: slot busy), 425, 429 and 5xx are worth another try; other 4xx are not, nor 501 (llama.cpp:
+ * a feature the server was started without) and 505, which answer the same way every time.
+ */
 export function isRetryableStatus(status: number): boolean {
+  if (status === 501 || status === 505) return false;
   return status === 408 || status === 409 || status === 425 || status === 429 || status >= 500;
 }
 

@@ -41,3 +41,45 @@ export async function* readSseData(body: ReadableStream<Uint8Array>, maxEventByt
     reader.releaseLock();
   }
 }
+
+/**
+ * Watches a response for silence: `signal` aborts when no byte arrived for `idleMs` since start() or the last
+ * touch(). A stalled server (a hung engine, a dead proxy) then ends the attempt in `idleMs` instead of holding
+ * the run for the whole request timeout.
+ */
+export class IdleWatch {
+  private readonly controller = new AbortController();
+  private timer?: NodeJS.Timeout;
+  fired = false;
+
+  constructor(private readonly idleMs: number) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  touch(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.fired = true;
+      this.controller.abort(new Error(`no bytes for ${this.idleMs} ms`));
+    }, this.idleMs);
+    this.timer.unref?.();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  /** The same bytes, touching the watch on each chunk. */
+  pipe(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+    return body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform: (chunk, controller) => {
+          this.touch();
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+  }
+}

@@ -2,6 +2,8 @@
  * One interface for every model backend (onnx in-process, OpenAI-compatible HTTP, replay).
  * Messages follow the OpenAI chat shape, which is also what the Qwen chat template consumes.
  */
+import type { RetryInfo } from './retry.js';
+
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
 export interface ToolCall {
@@ -10,6 +12,12 @@ export interface ToolCall {
   name: string;
   /** Parsed arguments. When parsing failed the call is not here but in GenerateResult.parseErrors. */
   arguments: Record<string, unknown>;
+  /**
+   * The arguments as the model (or the server's tool parser) wrote them, when the backend has that text: the
+   * trajectory stores it verbatim, as upstream Leaf does. A backend that got arguments which are not a JSON object
+   * gives `arguments: {}` with this text (upstream runs such a call with {} and the tool answers with its error).
+   */
+  argumentsText?: string;
 }
 
 export interface ChatMessage {
@@ -66,6 +74,11 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Streaming: called with each decoded text delta. */
   onToken?: (delta: string) => void;
+  /**
+   * Told before each retry's wait of this call (a model server restarting, 503s, a stalled stream), so the run can
+   * show it; `describeRetry(info)` makes it one line. Backends without retries never call it.
+   */
+  onRetry?: (info: RetryInfo) => void;
 }
 
 export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'aborted';
@@ -113,7 +126,13 @@ export class ModelError extends Error {
  * `max_context_len`, not as a model failure. Backends throw it when they recognise their server's wording.
  */
 export class ContextOverflowError extends ModelError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The prompt's size when the backend knows it (so a run rejected on turn 1 does not report 0 tokens). */
+    readonly promptTokens?: number,
+    /** The context length the server enforces, when it said. */
+    readonly contextLength?: number,
+  ) {
     super(message, false);
     this.name = 'ContextOverflowError';
   }

@@ -1,3 +1,4 @@
+import type { RetryInfo } from '../inference/retry.js';
 import type { FinishReason } from '../inference/types.js';
 import type { ExitReason } from './trajectory.js';
 
@@ -18,6 +19,8 @@ export type LeafEvent =
       finishReason: FinishReason;
       generateMs: number;
     }
+  /** The model server failed and the backend waits to try again (its own words may name internal URLs: log only). */
+  | { type: 'model_retry'; turn: number; retry: RetryInfo }
   | { type: 'tool_start'; turn: number; callId: string; name: string; summary: string }
   | { type: 'tool_end'; turn: number; callId: string; name: string; elapsedMs: number; isError: boolean; outputChars: number }
   /** solve() only: setup commands before the loop, test commands after it. */

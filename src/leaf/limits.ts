@@ -1,22 +1,25 @@
 /**
- * Every bound the Leaf harness enforces. Each one that ends a run has its own exit reason
- * (see ExitReason in trajectory.ts) so a report can say exactly why the model stopped.
+ * Every bound the Leaf harness enforces. Defaults are upstream Leaf's eval run rules
+ * (microsoft/FrogNano, frognano/configs/eval/swebench-verified.yaml with agent.py): 100 steps, a context budget
+ * of 65,536 tokens checked after each step, 3,000 s checked before each step, no per-turn token cap.
  */
 export interface LeafLimits {
-  /** Assistant turns (model calls) per run; a turn with only malformed tool calls counts too. */
+  /** Upstream max_steps: model calls per run. */
   maxTurns: number;
-  /** The model's context window; a turn is only started when prompt + maxNewTokens fits in it. */
+  /**
+   * Upstream max_context_tokens: the run ends with max_context_len once the context reaches it (checked after each
+   * step). The loop holds the run to min(this, the model's context window) when the backend knows the window.
+   */
   contextTokens: number;
-  /** Generated tokens per assistant turn (FrogNano was trained with 8,192). */
-  maxNewTokens: number;
-  /** Wall-clock time of the agent loop (model + tools), not counting setup and test commands. */
+  /** Upstream max_tokens_per_turn; undefined (the eval's null): as much as the context window leaves. */
+  maxNewTokens?: number;
+  /** Upstream max_total_time_sec: checked before each step, exit max_time. */
   wallTimeMs: number;
-  /** Default Bash timeout when the model gives none. */
-  bashTimeoutMs: number;
-  /** Upper bound for the Bash `timeout` the model may ask for. */
-  bashMaxTimeoutMs: number;
-  /** Read/Write/Edit/Glob must answer within this; a sandbox that does not is treated as broken. */
-  fileToolTimeoutMs: number;
+  /**
+   * The bot's own hard stop past wallTimeMs: whatever still runs then (a slow model call, a long command) is
+   * aborted. Upstream has none; a job must end.
+   */
+  wallTimeGraceMs: number;
   /** Per setup command (solve only). */
   setupTimeoutMs: number;
   /** Per test command (solve only). */
@@ -25,12 +28,10 @@ export interface LeafLimits {
 
 export const DEFAULT_LIMITS: Readonly<LeafLimits> = Object.freeze({
   maxTurns: 100,
-  contextTokens: 131_072,
-  maxNewTokens: 8_192,
-  wallTimeMs: 60 * 60_000,
-  bashTimeoutMs: 120_000,
-  bashMaxTimeoutMs: 600_000,
-  fileToolTimeoutMs: 60_000,
+  contextTokens: 65_536,
+  maxNewTokens: undefined,
+  wallTimeMs: 3_000_000,
+  wallTimeGraceMs: 10 * 60_000,
   setupTimeoutMs: 15 * 60_000,
   testTimeoutMs: 15 * 60_000,
 });
@@ -45,7 +46,7 @@ export function resolveLimits(partial: Partial<LeafLimits> = {}): LeafLimits {
     }
     limits[key] = value;
   }
-  if (limits.maxNewTokens >= limits.contextTokens) {
+  if (limits.maxNewTokens !== undefined && limits.maxNewTokens >= limits.contextTokens) {
     throw new RangeError(
       `Leaf limit maxNewTokens (${limits.maxNewTokens}) must be smaller than contextTokens (${limits.contextTokens})`,
     );

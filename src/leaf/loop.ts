@@ -1,58 +1,57 @@
 import { randomUUID } from 'node:crypto';
-import type { ChatMessage, GenerateOptions, GenerateResult, ModelBackend, ToolCall } from '../inference/types.js';
+import { ContextOverflowError, type ChatMessage, type GenerateResult, type ModelBackend, type ToolCall, type ToolSpec } from '../inference/types.js';
 import type { Sandbox } from '../sandbox/types.js';
-import { safeListener, type LeafEventListener } from './events.js';
+import { safeListener, type LeafEvent, type LeafEventListener } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
-import { renderTaskMessage, SYSTEM_PROMPT, topLevelEntries } from './prompt.js';
-import { estimatePromptTokens, estimateTokens } from './text.js';
-import { LEAF_TOOLS, summarizeToolCall, ToolAbortedError, ToolExecutor, ToolInfrastructureError } from './tools.js';
-import type { ExitReason, LeafTask, Observation, Trajectory, TrajectoryStep } from './trajectory.js';
+import { renderTaskMessage, SYSTEM_PROMPT } from './prompt.js';
+import { resolveSampling, type Sampling } from './sampling.js';
+import { summarizeToolCall, ToolAbortedError, ToolExecutor, ToolInfrastructureError, LEAF_TOOLS } from './tools.js';
+import { pyJsonDumps } from './pyJson.js';
+import type {
+  AssistantMessage,
+  ExitReason,
+  LeafTask,
+  StepFacts,
+  Trajectory,
+  TrajectoryMessage,
+  TrajectoryStep,
+} from './trajectory.js';
 
 export interface RunLeafOptions {
   sandbox: Sandbox;
   backend: ModelBackend;
   task: LeafTask;
   limits?: Partial<LeafLimits>;
+  /** Overrides of upstream's eval sampling (LEAF_SAMPLING). */
+  sampling?: Partial<Sampling>;
   /** Cancels the run (exit reason `cancelled`); running commands are killed. */
   signal?: AbortSignal;
   onEvent?: LeafEventListener;
-  /** Sampling settings passed to every generate call (default: the backend's, usually greedy). */
-  sampling?: Pick<GenerateOptions, 'temperature' | 'topP' | 'topK' | 'seed'>;
-  /** Extra lines appended to the task message, e.g. that a setup command failed. */
+  /** Paragraphs appended to the task message, e.g. that a setup command failed. */
   notes?: string[];
+  /** The commit the workspace is at, for the task message. */
+  baseCommit?: string;
+  /** Upstream's instance_id; default: owner__repo-N from the task. */
+  instanceId?: string;
+  /** Environment of the in-sandbox tool runner (upstream's LEAF_* limits). */
+  toolEnv?: Record<string, string>;
 }
 
 /**
- * Backends word context overflows differently: OpenAI/vLLM ("maximum context length", "reduce the
- * length", context_length_exceeded), llama.cpp ("exceeds the available context size"). Kept specific so
- * that, say, a gRPC "context deadline exceeded" stays a model error.
+ * Upstream's words for a server that refused a prompt as too long (agent.py _is_context_overflow), plus
+ * llama.cpp's; a backend that recognised it already throws ContextOverflowError.
  */
-function isContextOverflow(err: unknown): boolean {
+export function isContextOverflow(err: unknown): boolean {
+  if (err instanceof ContextOverflowError) return true;
   const m = (err instanceof Error ? err.message : String(err)).toLowerCase();
-  return [
-    'context_length_exceeded',
-    'maximum context length',
-    'reduce the length',
-    'exceeds the available context size',
-    'exceeds the context window',
-    'prompt is too long',
-  ].some((phrase) => m.includes(phrase));
+  return (
+    ['context_length_exceeded', 'reduce the length', 'maximum context length', 'exceeds the available context size'].some((p) => m.includes(p)) ||
+    (m.includes('context length') && m.includes('exceed'))
+  );
 }
 
 function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-/** Parse errors go back to the model as a user message, so it can resend the calls correctly. */
-export function renderParseErrors(errors: string[], ranOthers: boolean): string {
-  return [
-    `Your last message contained ${errors.length === 1 ? 'a tool call' : 'tool calls'} that could not be parsed, so ${errors.length === 1 ? 'it was' : 'they were'} not run:`,
-    ...errors.map((e) => `- ${e}`),
-    ranOthers ? 'The other tool calls were run; their results are above.' : '',
-    'Send the tool call again in the correct format.',
-  ]
-    .filter(Boolean)
-    .join('\n');
 }
 
 /** Every call gets a non-empty id unique within the run: observations are matched by it. */
@@ -61,235 +60,324 @@ function normalizeCalls(calls: ToolCall[] | undefined, turn: number, seen: Set<s
     let id = typeof c.id === 'string' && c.id.trim() ? c.id : `call_${turn}_${i}`;
     while (seen.has(id)) id = `${id}_${turn}`;
     seen.add(id);
-    return { id, name: String(c.name ?? ''), arguments: c.arguments && typeof c.arguments === 'object' ? c.arguments : {} };
+    const args = c.arguments && typeof c.arguments === 'object' && !Array.isArray(c.arguments) ? c.arguments : {};
+    return { ...c, id, name: String(c.name ?? ''), arguments: args };
   });
 }
 
+/** The assistant turn as upstream stores it (agent.py _message_dict): arguments as JSON text. */
+function assistantRecord(result: GenerateResult, calls: ToolCall[]): AssistantMessage {
+  const m: AssistantMessage = { role: 'assistant', content: result.message.content ? result.message.content : null };
+  if (calls.length) {
+    m.tool_calls = calls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.name, arguments: c.argumentsText ?? pyJsonDumps(c.arguments) },
+    }));
+  }
+  if (result.message.reasoning) m.reasoning_content = result.message.reasoning;
+  return m;
+}
+
+/** SWE-bench-style instance id (`owner__repo-12`), or `local`. */
+function defaultInstanceId(task: LeafTask): string {
+  if (!task.repo) return 'local';
+  const name = task.repo.replace('/', '__');
+  return task.issueNumber !== undefined ? `${name}-${task.issueNumber}` : name;
+}
+
 /**
- * The Leaf agent loop: the model proposes tool calls, the harness runs them in the sandbox (one after
- * another, in order: they share a filesystem) and returns every observation, until the model answers
- * without a tool call or a limit ends the run. Never throws for model or tool trouble: the returned
- * trajectory says what happened (exit_reason, error).
+ * Owns the run's abort signal: a cancel from outside, or the hard stop some time after the time budget (upstream
+ * checks its time budget only between steps; a job must still end).
+ */
+class Deadline {
+  readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onOuter = () => this.controller.abort('cancelled');
+  readonly aborted: Promise<never>;
+
+  constructor(private readonly outer: AbortSignal | undefined, hardStopMs: number) {
+    if (outer?.aborted) this.controller.abort('cancelled');
+    else outer?.addEventListener('abort', this.onOuter, { once: true });
+    this.timer = setTimeout(() => this.controller.abort('max_time'), hardStopMs);
+    this.timer.unref?.();
+    this.aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(new ToolAbortedError());
+      if (this.signal.aborted) fail();
+      else this.signal.addEventListener('abort', fail, { once: true });
+    });
+    this.aborted.catch(() => undefined);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The exit reason of an abort. */
+  reason(): ExitReason {
+    return this.signal.reason === 'max_time' ? 'max_time' : 'cancelled';
+  }
+
+  /** Nothing the loop awaits may outlive a cancel or the hard stop. */
+  guard<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.aborted]);
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.outer?.removeEventListener('abort', this.onOuter);
+  }
+}
+
+/**
+ * Upstream's accounting of what tool messages add to the context (agent.py _count_message_tokens): the tokens of
+ * their compact JSON. Counted with the backend's tokenizer when it has one (a user message holding the JSON, less
+ * an empty one), else upstream's last fallback, UTF-8 bytes / 4.
+ */
+class ToolMessageCounter {
+  private baseline: number | undefined;
+  constructor(private readonly backend: ModelBackend) {}
+
+  async count(messages: TrajectoryMessage[]): Promise<number> {
+    if (!messages.length) return 0;
+    const serialized = JSON.stringify(messages);
+    if (this.backend.countTokens) {
+      try {
+        this.baseline ??= await this.backend.countTokens([{ role: 'user', content: '' }], []);
+        const n = await this.backend.countTokens([{ role: 'user', content: serialized }], []);
+        if (n > this.baseline) return n - this.baseline;
+      } catch {
+        /* the estimate below */
+      }
+    }
+    return Math.ceil(Buffer.byteLength(serialized, 'utf8') / 4);
+  }
+}
+
+interface RunState {
+  messages: TrajectoryMessage[];
+  /** The same conversation in the backends' shape. */
+  chat: ChatMessage[];
+  steps: TrajectoryStep[];
+  facts: StepFacts[];
+  nSteps: number;
+  contextTokens: number;
+  totalCompletion: number;
+  finalMessage: string;
+  error: string | null;
+}
+
+/**
+ * The Leaf agent loop, as upstream's agent.py runs it: the model proposes tool calls, the harness runs them in
+ * the sandbox in order and returns every observation as a `tool` message, until the model answers without a
+ * tool call or a limit ends the run. Tool-call markup that does not parse stays plain text (no call, no extra
+ * message), as with upstream's server-side parser. Never throws for model or tool trouble: the trajectory says
+ * what happened (exit_reason, error).
  */
 export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
   const limits = resolveLimits(opts.limits);
+  const sampling = resolveSampling(opts.sampling);
   const emit = safeListener(opts.onEvent);
-  const { sandbox, backend } = opts;
+  const { backend } = opts;
   const started = Date.now();
-  const executor = new ToolExecutor(sandbox, limits);
-  const tools = LEAF_TOOLS;
-
-  // One signal for everything running on behalf of this loop: aborted on cancel or at the wall-time limit.
-  const inner = new AbortController();
-  const onOuterAbort = () => inner.abort('cancelled');
-  if (opts.signal?.aborted) inner.abort('cancelled');
-  else opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
-  const wallTimer = setTimeout(() => inner.abort('max_time'), limits.wallTimeMs);
-  wallTimer.unref?.();
-  const abortReason = (): ExitReason => (inner.signal.reason === 'max_time' ? 'max_time' : 'cancelled');
-  const aborted = new Promise<never>((_, reject) => {
-    const fail = () => reject(new ToolAbortedError());
-    if (inner.signal.aborted) fail();
-    else inner.signal.addEventListener('abort', fail, { once: true });
-  });
-  aborted.catch(() => undefined);
-
-  // Nothing the loop awaits may outlive a cancel or the wall-time limit.
-  const guard = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted]);
-
-  let topLevel: string[] | undefined;
-  try {
-    const listingTimeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), limits.fileToolTimeoutMs).unref?.());
-    topLevel = await guard(Promise.race([topLevelEntries(sandbox), listingTimeout]));
-  } catch {
-    topLevel = undefined; // orientation only; the model can list files itself
-  }
-  const messages: ChatMessage[] = [
-    { role: 'system', content: SYSTEM_PROMPT },
-    { role: 'user', content: renderTaskMessage(opts.task, { workdir: sandbox.workdir, topLevel, notes: opts.notes }) },
-  ];
-  const steps: TrajectoryStep[] = [];
-  const seenIds = new Set<string>();
-  let exitReason: ExitReason | undefined;
-  let error: string | null = null;
-  let finalMessage = '';
-  let contextTokens = 0;
-  let totalCompletion = 0;
-  let last: { promptTokens: number; completionTokens: number; messageCount: number } | undefined;
-
-  const countPrompt = async (): Promise<number> => {
-    if (backend.countTokens) {
-      try {
-        return await backend.countTokens(messages, tools);
-      } catch {
-        /* fall through to the estimate */
-      }
-    }
-    if (last) {
-      return last.promptTokens + last.completionTokens + estimateTokens(JSON.stringify(messages.slice(last.messageCount)));
-    }
-    return estimatePromptTokens(messages, tools);
+  const info = backend.info();
+  const budget = Math.min(limits.contextTokens, info.contextLength && info.contextLength > 0 ? info.contextLength : Infinity);
+  const executor = new ToolExecutor(opts.sandbox, { runnerEnv: opts.toolEnv });
+  const counter = new ToolMessageCounter(backend);
+  const deadline = new Deadline(opts.signal, limits.wallTimeMs + limits.wallTimeGraceMs);
+  const tools: ToolSpec[] = LEAF_TOOLS;
+  const task = renderTaskMessage(opts.task, { baseCommit: opts.baseCommit, notes: opts.notes });
+  const s: RunState = {
+    messages: [
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: task },
+    ],
+    chat: [
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: task },
+    ],
+    steps: [],
+    facts: [],
+    nSteps: 0,
+    contextTokens: 0,
+    totalCompletion: 0,
+    finalMessage: '',
+    error: null,
   };
+  const seenIds = new Set<string>();
+  let exitReason: ExitReason = 'max_turns';
 
   try {
-    for (let turn = 0; ; turn++) {
-      if (inner.signal.aborted) {
-        exitReason = abortReason();
+    for (let step = 0; step < limits.maxTurns; step++) {
+      if (deadline.signal.aborted) {
+        exitReason = deadline.reason();
         break;
       }
-      if (turn >= limits.maxTurns) {
-        exitReason = 'max_turns';
+      if (Date.now() - started >= limits.wallTimeMs) {
+        exitReason = 'max_time';
         break;
       }
-      let promptTokens: number;
-      try {
-        promptTokens = await guard(countPrompt());
-      } catch {
-        exitReason = abortReason(); // only the abort can reject: countPrompt falls back to an estimate
-        break;
-      }
-      if (promptTokens + limits.maxNewTokens > limits.contextTokens) {
-        contextTokens = Math.max(contextTokens, promptTokens);
-        exitReason = 'max_context_len';
-        break;
-      }
-      emit({ type: 'turn_start', turn: turn + 1, maxTurns: limits.maxTurns, promptTokens });
-
-      let result: GenerateResult;
+      s.nSteps++;
+      emit({ type: 'turn_start', turn: step + 1, maxTurns: limits.maxTurns, promptTokens: s.contextTokens });
       const genStarted = Date.now();
+      let result: GenerateResult;
       try {
-        result = await guard(
-          backend.generate(messages, tools, { ...opts.sampling, maxNewTokens: limits.maxNewTokens, signal: inner.signal }),
+        result = await deadline.guard(
+          backend.generate(s.chat, tools, {
+            ...sampling,
+            maxNewTokens: limits.maxNewTokens,
+            signal: deadline.signal,
+            onRetry: (retry) => emit({ type: 'model_retry', turn: step + 1, retry }),
+          }),
         );
       } catch (err) {
-        if (inner.signal.aborted) exitReason = abortReason();
+        if (deadline.signal.aborted) exitReason = deadline.reason();
         else if (isContextOverflow(err)) {
           exitReason = 'max_context_len';
-          error = errorText(err);
-        } else {
+          // A prompt the server refused outright still says how full the context was (not "0 tokens").
+          if (err instanceof ContextOverflowError && err.promptTokens) s.contextTokens = Math.max(s.contextTokens, err.promptTokens);
+        }
+        else {
           exitReason = 'llm_query_error';
-          error = errorText(err);
+          s.error = errorText(err);
         }
         break;
       }
-      const generateMs = Date.now() - genStarted;
-      if (result.finishReason === 'aborted' || inner.signal.aborted) {
-        exitReason = abortReason();
+      if (result.finishReason === 'aborted' || deadline.signal.aborted) {
+        exitReason = deadline.reason();
         break;
       }
-
-      const calls = normalizeCalls(result.message.tool_calls, turn, seenIds);
-      const assistant: ChatMessage = {
-        role: 'assistant',
-        content: result.message.content ?? '',
-        ...(result.message.reasoning ? { reasoning: result.message.reasoning } : {}),
-        ...(calls.length ? { tool_calls: calls } : {}),
-      };
-      const parseErrors = (result.parseErrors ?? []).filter((e) => typeof e === 'string' && e.trim());
-      messages.push(assistant);
-      totalCompletion += result.completionTokens;
-      contextTokens = result.promptTokens + result.completionTokens;
-      last = { promptTokens: result.promptTokens, completionTokens: result.completionTokens, messageCount: messages.length };
-      const step: TrajectoryStep = {
-        step: turn,
-        assistant,
-        observations: [],
-        parse_errors: parseErrors,
-        finish_reason: result.finishReason,
-        prompt_tokens: result.promptTokens,
-        completion_tokens: result.completionTokens,
-        generate_ms: generateMs,
-        tools_ms: 0,
-      };
-      steps.push(step);
-      const endTurn = () =>
-        emit({
-          type: 'turn_end',
-          turn: turn + 1,
-          maxTurns: limits.maxTurns,
-          promptTokens: result.promptTokens,
-          completionTokens: result.completionTokens,
-          toolCalls: calls.length,
-          parseErrors: parseErrors.length,
-          finishReason: result.finishReason,
-          generateMs,
-        });
-
-      if (result.finishReason === 'length') {
-        // A cut-off turn may hold half a tool call; running any of it would be a guess.
-        finalMessage = assistant.content;
-        exitReason =
-          result.promptTokens + result.completionTokens >= limits.contextTokens ? 'max_context_len' : 'max_tokens_per_turn';
-        endTurn();
+      const outcome = await runStep(step, result, Date.now() - genStarted);
+      if (outcome) {
+        exitReason = outcome;
         break;
       }
-      if (calls.length === 0 && parseErrors.length === 0) {
-        finalMessage = assistant.content;
-        exitReason = 'agent';
-        endTurn();
-        break;
-      }
-
-      const toolsStarted = Date.now();
-      let toolFailure: ExitReason | undefined;
-      for (const call of calls) {
-        emit({ type: 'tool_start', turn: turn + 1, callId: call.id, name: call.name, summary: summarizeToolCall(call) });
-        let obs: Observation;
-        try {
-          const outcome = await executor.execute(call, inner.signal);
-          obs = { tool_call_id: call.id, tool: call.name, observation: outcome.output, is_error: outcome.isError, elapsed_ms: outcome.elapsedMs };
-        } catch (err) {
-          if (err instanceof ToolAbortedError || inner.signal.aborted) toolFailure = abortReason();
-          else {
-            toolFailure = 'tool_error';
-            error = err instanceof ToolInfrastructureError ? `${call.name}: ${err.message}` : errorText(err);
-          }
-          break;
-        }
-        step.observations.push(obs);
-        messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: obs.observation });
-        emit({ type: 'tool_end', turn: turn + 1, callId: call.id, name: call.name, elapsedMs: obs.elapsed_ms, isError: obs.is_error, outputChars: obs.observation.length });
-      }
-      step.tools_ms = Date.now() - toolsStarted;
-      if (toolFailure) {
-        exitReason = toolFailure;
-        endTurn();
-        break;
-      }
-      if (parseErrors.length) messages.push({ role: 'user', content: renderParseErrors(parseErrors, calls.length > 0) });
-      endTurn();
     }
   } finally {
-    clearTimeout(wallTimer);
-    opts.signal?.removeEventListener('abort', onOuterAbort);
+    deadline.dispose();
   }
 
-  const info = backend.info();
+  async function runStep(step: number, result: GenerateResult, generateMs: number): Promise<ExitReason | undefined> {
+    const calls = normalizeCalls(result.message.tool_calls, step, seenIds);
+    const assistant = assistantRecord(result, calls);
+    const parseErrors = (result.parseErrors ?? []).filter((e) => typeof e === 'string' && e.trim());
+    s.messages.push(assistant);
+    s.chat.push({
+      role: 'assistant',
+      content: result.message.content ?? '',
+      ...(result.message.reasoning ? { reasoning: result.message.reasoning } : {}),
+      ...(calls.length ? { tool_calls: calls } : {}),
+    });
+    s.totalCompletion += result.completionTokens;
+    s.contextTokens = result.promptTokens + result.completionTokens;
+    const facts: StepFacts = {
+      finish_reason: result.finishReason,
+      prompt_tokens: result.promptTokens,
+      completion_tokens: result.completionTokens,
+      generate_ms: generateMs,
+      tools_ms: 0,
+      parse_errors: parseErrors,
+      observations: [],
+    };
+    const endTurn = () =>
+      emit({
+        type: 'turn_end',
+        turn: step + 1,
+        maxTurns: limits.maxTurns,
+        promptTokens: result.promptTokens,
+        completionTokens: result.completionTokens,
+        toolCalls: calls.length,
+        parseErrors: parseErrors.length,
+        finishReason: result.finishReason,
+        generateMs,
+      });
+
+    const truncated = result.finishReason === 'length';
+    if (!calls.length || truncated) {
+      // A cut-off turn may hold half a tool call; upstream runs none of it.
+      s.finalMessage = assistant.content ?? '';
+      s.steps.push({ step, assistant, observations: [] });
+      s.facts.push(facts);
+      endTurn();
+      return truncated ? lengthExitReason(result) : 'agent';
+    }
+
+    const toolsStarted = Date.now();
+    const observations: TrajectoryStep['observations'] = [];
+    const toolMessages: TrajectoryMessage[] = [];
+    for (const call of calls) {
+      emit({ type: 'tool_start', turn: step + 1, callId: call.id, name: call.name, summary: summarizeToolCall(call) });
+      let out;
+      try {
+        out = await deadline.guard(executor.execute(call, deadline.signal));
+      } catch (err) {
+        // Upstream drops the step here; keeping the calls that did run tells a reader more.
+        s.steps.push({ step, assistant, observations });
+        s.facts.push(facts);
+        endTurn();
+        if (err instanceof ToolAbortedError || deadline.signal.aborted) return deadline.reason();
+        s.error = err instanceof ToolInfrastructureError ? err.message : errorText(err);
+        return 'tool_error';
+      }
+      const message: TrajectoryMessage = { role: 'tool', tool_call_id: call.id, content: out.output };
+      s.messages.push(message);
+      s.chat.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: out.output });
+      toolMessages.push(message);
+      observations.push({ tool: call.name, observation: out.output });
+      facts.observations.push({ tool_call_id: call.id, is_error: out.isError, elapsed_ms: out.elapsedMs });
+      emit({ type: 'tool_end', turn: step + 1, callId: call.id, name: call.name, elapsedMs: out.elapsedMs, isError: out.isError, outputChars: out.output.length });
+    }
+    facts.tools_ms = Date.now() - toolsStarted;
+    s.steps.push({ step, assistant, observations });
+    s.facts.push(facts);
+    s.contextTokens += await deadline.guard(counter.count(toolMessages)).catch(() => 0);
+    endTurn();
+    if (budget > 0 && s.contextTokens >= budget) return 'max_context_len';
+    return undefined;
+  }
+
+  /** Upstream's reading of a turn cut off by a length limit (agent.py _length_exit_reason). */
+  function lengthExitReason(result: GenerateResult): ExitReason {
+    const cap = limits.maxNewTokens ?? 0;
+    if (budget > 0 && result.promptTokens + result.completionTokens >= budget) return 'max_context_len';
+    if (cap && result.completionTokens >= cap) return 'max_tokens_per_turn';
+    return 'max_context_len';
+  }
+
   const trajectory: Trajectory = {
     trajectory_format: 'leaf-function-calling',
-    trajectory_id: randomUUID(),
-    task: opts.task,
-    model: { backend: info.backend, model: info.model },
-    messages,
+    trajectory_id: randomUUID().replace(/-/g, ''),
+    instance_id: opts.instanceId ?? defaultInstanceId(opts.task),
+    seed: sampling.seed,
+    messages: s.messages,
     tools,
-    steps,
-    n_steps: steps.length,
-    exit_reason: exitReason ?? 'llm_query_error',
-    error,
-    final_message: finalMessage,
-    context_tokens: contextTokens,
-    total_completion_tokens: totalCompletion,
+    steps: s.steps,
+    n_steps: s.nSteps,
+    exit_reason: exitReason,
+    error: s.error,
+    final_message: s.finalMessage,
+    context_tokens: s.contextTokens,
     elapsed_sec: (Date.now() - started) / 1000,
-    started_at: new Date(started).toISOString(),
     output_patch: '',
+    partial: false,
+    frognano: {
+      task: opts.task,
+      model: { backend: info.backend, model: info.model },
+      sampling: { ...sampling },
+      started_at: new Date(started).toISOString(),
+      total_completion_tokens: s.totalCompletion,
+      context_budget: Number.isFinite(budget) ? budget : limits.contextTokens,
+      steps: s.facts,
+    },
   };
-  emit({
+  const finished: LeafEvent = {
     type: 'finished',
     exitReason: trajectory.exit_reason,
     turns: trajectory.n_steps,
     elapsedSec: trajectory.elapsed_sec,
-    contextTokens,
-    error,
-  });
+    contextTokens: s.contextTokens,
+    error: s.error,
+  };
+  emit(finished);
   return trajectory;
 }

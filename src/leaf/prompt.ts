@@ -1,50 +1,51 @@
-import type { Sandbox } from '../sandbox/types.js';
 import { elideMiddle } from './text.js';
 import type { LeafTask } from './trajectory.js';
 
-/** Same content as the system prompt FrogNano was trained with: inspect, edit, run, validate, answer briefly. */
+/** Upstream Leaf's SYSTEM_PROMPT (microsoft/FrogNano, frognano/harness/leaf/tools.py), verbatim. */
 export const SYSTEM_PROMPT =
   'You are a software-engineering agent working in a checked-out repository.\n' +
   'Use the available tools to inspect files, make focused edits, and run commands.\n' +
   'Solve the task, validate when practical, then give a brief final answer.';
 
-/** Issue bodies are untrusted and unbounded; this keeps one from eating the context window. */
-export const MAX_ISSUE_BODY_CHARS = 30_000;
-const MAX_TOP_LEVEL_ENTRIES = 200;
+/** Issue bodies are untrusted and unbounded; this keeps one from eating the context budget (65,536 tokens). */
+export const TASK_BODY_MAX_CHARS = 30_000;
+/** Each added section (guidance, discussion, AGENTS.md, review feedback) is capped the same way. */
+export const TASK_SECTION_MAX_CHARS = 20_000;
 
-/** Top-level files and directories (`dir/`), so the model starts oriented without spending a turn. */
-export async function topLevelEntries(sandbox: Sandbox): Promise<string[]> {
-  const { files, truncated } = await sandbox.listFiles('.', 20_000);
-  const entries = new Set<string>();
-  for (const f of files) {
-    const slash = f.path.indexOf('/');
-    entries.add(slash === -1 ? f.path : `${f.path.slice(0, slash)}/`);
-  }
-  const list = [...entries].sort();
-  if (truncated) list.push('…');
-  return list;
-}
-
-export interface TaskContext {
-  /** Where the repository is inside the sandbox (commands run there). */
-  workdir: string;
-  topLevel?: string[];
-  /** Extra lines, e.g. a failed setup command. */
+export interface TaskMessageContext {
+  /** The commit the workspace was checked out at, as the instruction's `Base commit` line. */
+  baseCommit?: string;
+  /** Extra paragraphs after the sections, e.g. that a setup command failed. */
   notes?: string[];
 }
 
-/** The first user message: the issue, then what the model needs to know about its surroundings. */
-export function renderTaskMessage(task: LeafTask, ctx: TaskContext): string {
-  const heading = task.issueNumber !== undefined ? `Issue #${task.issueNumber}: ${task.title}` : task.title;
-  const body = task.body.trim() ? elideMiddle(task.body.trim(), MAX_ISSUE_BODY_CHARS) : '(no description)';
-  const lines = [`${task.repo ? `Repository: ${task.repo}\n` : ''}${heading}`, '', body, '', '---', ''];
-  lines.push(`The repository is checked out at ${ctx.workdir} (the current directory for Bash). There is no network access.`);
-  lines.push('Change the files in place; do not commit. Your changes are collected as a patch for review.');
-  if (ctx.topLevel?.length) {
-    const shown = ctx.topLevel.slice(0, MAX_TOP_LEVEL_ENTRIES);
-    const more = ctx.topLevel.length > shown.length ? ` … (${ctx.topLevel.length - shown.length} more)` : '';
-    lines.push('', `Top-level files: ${shown.join(', ')}${more}`);
+/** SWE-bench's instance id form (`owner__repo-123`), which the instruction's last line carries. */
+function instanceId(task: LeafTask): string | undefined {
+  if (!task.repo) return undefined;
+  const name = task.repo.replace('/', '__');
+  return task.issueNumber !== undefined ? `${name}-${task.issueNumber}` : name;
+}
+
+/**
+ * The first user message. Upstream Leaf sends the task's instruction verbatim; for SWE-bench Verified that is
+ * Harbor's instruction.md: `# Task`, the problem statement (the issue's title, a newline, its body), `---`, then
+ * the repository, base commit and instance id in bold-label lines. The bot's additions (a maintainer's guidance,
+ * the discussion, AGENTS.md, review feedback; LeafTask.context) follow the issue text under their own headings.
+ */
+export function renderTaskMessage(task: LeafTask, ctx: TaskMessageContext = {}): string {
+  const body = elideMiddle(task.body.trim(), TASK_BODY_MAX_CHARS);
+  const statement = [task.title.trim(), body].filter(Boolean).join('\n');
+  const parts = ['# Task', statement];
+  for (const section of task.context ?? []) {
+    const text = section.text.trim();
+    if (text) parts.push(`## ${section.heading.trim()}\n\n${elideMiddle(text, TASK_SECTION_MAX_CHARS)}`);
   }
-  if (ctx.notes?.length) lines.push('', ...ctx.notes);
-  return lines.join('\n');
+  for (const note of ctx.notes ?? []) if (note.trim()) parts.push(note.trim());
+  const facts: string[] = [];
+  if (task.repo) facts.push(`**Repo:** \`${task.repo}\``);
+  if (ctx.baseCommit) facts.push(`**Base commit:** \`${ctx.baseCommit}\``);
+  const id = instanceId(task);
+  if (id) facts.push(`**Instance ID:** \`${id}\``);
+  if (facts.length) parts.push('---', facts.join('\n'));
+  return `${parts.join('\n\n')}\n`;
 }

@@ -1,11 +1,12 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { GenerateOptions, ModelBackend } from '../inference/types.js';
+import type { ModelBackend } from '../inference/types.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { redact } from '../util/redact.js';
 import { safeListener, type LeafEvent } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
 import { runLeaf } from './loop.js';
+import type { Sampling } from './sampling.js';
 import { computePatch, type ChangedFile } from './patch.js';
 import { tail } from './text.js';
 import { redactDeep, renderTrajectoryMarkdown, serializeTrajectory, type LeafTask, type Trajectory } from './trajectory.js';
@@ -45,7 +46,10 @@ export interface SolveOptions {
   outDir?: string;
   signal?: AbortSignal;
   onEvent?: (e: LeafEvent) => void;
-  sampling?: Pick<GenerateOptions, 'temperature' | 'topP' | 'topK' | 'seed'>;
+  /** Overrides of upstream's eval sampling (LEAF_SAMPLING). */
+  sampling?: Partial<Sampling>;
+  /** Environment of the in-sandbox tool runner (upstream's LEAF_* limits, e.g. LEAF_BASH_TIMEOUT_SEC). */
+  toolEnv?: Record<string, string>;
 }
 
 export interface SolveResult {
@@ -118,6 +122,8 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       signal: opts.signal,
       onEvent: emit,
       sampling: opts.sampling,
+      toolEnv: opts.toolEnv,
+      baseCommit: ws.baseCommit,
       notes,
     });
 

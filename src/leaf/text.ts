@@ -2,16 +2,6 @@ import type { ChatMessage, ToolSpec } from '../inference/types.js';
 
 /** Text helpers shared by the tools, the loop and the trajectory renderer. */
 
-/**
- * Keeps the first `limit` characters and says how many were dropped. This exact marker is what the
- * model saw during training (`[truncated K chars]`); `extraDropped` adds bytes a stream cap already dropped.
- */
-export function truncateHead(text: string, limit: number, extraDropped = 0): string {
-  if (text.length <= limit && extraDropped === 0) return text;
-  const dropped = Math.max(0, text.length - limit) + extraDropped;
-  return `${text.slice(0, limit)}\n[truncated ${dropped} chars]`;
-}
-
 /** Keeps the start and the end (where errors and results usually are) and elides the middle. */
 export function elideMiddle(text: string, limit: number): string {
   if (text.length <= limit) return text;

@@ -1,52 +1,60 @@
 import { z } from 'zod';
-import type { ChatMessage, FinishReason, ToolSpec } from '../inference/types.js';
+import type { FinishReason, ToolSpec } from '../inference/types.js';
 import { redact } from '../util/redact.js';
 
 /**
- * Why a run ended. The names are those of the FrogNano Leaf harness, so trajectories from this bot
- * and from the model's own evaluation tooling can be compared and replayed with the same code.
+ * A run as one JSON document in upstream Leaf's trajectory format (microsoft/FrogNano,
+ * frognano/harness/leaf/agent.py: `trajectory_format: leaf-function-calling`, OpenAI-shaped messages), so
+ * upstream's tooling reads this project's trajectories and the other way round. What this project records beyond
+ * upstream's fields lives under the one key `frognano`.
  */
+
+/** Upstream's exit reasons, with the same names. */
 export type ExitReason =
-  | 'agent' // the model answered without a tool call: it is done
+  | 'agent' // the model answered without a (parseable) tool call
   | 'max_turns'
-  | 'max_context_len' // the next turn would not fit in the context window
+  | 'max_context_len' // the context reached the budget, or the server refused it as too long
   | 'max_tokens_per_turn' // a turn hit the generation cap before finishing
-  | 'max_time' // wall-clock limit of the run
+  | 'max_time' // the run's time budget
   | 'cancelled'
   | 'llm_query_error' // the model backend failed
-  | 'tool_error'; // the sandbox broke (could not run a command, stopped answering)
+  | 'tool_error'; // the tool harness failed (sandbox broken, or a timeout upstream's harness cannot read)
 
 export const EXIT_REASON_TEXT: Record<ExitReason, string> = {
   agent: 'the model finished',
   max_turns: 'the turn limit was reached',
-  max_context_len: 'the context window was full',
+  max_context_len: 'the context budget was used up',
   max_tokens_per_turn: 'a turn hit the per-turn token limit',
   max_time: 'the time limit was reached',
   cancelled: 'the run was cancelled',
   llm_query_error: 'the model backend failed',
-  tool_error: 'the sandbox failed',
+  tool_error: 'the tool harness failed',
 };
 
-export interface Observation {
-  tool_call_id: string;
-  tool: string;
-  observation: string;
-  is_error: boolean;
-  elapsed_ms: number;
+/** OpenAI chat shape, as upstream stores it: arguments are the JSON text the model wrote. */
+export interface TrajectoryToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
 }
 
+export interface AssistantMessage {
+  role: 'assistant';
+  content: string | null;
+  tool_calls?: TrajectoryToolCall[];
+  reasoning_content?: string;
+}
+
+export type TrajectoryMessage =
+  | { role: 'system' | 'user'; content: string }
+  | AssistantMessage
+  | { role: 'tool'; tool_call_id: string; content: string };
+
 export interface TrajectoryStep {
-  /** 0-based, as in the Leaf harness. */
+  /** 0-based, as upstream. */
   step: number;
-  assistant: ChatMessage;
-  observations: Observation[];
-  /** Malformed tool calls of this turn, as they were reported back to the model. */
-  parse_errors: string[];
-  finish_reason: FinishReason;
-  prompt_tokens: number;
-  completion_tokens: number;
-  generate_ms: number;
-  tools_ms: number;
+  assistant: AssistantMessage;
+  observations: { tool: string; observation: string }[];
 }
 
 export interface LeafTask {
@@ -67,96 +75,192 @@ export interface TaskSection {
   text: string;
 }
 
-/**
- * One run, as one JSON document (snake_case keys, `trajectory_format: leaf-function-calling`, like the
- * Leaf harness). `messages` is the full conversation in this project's ChatMessage shape.
- */
+/** Per step, what upstream does not record; `steps[i]` here belongs to the trajectory's `steps[i]`. */
+export interface StepFacts {
+  finish_reason: FinishReason;
+  prompt_tokens: number;
+  completion_tokens: number;
+  generate_ms: number;
+  tools_ms: number;
+  /** Tool-call markup in this turn that did not parse (upstream leaves it as plain text, and so does the loop). */
+  parse_errors: string[];
+  /** One per observation, same order. */
+  observations: { tool_call_id: string; is_error: boolean; elapsed_ms: number }[];
+}
+
+export interface FrognanoFacts {
+  task: LeafTask;
+  model: { backend: string; model: string };
+  sampling: Record<string, number | boolean | undefined>;
+  started_at: string;
+  total_completion_tokens: number;
+  /** The context budget the run was held to: min(configured, the model's window when known). */
+  context_budget: number;
+  steps: StepFacts[];
+}
+
 export interface Trajectory {
   trajectory_format: 'leaf-function-calling';
   trajectory_id: string;
-  task: LeafTask;
-  model: { backend: string; model: string };
-  messages: ChatMessage[];
+  instance_id: string;
+  seed: number;
+  messages: TrajectoryMessage[];
   tools: ToolSpec[];
   steps: TrajectoryStep[];
+  /** Model calls made (a failed one included), as upstream counts. */
   n_steps: number;
   exit_reason: ExitReason;
   error: string | null;
   final_message: string;
-  /** Tokens in context after the last turn (prompt + completion). */
+  /** Tokens in context at the end, upstream's accounting. */
   context_tokens: number;
-  total_completion_tokens: number;
   elapsed_sec: number;
-  started_at: string;
-  /** Filled by solve() once the patch is computed; empty until then or when nothing changed. */
   output_patch: string;
+  partial: boolean;
+  frognano: FrognanoFacts;
+}
+
+/** Step facts for step i; files from upstream (no `frognano` key) read as empty. */
+export function stepFacts(t: Pick<Trajectory, 'frognano'>, i: number): StepFacts {
+  return (
+    t.frognano?.steps?.[i] ?? {
+      finish_reason: 'stop',
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      generate_ms: 0,
+      tools_ms: 0,
+      parse_errors: [],
+      observations: [],
+    }
+  );
+}
+
+/** A tool call's arguments as an object ({} when the model's JSON does not parse, as upstream runs it). */
+export function callArguments(call: TrajectoryToolCall): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(call.function.arguments || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 /**
- * The trajectory JSON as `solve` and the runner write it, checked field by field so a reader (`frognano
- * replay`) can say exactly what is wrong with a damaged or foreign file. Unknown extra keys are accepted
- * (newer writers may add some) and dropped.
+ * What ended the run, in words a maintainer can act on. Upstream calls a last turn without a parseable tool
+ * call `agent`; when that turn held tool-call markup that did not parse, saying "the model finished" would be
+ * false, so this says what happened.
  */
-const toolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) });
+export function describeExit(t: Pick<Trajectory, 'exit_reason' | 'steps' | 'frognano'>): string {
+  if (t.exit_reason === 'agent' && endedInMalformedCalls(t)) {
+    const facts = t.steps.map((_, i) => stepFacts(t, i));
+    const every = facts.length > 0 && facts.every((f) => f.parse_errors.length > 0) && t.steps.every((s) => !s.assistant.tool_calls?.length);
+    return every
+      ? "every turn ended in malformed tool-call markup: check the model server's tool parser"
+      : "the model's last turn held tool-call markup that did not parse, so the run ended there: check the model server's tool parser";
+  }
+  return EXIT_REASON_TEXT[t.exit_reason] ?? t.exit_reason;
+}
 
-const chatMessageSchema = z.object({
-  role: z.enum(['system', 'user', 'assistant', 'tool']),
-  content: z.string(),
-  reasoning: z.string().optional(),
+/** The run stopped because its last turn's tool calls did not parse (not because the model was done). */
+export function endedInMalformedCalls(t: Pick<Trajectory, 'exit_reason' | 'steps' | 'frognano'>): boolean {
+  if (t.exit_reason !== 'agent' || t.steps.length === 0) return false;
+  return stepFacts(t, t.steps.length - 1).parse_errors.length > 0;
+}
+
+// ---- reading -------------------------------------------------------------------------------------------
+
+const toolCallSchema = z.object({
+  id: z.string(),
+  type: z.literal('function'),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
+
+const assistantSchema = z.object({
+  role: z.literal('assistant'),
+  content: z.string().nullable(),
   tool_calls: z.array(toolCallSchema).optional(),
-  tool_call_id: z.string().optional(),
-  name: z.string().optional(),
+  reasoning_content: z.string().optional(),
 });
 
-const observationSchema = z.object({
-  tool_call_id: z.string(),
-  tool: z.string(),
-  observation: z.string(),
-  is_error: z.boolean(),
-  elapsed_ms: z.number().nonnegative(),
-});
+const messageSchema = z.union([
+  z.object({ role: z.enum(['system', 'user']), content: z.string() }),
+  assistantSchema,
+  z.object({ role: z.literal('tool'), tool_call_id: z.string(), content: z.string() }),
+]);
 
-const stepSchema = z.object({
-  step: z.number().int().nonnegative(),
-  assistant: chatMessageSchema,
-  observations: z.array(observationSchema),
-  parse_errors: z.array(z.string()),
+const stepFactsSchema = z.object({
   finish_reason: z.enum(['stop', 'tool_calls', 'length', 'aborted']),
   prompt_tokens: z.number().nonnegative(),
   completion_tokens: z.number().nonnegative(),
   generate_ms: z.number().nonnegative(),
   tools_ms: z.number().nonnegative(),
+  parse_errors: z.array(z.string()),
+  observations: z.array(z.object({ tool_call_id: z.string(), is_error: z.boolean(), elapsed_ms: z.number().nonnegative() })),
 });
 
+const taskSchema = z.object({
+  title: z.string(),
+  body: z.string(),
+  repo: z.string().optional(),
+  issueNumber: z.number().int().positive().optional(),
+  context: z.array(z.object({ heading: z.string(), text: z.string() })).optional(),
+});
+
+/**
+ * A trajectory file: upstream's fields, checked one by one so a reader (`frognano replay`) can say what is wrong
+ * with a damaged or foreign file. `frognano` is optional, so upstream's own trajectories load too; unknown extra
+ * keys are accepted (newer writers may add some) and dropped.
+ */
 export const TrajectoryFileSchema = z.object({
   trajectory_format: z.literal('leaf-function-calling'),
   trajectory_id: z.string(),
-  task: z.object({
-    title: z.string(),
-    body: z.string(),
-    repo: z.string().optional(),
-    issueNumber: z.number().int().positive().optional(),
-    context: z.array(z.object({ heading: z.string(), text: z.string() })).optional(),
-  }),
-  model: z.object({ backend: z.string(), model: z.string() }),
-  messages: z.array(chatMessageSchema),
-  tools: z.array(z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })),
-  steps: z.array(stepSchema),
+  instance_id: z.string(),
+  seed: z.number().int(),
+  messages: z.array(messageSchema),
+  tools: z.array(z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) }).passthrough()),
+  steps: z.array(
+    z.object({
+      step: z.number().int().nonnegative(),
+      assistant: assistantSchema,
+      observations: z.array(z.object({ tool: z.string(), observation: z.string() })),
+    }),
+  ),
   n_steps: z.number().int().nonnegative(),
-  // Every ExitReason, in EXIT_REASON_TEXT's order (the Record type makes that list complete).
-  exit_reason: z.enum(Object.keys(EXIT_REASON_TEXT) as [ExitReason, ...ExitReason[]]),
+  // Every ExitReason, in EXIT_REASON_TEXT's order (the Record type makes that list complete); `unknown` is
+  // upstream's placeholder for a run that never started a step.
+  exit_reason: z.enum(['unknown', ...(Object.keys(EXIT_REASON_TEXT) as ExitReason[])]),
   error: z.string().nullable(),
   final_message: z.string(),
   context_tokens: z.number().nonnegative(),
-  total_completion_tokens: z.number().nonnegative(),
   elapsed_sec: z.number().nonnegative(),
-  started_at: z.string(),
   output_patch: z.string(),
+  partial: z.boolean(),
+  frognano: z
+    .object({
+      task: taskSchema,
+      model: z.object({ backend: z.string(), model: z.string() }),
+      sampling: z.record(z.string(), z.union([z.number(), z.boolean()]).optional()),
+      started_at: z.string(),
+      total_completion_tokens: z.number().nonnegative(),
+      context_budget: z.number().nonnegative(),
+      steps: z.array(stepFactsSchema),
+    })
+    .optional(),
 });
 
-// Compile-time guard: the schema must keep accepting exactly what the Leaf harness writes.
-const _writerFits = (t: Trajectory): z.infer<typeof TrajectoryFileSchema> => t;
-void _writerFits;
+/** A validated file as a Trajectory; a file from upstream gets empty project facts. */
+export function trajectoryFromFile(parsed: z.infer<typeof TrajectoryFileSchema>): Trajectory {
+  const frognano: FrognanoFacts = parsed.frognano ?? {
+    task: { title: parsed.instance_id, body: '' },
+    model: { backend: 'unknown', model: 'unknown' },
+    sampling: {},
+    started_at: '',
+    total_completion_tokens: 0,
+    context_budget: 0,
+    steps: [],
+  };
+  return { ...parsed, exit_reason: parsed.exit_reason as ExitReason, tools: parsed.tools as unknown as ToolSpec[], messages: parsed.messages as TrajectoryMessage[], frognano };
+}
 
 /** Deep copy with every string passed through redact(): safe to store, log or post. */
 export function redactDeep<T>(value: T): T {

@@ -1,6 +1,6 @@
 import { summarizeToolCall } from './tools.js';
 import { codeFence, elideMiddle } from './text.js';
-import { EXIT_REASON_TEXT, redactDeep, type Trajectory, type TrajectoryStep } from './trajectory.js';
+import { callArguments, describeExit, redactDeep, stepFacts, type StepFacts, type Trajectory, type TrajectoryStep } from './trajectory.js';
 
 /**
  * Renders a trajectory as Markdown for a pull request body or comment (GitHub allows 65,536 chars).
@@ -16,12 +16,12 @@ export function renderTrajectoryMarkdown(trajectory: Trajectory, maxChars = 60_0
   const footer = renderFinal(t, keyCap);
   // Try generous block sizes first and shrink until everything fits; 0 = only each turn's summary line.
   for (const cap of [6000, 3000, 1500, 800, 400, 200, 0]) {
-    const body = t.steps.map((s) => renderStep(s, cap)).join('\n');
+    const body = t.steps.map((s, i) => renderStep(s, stepFacts(t, i), cap)).join('\n');
     const doc = join(header, body, footer);
     if (doc.length <= maxChars) return doc;
   }
   // Still too long: keep as many first and last turns as fit (summary lines only).
-  const rendered = t.steps.map((s) => renderStep(s, 0));
+  const rendered = t.steps.map((s, i) => renderStep(s, stepFacts(t, i), 0));
   const fixed = header.length + footer.length + 100;
   let lo = 0;
   let hi = rendered.length;
@@ -65,14 +65,15 @@ function formatDuration(sec: number): string {
 }
 
 function renderHeader(t: Trajectory, errorCap: number): string {
-  const task = t.task.issueNumber ? `#${t.task.issueNumber} ${t.task.title}` : t.task.title;
+  const { task: leafTask, model } = t.frognano;
+  const task = leafTask.issueNumber ? `#${leafTask.issueNumber} ${leafTask.title}` : leafTask.title;
   const rows = [
     // A zero-width space after @ keeps the title from notifying people all over again.
     ['Task', escapeHtml(elideMiddle(task.replace(/\s+/g, ' '), 300)).replace(/@/g, '@\u200b')],
-    ['Model', `${escapeHtml(t.model.model)} (${escapeHtml(t.model.backend)})`],
-    ['Result', `\`${t.exit_reason}\`: ${EXIT_REASON_TEXT[t.exit_reason] ?? t.exit_reason}`],
+    ['Model', `${escapeHtml(model.model)} (${escapeHtml(model.backend)})`],
+    ['Result', `\`${t.exit_reason}\`: ${describeExit(t)}`],
     ['Turns', String(t.n_steps)],
-    ['Tokens', `${t.context_tokens.toLocaleString('en-US')} in context, ${t.total_completion_tokens.toLocaleString('en-US')} generated`],
+    ['Tokens', `${t.context_tokens.toLocaleString('en-US')} in context, ${t.frognano.total_completion_tokens.toLocaleString('en-US')} generated`],
     ['Time', formatDuration(t.elapsed_sec)],
   ];
   const table = ['| | |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v.replace(/\|/g, '\\|')} |`)].join('\n');
@@ -84,30 +85,30 @@ function renderFinal(t: Trajectory, cap: number): string {
   return t.final_message.trim() ? `\n**Final message**\n\n${fence(t.final_message, cap)}\n` : '';
 }
 
-function stepSummary(s: TrajectoryStep): string {
+function stepSummary(s: TrajectoryStep, f: StepFacts): string {
   const calls = s.assistant.tool_calls ?? [];
   // Arguments go in <code>, where GitHub links no @mentions or #references.
   const parts = calls.slice(0, 3).map((c) => {
-    const arg = summarizeToolCall(c);
-    return `${escapeHtml(c.name)}${arg ? ` <code>${escapeHtml(elideMiddle(arg, 60))}</code>` : ''}`;
+    const arg = summarizeToolCall({ name: c.function.name, arguments: callArguments(c) });
+    return `${escapeHtml(c.function.name)}${arg ? ` <code>${escapeHtml(elideMiddle(arg, 60))}</code>` : ''}`;
   });
   if (calls.length > 3) parts.push(`+${calls.length - 3} more`);
-  if (s.parse_errors.length) parts.push(`${s.parse_errors.length} malformed tool call${s.parse_errors.length === 1 ? '' : 's'}`);
-  if (!parts.length) parts.push(s.finish_reason === 'length' ? 'cut off at the token limit' : 'answer');
-  return `Turn ${s.step + 1}: ${parts.join(' · ')} <sub>(${s.completion_tokens} tokens, ${(s.generate_ms / 1000).toFixed(1)}s)</sub>`;
+  if (f.parse_errors.length) parts.push(`${f.parse_errors.length} malformed tool call${f.parse_errors.length === 1 ? '' : 's'}`);
+  if (!parts.length) parts.push(f.finish_reason === 'length' ? 'cut off at the token limit' : 'answer');
+  return `Turn ${s.step + 1}: ${parts.join(' · ')} <sub>(${f.completion_tokens} tokens, ${(f.generate_ms / 1000).toFixed(1)}s)</sub>`;
 }
 
-function renderStep(s: TrajectoryStep, cap: number): string {
-  if (cap === 0) return `<details><summary>${stepSummary(s)}</summary>\n\n_(details elided to fit; see the trajectory JSON)_\n</details>`;
-  const out: string[] = [`<details><summary>${stepSummary(s)}</summary>`, ''];
-  if (s.assistant.reasoning?.trim()) out.push('Reasoning:', '', fence(s.assistant.reasoning, cap), '');
+function renderStep(s: TrajectoryStep, f: StepFacts, cap: number): string {
+  if (cap === 0) return `<details><summary>${stepSummary(s, f)}</summary>\n\n_(details elided to fit; see the trajectory JSON)_\n</details>`;
+  const out: string[] = [`<details><summary>${stepSummary(s, f)}</summary>`, ''];
+  if (s.assistant.reasoning_content?.trim()) out.push('Reasoning:', '', fence(s.assistant.reasoning_content, cap), '');
   if (s.assistant.content?.trim()) out.push('Assistant:', '', fence(s.assistant.content, cap), '');
-  for (const call of s.assistant.tool_calls ?? []) {
-    out.push(`Call \`${call.name}\`:`, '', fence(JSON.stringify(call.arguments, null, 1), cap, 'json'), '');
-    const obs = s.observations.find((o) => o.tool_call_id === call.id);
-    if (obs) out.push(obs.is_error ? 'Error:' : 'Result:', '', fence(obs.observation, cap), '');
-  }
-  if (s.parse_errors.length) out.push('Malformed tool calls:', '', fence(s.parse_errors.join('\n'), cap), '');
+  (s.assistant.tool_calls ?? []).forEach((call, i) => {
+    out.push(`Call \`${call.function.name}\`:`, '', fence(JSON.stringify(callArguments(call), null, 1), cap, 'json'), '');
+    const obs = s.observations[i];
+    if (obs) out.push(f.observations[i]?.is_error ? 'Error:' : 'Result:', '', fence(obs.observation, cap), '');
+  });
+  if (f.parse_errors.length) out.push('Malformed tool calls:', '', fence(f.parse_errors.join('\n'), cap), '');
   out.push('</details>');
   return out.join('\n');
 }

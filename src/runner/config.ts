@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_BOT_IDENTITY, DEFAULT_GIT_BASE_URL } from '../github/git.js';
 import { DEFAULT_REDIS_URL, queuePrefixFromEnv } from '../queue/connection.js';
+import { samplingFromEnv, type Sampling } from '../leaf/sampling.js';
 
 /** Runner settings from the environment; every value has a default except the GitHub App credentials. */
 export const RunnerConfigSchema = z.object({
@@ -28,13 +29,18 @@ export const RunnerConfigSchema = z.object({
   maxStalledCount: z.coerce.number().int().min(0).default(2),
   opsPort: z.coerce.number().int().min(0).max(65535).optional(),
 });
-export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
+export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
+  /** FROGNANO_TEMPERATURE, FROGNANO_TOP_P, FROGNANO_TOP_K, FROGNANO_MIN_P, FROGNANO_REPETITION_PENALTY, FROGNANO_SEED,
+   * FROGNANO_ENABLE_THINKING, FROGNANO_PARALLEL_TOOL_CALLS: overrides of upstream Leaf's eval sampling. */
+  sampling: Partial<Sampling>;
+};
 
 /**
  * APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH), GHE_HOST / FROGNANO_GITHUB_API_URL, FROGNANO_GIT_BASE_URL, REDIS_URL,
  * FROGNANO_QUEUE_PREFIX, FROGNANO_CONCURRENCY, FROGNANO_WORK_DIR, FROGNANO_TRAJECTORY_DIR, FROGNANO_BOT_NAME,
  * FROGNANO_BOT_EMAIL, FROGNANO_MAX_TURNS, FROGNANO_WALL_TIME_MINUTES, FROGNANO_SHUTDOWN_GRACE_SECONDS,
- * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT.
+ * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT, and the
+ * sampling overrides (see RunnerConfig.sampling).
  * Errors name the variable, never its value (it may be the private key).
  */
 export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
@@ -89,5 +95,11 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     });
     throw new Error(`runner configuration: ${msgs.join('; ')}`);
   }
-  return parsed.data;
+  let sampling: Partial<Sampling>;
+  try {
+    sampling = samplingFromEnv(env);
+  } catch (e) {
+    throw new Error(`runner configuration: ${(e as Error).message}`);
+  }
+  return { ...parsed.data, sampling };
 }

@@ -31,7 +31,7 @@ import { checkGuardrails } from '../github/pullRequest.js';
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
 import { runningState, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
 import { solve } from '../leaf/solve.js';
-import { EXIT_REASON_TEXT } from '../leaf/trajectory.js';
+import { describeExit, endedInMalformedCalls } from '../leaf/trajectory.js';
 import { withJob } from '../ops/logger.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { jobIdFor, type FollowUp, type JobData, type JobResult } from '../queue/schema.js';
@@ -128,6 +128,7 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
       // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
       task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
       limits,
+      sampling: ctx.sampling,
       setupCommands: config.setupCommands,
       setupNetwork: config.setup.network,
       testCommands: config.testCommands,
@@ -162,8 +163,8 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
       await history(null, 'nothing pushed').catch((err: unknown) => log.warn({ err }, 'could not update the run history'));
       return { outcome: 'no_patch', reason, ...runFacts };
     };
-    if (t.exit_reason !== 'agent') {
-      return noChange(`Nothing pushed: ${EXIT_REASON_TEXT[t.exit_reason]} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.`);
+    if (t.exit_reason !== 'agent' || endedInMalformedCalls(t)) {
+      return noChange(`Nothing pushed: ${describeExit(t)} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.`);
     }
     if (!result.patch.trim()) return noChange('The model finished without changing any file; the pull request is unchanged.');
 

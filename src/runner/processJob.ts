@@ -31,7 +31,8 @@ import { defang, untrustedLine, visibleText } from '../github/untrusted.js';
 import type { ModelBackend } from '../inference/types.js';
 import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
-import { EXIT_REASON_TEXT, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
+import { describeExit, endedInMalformedCalls, EXIT_REASON_TEXT, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
+import type { Sampling } from '../leaf/sampling.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { JobDataSchema, jobIdFor, type JobData, type JobResult } from '../queue/schema.js';
 import type { SandboxConfig } from '../sandbox/config.js';
@@ -80,6 +81,8 @@ export interface RunnerContext {
   maxTurns?: number;
   /** Runner-wide cap on the agent's wall time. */
   wallTimeMs?: number;
+  /** Overrides of upstream Leaf's eval sampling (FROGNANO_TEMPERATURE ...; src/leaf/sampling.ts). */
+  sampling?: Partial<Sampling>;
   gitTimeoutMs?: number;
   /** Tests shorten these. */
   progressIntervals?: { jobEveryMs?: number; commentEveryMs?: number };
@@ -219,6 +222,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
       task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
       limits,
+      sampling: ctx.sampling,
       setupCommands: config.setupCommands,
       setupNetwork: config.setup.network,
       testCommands: config.testCommands,
@@ -242,14 +246,15 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       return { outcome: 'cancelled', ...runFacts };
     }
     // publishFailedAttempts: keep a run's unfinished changes on a branch before reporting how it ended.
-    const partial = t.exit_reason === 'agent' ? null : await publishPartialWork({ data, cloneDir: clone.dir, patch: result.patch, config, auth, identity: ctx.identity, what: EXIT_REASON_TEXT[t.exit_reason], gitTimeoutMs: ctx.gitTimeoutMs, log });
+    const unfinished = t.exit_reason !== 'agent' || endedInMalformedCalls(t);
+    const partial = unfinished ? await publishPartialWork({ data, cloneDir: clone.dir, patch: result.patch, config, auth, identity: ctx.identity, what: describeExit(t), gitTimeoutMs: ctx.gitTimeoutMs, log }) : null;
     if (t.exit_reason === 'llm_query_error' || t.exit_reason === 'tool_error') {
       const model = t.exit_reason === 'llm_query_error';
       const reason = model ? publicFailure.model(jobId) : publicFailure.tool(jobId);
       throw new JobFailure(partial ? `${reason}\n\n${partial}` : reason, model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
     }
-    if (t.exit_reason !== 'agent') {
-      const reason = `No pull request: ${EXIT_REASON_TEXT[t.exit_reason]} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.${partial ? ` ${partial}` : ''}`;
+    if (unfinished) {
+      const reason = `No pull request: ${describeExit(t)} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.${partial ? ` ${partial}` : ''}`;
       final = { kind: 'no_patch', reason };
       return { outcome: 'no_patch', reason, ...runFacts };
     }
@@ -302,14 +307,14 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       files,
       tests: result.testResults,
       exitReason: t.exit_reason,
-      exitReasonText: EXIT_REASON_TEXT[t.exit_reason],
+      exitReasonText: describeExit(t),
       limitsHit: [
         ...result.setupResults.filter((r) => r.timedOut).map((r) => `setup command \`${r.command.slice(0, 100)}\` timed out`),
         ...result.testResults.filter((r) => r.timedOut).map((r) => `test command \`${r.command.slice(0, 100)}\` timed out`),
       ],
       turns: t.n_steps,
       elapsedSeconds: runFacts.elapsedSeconds,
-      model: `${t.model.model} (${t.model.backend})`,
+      model: `${t.frognano.model.model} (${t.frognano.model.backend})`,
       runner: ctx.runnerDescription,
       jobId,
       renderTrajectory: (max) => redact(renderTrajectoryMarkdown(t, max)),

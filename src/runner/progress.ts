@@ -52,6 +52,11 @@ export class ProgressReporter {
     if (e.type === 'turn_start') {
       this.current = { ...this.current, phase: 'solving', turn: e.turn, maxTurns: e.maxTurns, detail: undefined };
       this.write(false, false);
+    } else if (e.type === 'model_retry') {
+      // The backend's own reason can name the server's internal URL: the issue only hears that it is retrying.
+      const { retry, maxRetries } = e.retry;
+      this.current = { ...this.current, detail: `The model server is not answering; retry ${retry} of ${maxRetries}.` };
+      this.write(true, retry === 1);
     } else if (e.type === 'tool_start') {
       this.current = { ...this.current, detail: `${e.name}: ${e.summary}`.slice(0, 300) };
       this.write(false, false);

@@ -56,7 +56,7 @@ test('the issue title and body come from the GitHub API and reach the model', as
   expect(code).toBe(0);
   expect(JSON.parse(cli.stdout.text)).toMatchObject({ exitCode: 0, patchProduced: true });
   const t = await loadTrajectoryFile(path.join(out, 'trajectory.json'));
-  expect(t.task).toEqual({ title: 'Bump the version', body: 'Release 1.0.1 needs VERSION updated.', repo: 'octo-org/widgets', issueNumber: 7 });
+  expect(t.frognano.task).toEqual({ title: 'Bump the version', body: 'Release 1.0.1 needs VERSION updated.', repo: 'octo-org/widgets', issueNumber: 7 });
   const firstUser = t.messages.find((m) => m.role === 'user');
   expect(firstUser?.content).toContain('Bump the version');
   expect(firstUser?.content).toContain('Release 1.0.1 needs VERSION updated.');

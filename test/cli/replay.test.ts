@@ -5,12 +5,12 @@ import { renderTrajectoryText } from '../../src/cli/trajectoryText.js';
 import type { Trajectory } from '../../src/leaf/trajectory.js';
 import { runFrognano, tempDir, writeJson } from './helpers.js';
 
-function trajectory(overrides: Partial<Trajectory> = {}): Trajectory {
+function trajectory(overrides: Partial<Trajectory> = {}, facts: Partial<Trajectory['frognano']> = {}): Trajectory {
   return {
     trajectory_format: 'leaf-function-calling',
     trajectory_id: 't-1',
-    task: { title: 'Fix the parser', body: 'It crashes.' },
-    model: { backend: 'openai', model: 'frognano-4b' },
+    instance_id: 'local',
+    seed: 42,
     messages: [],
     tools: [],
     steps: [
@@ -19,15 +19,9 @@ function trajectory(overrides: Partial<Trajectory> = {}): Trajectory {
         assistant: {
           role: 'assistant',
           content: 'Running the tests.',
-          tool_calls: [{ id: 'c1', name: 'Bash', arguments: { command: 'npm test', timeout: 60 } }],
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{"command": "npm test", "timeout": 60}' } }],
         },
-        observations: [{ tool_call_id: 'c1', tool: 'Bash', observation: `Exit code: 1\nSTDOUT:\n${'x'.repeat(5000)}END`, is_error: false, elapsed_ms: 4200 }],
-        parse_errors: [],
-        finish_reason: 'tool_calls',
-        prompt_tokens: 3000,
-        completion_tokens: 40,
-        generate_ms: 900,
-        tools_ms: 4200,
+        observations: [{ tool: 'Bash', observation: `Exit code: 1\nSTDOUT:\n${'x'.repeat(5000)}END` }],
       },
     ],
     n_steps: 1,
@@ -35,10 +29,29 @@ function trajectory(overrides: Partial<Trajectory> = {}): Trajectory {
     error: null,
     final_message: '',
     context_tokens: 4000,
-    total_completion_tokens: 40,
     elapsed_sec: 5.1,
-    started_at: '2026-12-02T12:00:00.000Z',
     output_patch: '',
+    partial: false,
+    frognano: {
+      task: { title: 'Fix the parser', body: 'It crashes.' },
+      model: { backend: 'openai', model: 'frognano-4b' },
+      sampling: {},
+      started_at: '2026-12-02T12:00:00.000Z',
+      total_completion_tokens: 40,
+      context_budget: 65536,
+      steps: [
+        {
+          finish_reason: 'tool_calls',
+          prompt_tokens: 3000,
+          completion_tokens: 40,
+          generate_ms: 900,
+          tools_ms: 4200,
+          parse_errors: [],
+          observations: [{ tool_call_id: 'c1', is_error: false, elapsed_ms: 4200 }],
+        },
+      ],
+      ...facts,
+    },
     ...overrides,
   };
 }
@@ -67,13 +80,13 @@ describe('frognano replay (subprocess)', () => {
 
   test('a file with wrong fields: exit 3 naming each field and what is wrong', async () => {
     const bad = trajectory();
-    (bad.steps[0] as unknown as Record<string, unknown>).prompt_tokens = 'many';
+    (bad.frognano.steps[0] as unknown as Record<string, unknown>).prompt_tokens = 'many';
     (bad as unknown as Record<string, unknown>).exit_reason = 'exploded';
     const file = await writeJson(path.join(work, 'bad.json'), bad);
     const r = await runFrognano(['replay', file]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`frognano: ${file} is not a frognano trajectory:`);
-    expect(r.stderr).toMatch(/steps\[0\]\.prompt_tokens: Invalid input: expected number, received string/);
+    expect(r.stderr).toContain(`frognano: ${file} is not a Leaf trajectory:`);
+    expect(r.stderr).toMatch(/frognano\.steps\[0\]\.prompt_tokens: Invalid input: expected number, received string/);
     expect(r.stderr).toMatch(/exit_reason: Invalid option/);
     expect(r.stdout).toBe('');
   });
@@ -146,19 +159,24 @@ describe('rendering helpers', () => {
   });
 
   test('text rendering shows reasoning, multi-line arguments as blocks and parse errors', () => {
-    const t = trajectory({
-      task: { title: 'T', body: '', repo: 'o/r', issueNumber: 5 },
-      steps: [{
-        ...trajectory().steps[0],
-        assistant: {
-          role: 'assistant', content: '', reasoning: 'The file\nneeds a header.',
-          tool_calls: [{ id: 'w', name: 'Write', arguments: { file_path: 'a.md', content: '# A\n\ntext\n' } }],
-        },
-        observations: [{ tool_call_id: 'w', tool: 'Write', observation: 'Wrote a.md (11 bytes).', is_error: false, elapsed_ms: 3 }],
-        parse_errors: ['<tool_call> without </tool_call>'],
-      }],
-      error: 'boom',
-    });
+    const base = trajectory().frognano.steps[0];
+    const t = trajectory(
+      {
+        steps: [{
+          step: 0,
+          assistant: {
+            role: 'assistant', content: '', reasoning_content: 'The file\nneeds a header.',
+            tool_calls: [{ id: 'w', type: 'function', function: { name: 'Write', arguments: JSON.stringify({ file_path: 'a.md', content: '# A\n\ntext\n' }) } }],
+          },
+          observations: [{ tool: 'Write', observation: 'Wrote a.md (11 bytes).' }],
+        }],
+        error: 'boom',
+      },
+      {
+        task: { title: 'T', body: '', repo: 'o/r', issueNumber: 5 },
+        steps: [{ ...base, parse_errors: ['<tool_call> without </tool_call>'], observations: [{ tool_call_id: 'w', is_error: false, elapsed_ms: 3 }] }],
+      },
+    );
     const text = renderTrajectoryText(t);
     expect(text).toMatch(/^Task: T \(o\/r#5\)\n/);
     expect(text).toContain('  thinking: The file needs a header.');

@@ -69,8 +69,9 @@ describe('frognano solve', () => {
     const t = await loadTrajectoryFile(path.join(outDir, 'trajectory.json'));
     expect(t.exit_reason).toBe('agent');
     expect(t.n_steps).toBe(3);
-    expect(t.task.title).toBe('add() subtracts');
-    expect(t.task.body).toBe('add 2 3 prints -1 instead of 5.');
+    expect(t.frognano.task.title).toBe('add() subtracts');
+    expect(t.frognano.task.body).toBe('add 2 3 prints -1 instead of 5.');
+    expect(t.frognano.sampling).toMatchObject({ temperature: 0.6, topP: 0.95, topK: 20, seed: 42, enableThinking: true });
     expect(t.output_patch).toBe(patch);
     // The Bash call really ran in the sandbox on the edited copy.
     const bash = t.steps[1].observations.find((o) => o.tool === 'Bash');
@@ -195,7 +196,7 @@ describe('frognano solve outcomes', () => {
     expect(r.stdout).toMatch(/^Interrupted: the run was cancelled after 1 turn/);
     const t = await loadTrajectoryFile(path.join(out, 'trajectory.json'));
     expect(t.exit_reason).toBe('cancelled');
-    expect(t.steps[0].assistant.tool_calls?.[0].name).toBe('Bash');
+    expect(t.steps[0].assistant.tool_calls?.[0].function.name).toBe('Bash');
     expect(await snapshotTree(repo)).toEqual(before);
   });
 });
@@ -214,8 +215,8 @@ describe('frognano solve with a real model', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ exitReason: 'max_tokens_per_turn', turns: 1, completionTokens: 16, patchProduced: false });
     expect(r.stderr).toMatch(/turn 1: generated 16 tokens in/);
     const t = await loadTrajectoryFile(path.join(out, 'trajectory.json'));
-    expect(t.model.backend).toBe('onnx');
-    expect(t.steps[0].completion_tokens).toBe(16);
+    expect(t.frognano.model.backend).toBe('onnx');
+    expect(t.frognano.steps[0].completion_tokens).toBe(16);
     expect(await snapshotTree(repo)).toEqual(before);
   });
 });
@@ -230,7 +231,7 @@ describe('frognano solve output directory and issue file', () => {
     const summary = JSON.parse(r.stdout);
     expect(summary.outDir).toMatch(new RegExp(`^${cwd}/frognano-out/\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\dZ(-\\d+)?$`));
     const t = await loadTrajectoryFile(summary.trajectoryJsonPath);
-    expect(t.task).toMatchObject({ title: 'add() subtracts', body: 'It should add.' });
+    expect(t.frognano.task).toMatchObject({ title: 'add() subtracts', body: 'It should add.' });
   });
 
   test('started inside the repository, the default output goes to the temp dir, not into the repository', async () => {
@@ -341,6 +342,7 @@ describe('frognano solve setup and usage errors', () => {
     [['solve', '.', '--issue', 'a', '--replay', 'a.json', '--model-dir', 'm'], /choose one model: --model-dir and --replay/],
     [['solve', '.', '--issue', 'a', '--endpoint', 'http://localhost:8000/v1'], /--endpoint needs --model NAME/],
     [['solve', '.', '--issue', 'a', '--max-new-tokens', '200000'], /maxNewTokens \(200000\) must be smaller than contextTokens/],
+    [['solve', '.', '--issue', 'a', '--temperature', 'hot'], /--temperature must be a number from 0 to 5, got "hot"/],
   ])('usage error %j: exit 2 with the message and the usage', async (args, message) => {
     const r = await runFrognano(args);
     expect(r.code).toBe(2);

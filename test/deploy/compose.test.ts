@@ -6,9 +6,9 @@ const compose = doc.toJS() as any;
 const targets = new Set(parseDockerfile(read('Dockerfile')).stages.map((s) => s.name).filter(Boolean));
 
 describe('docker-compose.yml', () => {
-  it('parses and defines redis, app and runner, each with a named image', () => {
+  it('parses and defines redis, app, runner and the vllm model server, each with a named image', () => {
     expect(doc.errors).toEqual([]);
-    expect(Object.keys(compose.services).sort()).toEqual(['app', 'redis', 'runner']);
+    expect(Object.keys(compose.services).sort()).toEqual(['app', 'redis', 'runner', 'vllm']);
     for (const [name, svc] of Object.entries<any>(compose.services)) expect({ name, image: typeof svc.image }).toEqual({ name, image: 'string' });
   });
 
@@ -42,14 +42,33 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('gives the runner an NVIDIA GPU, the model directory, and the Docker engine with the work dir at the same path', () => {
+  it('gives the vLLM server the GPU, the checkpoint read-only, and the flags FrogNano needs', () => {
+    const vllm = compose.services.vllm;
+    expect(vllm.image).toMatch(/^vllm\/vllm-openai:v\d+\.\d+\.\d+$/);
+    expect(vllm.deploy.resources.reservations.devices).toEqual([expect.objectContaining({ driver: 'nvidia', capabilities: ['gpu'] })]);
+    expect((vllm.volumes as string[]).find((v) => /:\/models(:ro)?$/.test(v))).toMatch(/:ro$/);
+    const flags = (vllm.command as string[]).join(' ');
+    for (const f of ['--enable-prefix-caching', '--enable-auto-tool-choice', '--tool-call-parser qwen3_coder', '--reasoning-parser qwen3', '--enable-prompt-tokens-details']) {
+      expect(flags).toContain(f);
+    }
+    const arg = (name: string) => vllm.command[vllm.command.indexOf(name) + 1];
+    expect(arg('--model')).toMatch(/^\/models\//);
+    expect(Number(arg('--max-model-len'))).toBe(65536); // upstream Leaf's max_context_tokens
+    expect(vllm.healthcheck.test.join(' ')).toContain('/health');
+    expect(vllm.healthcheck.start_period).toBeDefined();
+  });
+
+  it('points the runner at the server by its served name, with several loops sharing it, and the Docker engine with the work dir at the same path', () => {
     const runner = compose.services.runner;
-    const devices = runner.deploy.resources.reservations.devices;
-    expect(devices).toEqual([expect.objectContaining({ driver: 'nvidia', capabilities: ['gpu'] })]);
+    const vllm = compose.services.vllm;
+    expect(runner.deploy).toBeUndefined(); // the GPU belongs to the server
+    expect(runner.environment.FROGNANO_BACKEND).toBe('openai');
+    expect(runner.environment.FROGNANO_OPENAI_BASE_URL).toBe(`http://vllm:${vllm.expose[0]}/v1`);
+    expect(runner.environment.FROGNANO_OPENAI_MODEL).toBe(vllm.command[vllm.command.indexOf('--served-model-name') + 1]);
+    expect(Number(runner.environment.FROGNANO_CONCURRENCY)).toBeGreaterThan(1);
+    expect(Number(runner.environment.FROGNANO_CONCURRENCY)).toBeLessThanOrEqual(Number(vllm.command[vllm.command.indexOf('--max-num-seqs') + 1]));
+    expect(runner.depends_on.vllm.condition).toBe('service_healthy');
     const volumes = runner.volumes as string[];
-    const model = volumes.find((v) => /:\/models(:ro)?$/.test(v));
-    expect(model).toMatch(/:ro$/);
-    expect(runner.environment.FROGNANO_MODEL_DIR.startsWith('/models/')).toBe(true);
     expect(volumes).toContain('/var/run/docker.sock:/var/run/docker.sock');
     const work = runner.environment.FROGNANO_WORK_DIR;
     expect(volumes).toContain(`${work}:${work}`);

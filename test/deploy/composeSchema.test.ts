@@ -42,8 +42,8 @@ describe('docker-compose.yml against the Compose Specification schema', () => {
 
   it('rejects a misspelt key (so the check above means something)', () => {
     const broken = structuredClone(compose);
-    broken.services.runner.deploy.resources.reservations.device = broken.services.runner.deploy.resources.reservations.devices;
-    delete broken.services.runner.deploy.resources.reservations.devices;
+    broken.services.vllm.deploy.resources.reservations.device = broken.services.vllm.deploy.resources.reservations.devices;
+    delete broken.services.vllm.deploy.resources.reservations.devices;
     expect(validate(broken)).toBe(false);
     expect(validate.errors!.some((e) => e.instancePath.endsWith('/reservations') && /additional/.test(e.message ?? ''))).toBe(true);
   });

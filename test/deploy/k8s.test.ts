@@ -80,14 +80,30 @@ describe('Kubernetes manifests', () => {
     const r = byName('Deployment', 'frognano-runner');
     const spec = r.spec.template.spec;
     const runner = spec.containers.find((c: any) => c.name === 'runner');
-    expect(Number(runner.resources.limits['nvidia.com/gpu'])).toBeGreaterThanOrEqual(1);
+    // The GPU and the checkpoint belong to the vLLM sidecar, which the runner reaches on localhost.
+    const vllm = spec.initContainers.find((c: any) => c.name === 'vllm');
+    expect(vllm.restartPolicy).toBe('Always');
+    expect(Number(vllm.resources.limits['nvidia.com/gpu'])).toBe(1);
+    expect(runner.resources.limits['nvidia.com/gpu']).toBeUndefined();
     expect(Object.keys(spec.nodeSelector).length).toBeGreaterThan(0);
     expect(spec.tolerations.some((t: any) => t.key === 'nvidia.com/gpu')).toBe(true);
-    const models = spec.volumes.find((v: any) => runner.volumeMounts.some((m: any) => m.name === v.name && m.mountPath === '/models'));
+    const models = spec.volumes.find((v: any) => vllm.volumeMounts.some((m: any) => m.name === v.name && m.mountPath === '/models'));
     expect(models.persistentVolumeClaim.claimName).toBe('frognano-models');
     expect(byName('PersistentVolumeClaim', 'frognano-models')).toBeDefined();
     const cfg = byName('ConfigMap', 'frognano-config').data;
-    expect(cfg.FROGNANO_MODEL_DIR.startsWith('/models/')).toBe(true);
+    const arg = (name: string) => (vllm.args as string[]).find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+    expect(arg('model')!.startsWith('/models/')).toBe(true);
+    for (const flag of ['--enable-prefix-caching', '--enable-auto-tool-choice', '--tool-call-parser=qwen3_coder', '--reasoning-parser=qwen3']) {
+      expect(vllm.args).toContain(flag);
+    }
+    expect(Number(arg('max-model-len'))).toBe(65536);
+    expect(vllm.startupProbe.httpGet.path).toBe('/health');
+    expect(portDeclared(r, vllm.startupProbe.httpGet.port)).toBe(true);
+    expect(cfg.FROGNANO_BACKEND).toBe('openai');
+    expect(cfg.FROGNANO_OPENAI_BASE_URL).toBe(`http://127.0.0.1:${portNumber(r, vllm.startupProbe.httpGet.port)}/v1`);
+    expect(cfg.FROGNANO_OPENAI_MODEL).toBe(arg('served-model-name'));
+    expect(Number(cfg.FROGNANO_CONCURRENCY)).toBeGreaterThan(1);
+    expect(Number(cfg.FROGNANO_CONCURRENCY)).toBeLessThanOrEqual(Number(arg('max-num-seqs')));
     // docker-in-docker sidecar reachable only through a shared unix socket; the work dir at the same path in both.
     const dind = spec.initContainers.find((c: any) => c.name === 'dind');
     expect(dind.restartPolicy).toBe('Always');
@@ -152,8 +168,8 @@ describe('Kubernetes manifests', () => {
     const names = new Set<string>(Object.keys(cfg));
     for (const w of workloads) for (const c of allContainers(w)) for (const e of c.env ?? []) names.add(e.name);
     const known = envNamesReadByCode();
-    // Read by tools rather than our code: Node, Docker, Probot's server.
-    const external = new Set(['NODE_ENV', 'DOCKER_HOST', 'DOCKER_TLS_CERTDIR', 'HOME', 'TMPDIR', 'HOST', 'PORT', 'APP_ID', 'WEBHOOK_SECRET', 'PRIVATE_KEY_PATH', 'LOG_LEVEL']);
+    // Read by tools rather than our code: Node, Docker, Probot's server, vLLM.
+    const external = new Set(['NODE_ENV', 'DOCKER_HOST', 'DOCKER_TLS_CERTDIR', 'HOME', 'TMPDIR', 'HOST', 'PORT', 'APP_ID', 'WEBHOOK_SECRET', 'PRIVATE_KEY_PATH', 'LOG_LEVEL', 'HF_HUB_OFFLINE']);
     for (const n of names) if (!external.has(n)) expect({ n, readByCode: known.has(n) }).toEqual({ n, readByCode: true });
   });
 });

@@ -5,7 +5,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { OpenAIBackend, estimateTokens, type OpenAIBackendOptions } from '../../src/inference/openai.js';
-import { ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
+import type { RetryInfo } from '../../src/inference/retry.js';
+import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
+
+const esc = (s: string) => s.replace(/[/.?*+()[\]{}|^$\\]/g, '\\$&');
 
 interface Recorded {
   method: string;
@@ -15,12 +18,16 @@ interface Recorded {
 }
 type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>;
 
-/** A scripted server: each request takes the next handler (the last one repeats). */
+/**
+ * A scripted server: each request takes the next handler (the last one repeats). The backend's context-length
+ * discovery (GET /v1/models, /props) gets a 404 and is not recorded unless `answerDiscovery` is set.
+ */
 class FakeServer {
   readonly requests: Recorded[] = [];
   private handlers: Handler[] = [];
   private readonly server: Server;
   url = '';
+  answerDiscovery = false;
 
   constructor() {
     this.server = createServer((req, res) => {
@@ -29,6 +36,9 @@ class FakeServer {
       req.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
         const rec: Recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: text ? JSON.parse(text) : undefined };
+        if (!this.answerDiscovery && rec.method === 'GET' && (rec.path === '/v1/models' || rec.path === '/props')) {
+          return json(res, 404, { detail: 'Not Found' });
+        }
         this.requests.push(rec);
         const handler = this.handlers.length > 1 ? this.handlers.shift()! : this.handlers[0];
         if (!handler) return json(res, 500, { error: { message: 'no handler scripted' } });
@@ -40,6 +50,7 @@ class FakeServer {
   script(...handlers: Handler[]): void {
     this.handlers = handlers;
     this.requests.length = 0;
+    this.answerDiscovery = false;
   }
 
   async start(): Promise<void> {
@@ -127,6 +138,7 @@ function backend(extra: Partial<OpenAIBackendOptions> = {}): OpenAIBackend {
     model: 'frognano-4b',
     retry: { baseDelayMs: 10, maxDelayMs: 40 },
     random: () => 0.5,
+    stream: false,
     ...extra,
   });
 }
@@ -183,10 +195,13 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
       ],
       tools: TOOLS,
       tool_choice: 'auto',
+      parallel_tool_calls: true,
       max_tokens: 8192,
       temperature: 0.6,
       top_p: 0.95,
       top_k: 20,
+      min_p: 0,
+      repetition_penalty: 1,
       seed: 7,
       stop: ['<|im_end|>'],
     });
@@ -195,17 +210,26 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
       role: 'assistant',
       content: 'Running the tests.',
       reasoning: 'The assertion is wrong.',
-      tool_calls: [{ id: 'chatcmpl-tool-9', name: 'Bash', arguments: { command: 'npm test', timeout: 60 } }],
+      tool_calls: [{ id: 'chatcmpl-tool-9', name: 'Bash', arguments: { command: 'npm test', timeout: 60 }, argumentsText: '{"command": "npm test", "timeout": 60}' }],
     });
     expect(result.finishReason).toBe('tool_calls');
     expect(result).toMatchObject({ promptTokens: 1500, prefillTokens: 476, completionTokens: 55, parseErrors: [] });
     expect(result.elapsedMs).toBeGreaterThan(0);
   });
 
-  test('no tools: no tools/tool_choice fields; greedy by default', async () => {
+  test("no tools: no tools/tool_choice fields; upstream Leaf's eval sampling when the caller sets none", async () => {
     server.script((_req, res) => json(res, 200, completion({ content: 'Done.' })));
     const result = await backend().generate([{ role: 'user', content: 'hi' }], []);
-    expect(server.requests[0]!.body).toEqual({ model: 'frognano-4b', messages: [{ role: 'user', content: 'hi' }], temperature: 0 });
+    expect(server.requests[0]!.body).toEqual({
+      model: 'frognano-4b',
+      messages: [{ role: 'user', content: 'hi' }],
+      temperature: 0.6,
+      top_p: 0.95,
+      top_k: 20,
+      min_p: 0,
+      repetition_penalty: 1,
+      chat_template_kwargs: { enable_thinking: true },
+    });
     expect(server.requests[0]!.headers.authorization).toBeUndefined();
     expect(result.message).toEqual({ role: 'assistant', content: 'Done.' });
     expect(result.finishReason).toBe('stop');
@@ -248,9 +272,15 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
     expect(first.parseErrors).toEqual([expect.stringMatching(/^Malformed tool call #1: missing <function=\.\.\.> after <tool_call>/)]);
     expect(first.finishReason).toBe('stop');
 
+    // Server-parsed calls whose arguments are not a JSON object run as {} (upstream Leaf's rule): the tool answers
+    // with its own error, and the text the server sent is kept for the trajectory.
     const second = await backend().generate(HISTORY, TOOLS);
-    expect(second.message.tool_calls).toEqual([{ id: 'c2', name: 'Read', arguments: { file_path: 'a' } }]);
-    expect(second.parseErrors).toEqual([expect.stringMatching(/^Malformed tool call #1 \(Bash\): arguments are not valid JSON/)]);
+    expect(second.message.tool_calls).toEqual([
+      { id: 'c1', name: 'Bash', arguments: {}, argumentsText: '{"command": "ls"' },
+      { id: 'c2', name: 'Read', arguments: { file_path: 'a' }, argumentsText: '{"file_path": "a"}' },
+    ]);
+    expect(second.parseErrors).toEqual([]);
+    expect(second.finishReason).toBe('tool_calls');
   });
 
   test('finish_reason length is reported; missing usage falls back to an estimate', async () => {
@@ -280,12 +310,14 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
       (_req, res) => json(res, 429, { error: { message: 'Too many requests' } }, { 'retry-after': '1' }),
       (_req, res) => json(res, 200, completion({ content: 'ok' })),
     );
-    const retries: { retry: number; delayMs: number; reason: string }[] = [];
+    const retries: RetryInfo[] = [];
     const started = Date.now();
     const result = await backend({ onRetry: (r) => retries.push(r) }).generate(HISTORY, TOOLS);
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     expect(result.message.content).toBe('ok');
-    expect(retries).toEqual([{ retry: 1, delayMs: 1000, reason: `${server.url} answered 429 Too Many Requests: Too many requests.` }]);
+    expect(retries).toEqual([
+      { retry: 1, maxRetries: 12, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 429 Too Many Requests: Too many requests.` },
+    ]);
     expect(server.requests).toHaveLength(2);
   });
 
@@ -302,12 +334,22 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     expect(delays).toEqual([8, 15]);
   });
 
-  test('persistent 500 gives up after maxRetries with the server message', async () => {
-    server.script((_req, res) => json(res, 500, { object: 'error', message: 'CUDA out of memory' }));
+  test('persistent 503 gives up after maxRetries with the server message', async () => {
+    server.script((_req, res) => json(res, 503, { object: 'error', message: 'CUDA out of memory' }));
     const err = await rejection(backend({ maxRetries: 2 }).generate(HISTORY, TOOLS));
-    expect(err.message).toBe(`${server.url} answered 500 Internal Server Error: CUDA out of memory. (gave up after 3 attempts)`);
+    expect(err.message).toMatch(
+      new RegExp(`^${esc(server.url)} answered 503 Service Unavailable: CUDA out of memory\\. \\(gave up after 3 attempts in \\d\\.\\d s\\)$`),
+    );
     expect(err.retryable).toBe(true);
     expect(server.requests).toHaveLength(3);
+  });
+
+  test('the same 500 twice is a deterministic answer: no third attempt', async () => {
+    server.script((_req, res) => json(res, 500, { object: 'error', message: 'CUDA out of memory' }));
+    const err = await rejection(backend({ maxRetries: 5 }).generate(HISTORY, TOOLS));
+    expect(err.message).toBe(`${server.url} answered 500 Internal Server Error: CUDA out of memory. (the same error twice: not retried further)`);
+    expect(err.retryable).toBe(false);
+    expect(server.requests).toHaveLength(2);
   });
 
   test('4xx is not retried; the message carries the server reason, a hint, and never the key', async () => {
@@ -321,9 +363,16 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     expect(err.message).toMatch(/answered 401 Unauthorized: invalid key .*Check FROGNANO_OPENAI_API_KEY\.$/);
     expect(err.message).not.toContain(key);
 
+    server.script((_req, res) => json(res, 400, { error: { message: 'Unknown field: frobnicate' } }));
+    const bad = await rejection(backend().generate(HISTORY, TOOLS));
+    expect(bad.message).toBe(`${server.url} answered 400 Bad Request: Unknown field: frobnicate.`);
+    expect(server.requests).toHaveLength(1);
+
+    // A server message that ends in a period is not given a second one.
     server.script((_req, res) => json(res, 400, { error: { message: "This model's maximum context length is 131072 tokens." } }));
     const tooLong = await rejection(backend().generate(HISTORY, TOOLS));
-    expect(tooLong.message).toBe(`${server.url} answered 400 Bad Request: This model's maximum context length is 131072 tokens..`);
+    expect(tooLong).toBeInstanceOf(ContextOverflowError);
+    expect(tooLong.message).toBe(`${server.url} answered 400 Bad Request: This model's maximum context length is 131072 tokens.`);
     expect(server.requests).toHaveLength(1);
   });
 
@@ -348,7 +397,7 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     const reasons: string[] = [];
     const b = new OpenAIBackend({ baseUrl: url, model: 'm', maxRetries: 1, retry: { baseDelayMs: 5 }, onRetry: (r) => reasons.push(r.reason) });
     const err = await rejection(b.generate(HISTORY, TOOLS));
-    expect(err.message).toMatch(new RegExp(`^cannot reach ${url.replace(/[/.]/g, '\\$&')}: ECONNREFUSED.*\\(gave up after 2 attempts\\)$`));
+    expect(err.message).toMatch(new RegExp(`^cannot reach ${esc(url)}: ECONNREFUSED.*\\. \\(gave up after 2 attempts in .* s\\)$`));
     expect(reasons).toHaveLength(1);
   });
 
@@ -409,8 +458,8 @@ describe('OpenAIBackend streaming (SSE)', () => {
       content: 'Running them.',
       reasoning: 'Need to run tests.',
       tool_calls: [
-        { id: 'call_s1', name: 'Bash', arguments: { command: 'npm test' } },
-        { id: 'call_s2', name: 'Read', arguments: { file_path: 'a' } },
+        { id: 'call_s1', name: 'Bash', arguments: { command: 'npm test' }, argumentsText: expect.any(String) },
+        { id: 'call_s2', name: 'Read', arguments: { file_path: 'a' }, argumentsText: expect.any(String) },
       ],
     });
     expect(result).toMatchObject({ finishReason: 'tool_calls', promptTokens: 900, prefillTokens: 100, completionTokens: 30 });
@@ -495,9 +544,11 @@ describe('OpenAIBackend.countTokens and ping', () => {
     });
     const b = backend();
     expect(await b.countTokens([{ role: 'user', content: 'hi' }], [])).toBe(7);
-    // The working method is remembered: the next count goes straight to it.
+    // The working method is remembered: the next count goes straight to it (the same prompt is not asked twice).
     server.requests.length = 0;
     expect(await b.countTokens([{ role: 'user', content: 'hi' }], [])).toBe(7);
+    expect(server.requests).toHaveLength(0);
+    expect(await b.countTokens([{ role: 'user', content: 'hello' }], [])).toBe(7);
     expect(server.requests.map((r) => r.path)).toEqual(['/apply-template', '/tokenize']);
   });
 
@@ -514,6 +565,7 @@ describe('OpenAIBackend.countTokens and ping', () => {
     server.script((req, res) =>
       json(res, 200, { object: 'list', data: [{ id: 'frognano-4b', object: 'model', max_model_len: 131072 }, { id: 'other' }] }),
     );
+    server.answerDiscovery = true;
     const ok = await backend({ apiKey: 'sk-ping-1234567890' }).ping();
     expect(ok).toEqual({ ok: true, models: ['frognano-4b', 'other'], message: `${server.url} serves "frognano-4b", context 131072 tokens.` });
     expect(server.requests[0]).toMatchObject({ method: 'GET', path: '/v1/models' });

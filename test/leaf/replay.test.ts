@@ -3,7 +3,12 @@ import path from 'node:path';
 import { ReplayBackend, REPLAY_EXHAUSTED_MESSAGE, renderRawTurn } from '../../src/inference/replay.js';
 import { ModelError, type ChatMessage } from '../../src/inference/types.js';
 import { LEAF_TOOLS } from '../../src/leaf/tools.js';
-import { removeDir, tempDir } from './helpers.js';
+import { runLeaf } from '../../src/leaf/loop.js';
+import { serializeTrajectory } from '../../src/leaf/trajectory.js';
+import { LocalSandbox } from '../../src/sandbox/local.js';
+import { isolateHome, makeRepo, removeDir, SAMPLE_FILES, tempDir } from './helpers.js';
+
+isolateHome();
 
 const prompt: ChatMessage[] = [
   { role: 'system', content: 'You are an agent.' },
@@ -102,7 +107,12 @@ describe('ReplayBackend', () => {
     );
     const b2 = await ReplayBackend.fromFile(pyFile);
     const r = await b2.generate(prompt, []);
-    expect(r.message).toEqual({ role: 'assistant', content: '', reasoning: 'hmm', tool_calls: [{ id: 'call_x', name: 'Bash', arguments: { command: 'ls' } }] });
+    expect(r.message).toEqual({
+      role: 'assistant',
+      content: '',
+      reasoning: 'hmm',
+      tool_calls: [{ id: 'call_x', name: 'Bash', arguments: { command: 'ls' }, argumentsText: '{"command": "ls"}' }],
+    });
     expect((await b2.generate(prompt, [])).message.content).toBe('done');
   });
 
@@ -116,6 +126,27 @@ describe('ReplayBackend', () => {
     await writeFile(bad, JSON.stringify({ hello: 'world' }));
     await expect(ReplayBackend.fromFile(bad)).rejects.toThrow(/expected \{"turns": \[...\]\} or a trajectory/);
     expect(() => ReplayBackend.fromTurns([{ content: 'x', delay_ms: -1 }])).toThrow(/delay_ms/);
+  });
+
+  it('replays a stored trajectory into the same conversation, arguments text included', async () => {
+    const repo = await makeRepo(SAMPLE_FILES);
+    try {
+      const first = await runLeaf({
+        sandbox: new LocalSandbox(repo),
+        backend: ReplayBackend.fromTurns([
+          { reasoning: 'look', content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md', limit: 1 } }, { name: 'Glob', arguments: { pattern: '*.md' } }] },
+          { content: 'done' },
+        ]),
+        task: { title: 'T', body: 'B' },
+      });
+      const file = path.join(dir, 'trajectory.json');
+      await writeFile(file, serializeTrajectory(first));
+      const again = await runLeaf({ sandbox: new LocalSandbox(repo), backend: await ReplayBackend.fromFile(file), task: { title: 'T', body: 'B' } });
+      expect(again.messages).toEqual(first.messages);
+      expect(again.exit_reason).toBe('agent');
+    } finally {
+      await removeDir(repo);
+    }
   });
 
   it('renders non-string arguments as JSON in the raw turn', () => {

@@ -1,52 +1,69 @@
 import { ReplayBackend } from '../../src/inference/replay.js';
 import { runLeaf } from '../../src/leaf/loop.js';
 import { LEAF_TOOLS } from '../../src/leaf/tools.js';
-import { renderTrajectoryMarkdown, serializeTrajectory, type Trajectory, type TrajectoryStep } from '../../src/leaf/trajectory.js';
+import { renderTrajectoryMarkdown, serializeTrajectory, TrajectoryFileSchema, trajectoryFromFile, type StepFacts, type Trajectory, type TrajectoryStep } from '../../src/leaf/trajectory.js';
 import { LocalSandbox } from '../../src/sandbox/local.js';
 import { registerSecret, forgetSecret } from '../../src/util/redact.js';
 import { isolateHome, makeRepo, removeDir, SAMPLE_FILES } from './helpers.js';
 
 isolateHome();
 
-function step(i: number, observation: string, extra: Partial<TrajectoryStep> = {}): TrajectoryStep {
+interface Step {
+  step: TrajectoryStep;
+  facts: StepFacts;
+}
+
+function step(i: number, observation: string): Step {
   const id = `call_${i}`;
   return {
-    step: i,
-    assistant: {
-      role: 'assistant',
-      content: `Turn ${i} thinking out loud. `.repeat(50),
-      reasoning: 'r'.repeat(3000),
-      tool_calls: [{ id, name: 'Bash', arguments: { command: `make test-${i}` } }],
+    step: {
+      step: i,
+      assistant: {
+        role: 'assistant',
+        content: `Turn ${i} thinking out loud. `.repeat(50),
+        reasoning_content: 'r'.repeat(3000),
+        tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: JSON.stringify({ command: `make test-${i}` }) } }],
+      },
+      observations: [{ tool: 'Bash', observation }],
     },
-    observations: [{ tool_call_id: id, tool: 'Bash', observation, is_error: false, elapsed_ms: 5 }],
-    parse_errors: [],
-    finish_reason: 'tool_calls',
-    prompt_tokens: 1000 * i,
-    completion_tokens: 50,
-    generate_ms: 1500,
-    tools_ms: 5,
-    ...extra,
+    facts: {
+      finish_reason: 'tool_calls',
+      prompt_tokens: 1000 * i,
+      completion_tokens: 50,
+      generate_ms: 1500,
+      tools_ms: 5,
+      parse_errors: [],
+      observations: [{ tool_call_id: id, is_error: false, elapsed_ms: 5 }],
+    },
   };
 }
 
-function trajectory(steps: TrajectoryStep[], patch = ''): Trajectory {
+function trajectory(steps: Step[], patch = ''): Trajectory {
   return {
     trajectory_format: 'leaf-function-calling',
     trajectory_id: 't1',
-    task: { title: 'Fix the build', body: 'It fails.', repo: 'acme/calc', issueNumber: 3 },
-    model: { backend: 'replay', model: 'replay:test' },
+    instance_id: 'acme__calc-3',
+    seed: 42,
     messages: [],
     tools: LEAF_TOOLS,
-    steps,
+    steps: steps.map((s) => s.step),
     n_steps: steps.length,
     exit_reason: 'agent',
     error: null,
     final_message: 'Done: fixed the build.',
     context_tokens: 12345,
-    total_completion_tokens: 678,
     elapsed_sec: 93.4,
-    started_at: new Date(0).toISOString(),
     output_patch: patch,
+    partial: false,
+    frognano: {
+      task: { title: 'Fix the build', body: 'It fails.', repo: 'acme/calc', issueNumber: 3 },
+      model: { backend: 'replay', model: 'replay:test' },
+      sampling: {},
+      started_at: new Date(0).toISOString(),
+      total_completion_tokens: 678,
+      context_budget: 65536,
+      steps: steps.map((s) => s.facts),
+    },
   };
 }
 
@@ -73,7 +90,9 @@ describe('renderTrajectoryMarkdown', () => {
 
   it('escapes HTML in summaries and keeps model text out of the rendered Markdown', () => {
     const s = step(0, 'ok');
-    s.assistant.tool_calls = [{ id: 'call_0', name: 'Bash', arguments: { command: 'echo "</summary><img src=x onerror=alert(1)> @octocat"' } }];
+    s.step.assistant.tool_calls = [
+      { id: 'call_0', type: 'function', function: { name: 'Bash', arguments: JSON.stringify({ command: 'echo "</summary><img src=x onerror=alert(1)> @octocat"' }) } },
+    ];
     const md = renderTrajectoryMarkdown(trajectory([s]));
     expect(md).toContain('&lt;/summary&gt;&lt;img src=x');
     // Outside code blocks (where GitHub renders HTML) there is no raw tag from the model.
@@ -131,9 +150,61 @@ describe('secrets in trajectories', () => {
         expect(text).not.toContain('hunter2');
         expect(text).toContain('[REDACTED]');
       }
-      expect(JSON.parse(serializeTrajectory(t)).exit_reason).toBe('agent');
+      const stored = JSON.parse(serializeTrajectory(t)) as unknown;
+      expect(TrajectoryFileSchema.parse(stored).exit_reason).toBe('agent');
     } finally {
       forgetSecret(registered);
     }
+  });
+});
+
+describe('trajectory format', () => {
+  it("has upstream Leaf's top-level keys, in upstream's order, and this project's facts under one key", async () => {
+    const repo = await makeRepo(SAMPLE_FILES);
+    try {
+      const t = await runLeaf({
+        sandbox: new LocalSandbox(repo),
+        backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] }, { content: 'done' }]),
+        task: { title: 't', body: 'b' },
+      });
+      expect(Object.keys(JSON.parse(serializeTrajectory(t)) as object)).toEqual([
+        'trajectory_format', 'trajectory_id', 'instance_id', 'seed', 'messages', 'tools', 'steps', 'n_steps', 'exit_reason',
+        'error', 'final_message', 'context_tokens', 'elapsed_sec', 'output_patch', 'partial', 'frognano',
+      ]);
+    } finally {
+      await removeDir(repo);
+    }
+  });
+
+  it("reads a trajectory written by upstream Leaf (no 'frognano' key)", () => {
+    const upstream = {
+      trajectory_format: 'leaf-function-calling',
+      trajectory_id: 'a'.repeat(32),
+      instance_id: 'django__django-11099',
+      seed: 42,
+      messages: [
+        { role: 'system', content: 'S' },
+        { role: 'user', content: 'U' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } }], reasoning_content: 'hm' },
+        { role: 'tool', tool_call_id: 'c1', content: 'a\n1. x' },
+        { role: 'assistant', content: 'done' },
+      ],
+      tools: LEAF_TOOLS,
+      steps: [
+        { step: 0, assistant: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } }] }, observations: [{ tool: 'Read', observation: 'a\n1. x' }] },
+        { step: 1, assistant: { role: 'assistant', content: 'done' }, observations: [] },
+      ],
+      n_steps: 2,
+      exit_reason: 'agent',
+      error: null,
+      final_message: 'done',
+      context_tokens: 100,
+      elapsed_sec: 1.5,
+      output_patch: '',
+      partial: false,
+    };
+    const parsed = TrajectoryFileSchema.parse(upstream);
+    expect(parsed.steps[0].assistant.tool_calls![0].function.arguments).toBe('{"file_path": "a"}');
+    expect(renderTrajectoryMarkdown(trajectoryFromFile(parsed))).toContain('Read <code>a</code>');
   });
 });

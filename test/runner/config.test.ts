@@ -27,4 +27,12 @@ describe('runnerConfigFromEnv', () => {
     expect(() => runnerConfigFromEnv({ ...base, FROGNANO_GIT_BASE_URL: 'ssh://x' })).toThrow(/FROGNANO_GIT_BASE_URL must start with/);
     expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY_PATH: '/nonexistent/key.pem' })).toThrow('PRIVATE_KEY_PATH: cannot read /nonexistent/key.pem: ENOENT');
   });
+
+  it("reads sampling overrides of upstream Leaf's eval settings, naming a bad variable", () => {
+    expect(runnerConfigFromEnv(base).sampling).toEqual({});
+    const c = runnerConfigFromEnv({ ...base, FROGNANO_TEMPERATURE: '0', FROGNANO_TOP_K: '40', FROGNANO_SEED: '7', FROGNANO_ENABLE_THINKING: 'false' });
+    expect(c.sampling).toEqual({ temperature: 0, topK: 40, seed: 7, enableThinking: false });
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_TOP_P: '1.5' })).toThrow(/^runner configuration: FROGNANO_TOP_P must be a number above 0, at most 1/);
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_PARALLEL_TOOL_CALLS: 'maybe' })).toThrow(/FROGNANO_PARALLEL_TOOL_CALLS must be true or false/);
+  });
 });

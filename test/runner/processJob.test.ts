@@ -190,6 +190,15 @@ describe('processJob', () => {
     expect(gh.statusBodies().at(-1)).toContain('the turn limit was reached');
   });
 
+  it('says plainly when every turn ended in malformed tool-call markup, never "the model finished"', async () => {
+    await setup([{ content: '<tool_call>\n<function=Write>', tool_calls: [], parse_errors: ['Malformed tool call #1: no closing </function>'] }]);
+    const result = await processJob(handle(), ctx, new AbortController().signal);
+    expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'agent' });
+    expect(result.reason).toContain("every turn ended in malformed tool-call markup: check the model server's tool parser");
+    expect(gh.statusBodies().at(-1)).toContain('malformed tool-call markup');
+    expect(gh.statusBodies().at(-1)).not.toMatch(/the model finished/i);
+  });
+
   it('refuses a change to .github/workflows and pushes nothing', async () => {
     await setup([
       { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: '.github/workflows/ci.yml', content: 'on: push\n' } }] },

@@ -48,4 +48,28 @@ describe('ProgressReporter', () => {
     expect(errors).toHaveLength(1);
     expect((errors[0] as Error).message).toBe('redis down');
   });
+  it('tells the issue that the model server is retrying, without the backend\'s words (they can name internal URLs)', async () => {
+    let now = 0;
+    const comments: RunnerProgress[] = [];
+    const r = new ProgressReporter(
+      { runner: 'r1', phase: 'solving' },
+      { job: async () => undefined, comment: async (p) => void comments.push(p) },
+      { commentEveryMs: 10_000, now: () => now },
+    );
+    const retry = (n: number) =>
+      r.onEvent({
+        type: 'model_retry',
+        turn: 3,
+        retry: { retry: n, maxRetries: 12, delayMs: 2000, elapsedMs: 1000, reason: 'http://vllm.internal:8000/v1 returned 503.' },
+      });
+    now = 1000;
+    retry(1); // the first retry is shown at once, even though a comment was written less than 10 s ago
+    now = 2000;
+    retry(2); // later ones wait for the comment interval
+    await r.close();
+    expect(comments.map((p) => p.detail)).toEqual(['The model server is not answering; retry 1 of 12.']);
+    expect(r.progress.detail).toBe('The model server is not answering; retry 2 of 12.');
+    expect(JSON.stringify(comments)).not.toContain('vllm.internal');
+  });
 });
+

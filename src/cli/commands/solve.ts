@@ -1,10 +1,11 @@
 import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createBackend, OpenAIBackend, type BackendConfig } from '../../inference/index.js';
+import { createBackend, describeRetry, OpenAIBackend, type BackendConfig } from '../../inference/index.js';
 import type { ModelBackend } from '../../inference/types.js';
 import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
 import { solve, type SolveResult } from '../../leaf/solve.js';
-import { EXIT_REASON_TEXT } from '../../leaf/trajectory.js';
+import { describeExit, endedInMalformedCalls } from '../../leaf/trajectory.js';
+import { samplingFromFlags, type Sampling } from '../../leaf/sampling.js';
 import { checkSandbox, createSandbox, resolveSandboxConfig, sandboxConfigFromEnv, type SandboxConfig } from '../../sandbox/index.js';
 import { assertSandboxKind, parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
 import { renderDiffStat } from '../diffStat.js';
@@ -33,6 +34,15 @@ const OPTIONS = {
   'max-new-tokens': { type: 'string' },
   'context-tokens': { type: 'string' },
   'bash-timeout': { type: 'string' },
+  // Sampling overrides of upstream's eval settings (src/leaf/sampling.ts).
+  temperature: { type: 'string' },
+  'top-p': { type: 'string' },
+  'top-k': { type: 'string' },
+  'min-p': { type: 'string' },
+  'repetition-penalty': { type: 'string' },
+  seed: { type: 'string' },
+  thinking: { type: 'string' },
+  'parallel-tool-calls': { type: 'string' },
   setup: { type: 'string', multiple: true },
   test: { type: 'string', multiple: true },
   out: { type: 'string' },
@@ -77,6 +87,8 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
     );
   }
   const limits = limitsFromFlags(values);
+  const sampling = samplingOrUsageError(values);
+  const toolEnv = toolEnvFromFlags(values);
   const githubRef = values.github !== undefined ? parseIssueRef(values.github, 'solve') : undefined;
   assertSandboxKind(values.sandbox, 'solve');
   const backendCfg = backendConfigFromFlags(values, io.env, io.cwd, 'solve');
@@ -91,7 +103,7 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
   const task = await loadTask(values, githubRef, io);
   const out = await prepareOutDir({ out: values.out, cwd: io.cwd, sourceDir: repo.dir });
   try {
-    return await runInOutDir(values, io, { repo, backendCfg, sandboxCfg, task, limits, out });
+    return await runInOutDir(values, io, { repo, backendCfg, sandboxCfg, task, limits, sampling, toolEnv, out });
   } finally {
     // A run that never started leaves no empty result directory behind.
     await rmdir(out.dir).catch(() => undefined);
@@ -107,10 +119,12 @@ async function runInOutDir(
     sandboxCfg: ConcreteSandboxConfig;
     task: IssueTask;
     limits: Partial<LeafLimits>;
+    sampling: Partial<Sampling>;
+    toolEnv: Record<string, string>;
     out: { dir: string; movedFromCwd: boolean };
   },
 ): Promise<number> {
-  const { repo, backendCfg, sandboxCfg, task, limits, out } = ctx;
+  const { repo, backendCfg, sandboxCfg, task, limits, sampling, toolEnv, out } = ctx;
 
   const progress = new ProgressReporter(io.stderr, { tty: Boolean(io.stderr.isTTY), columns: io.stderr.columns });
   if (sandboxCfg.kind === 'local') progress.note('warning: local sandbox: the model\'s commands run on this machine with no isolation (use docker or bwrap for untrusted code)');
@@ -121,7 +135,10 @@ async function runInOutDir(
   progress.phase(`loading model: ${describeBackend(backendCfg)}`);
   let backend: ModelBackend;
   try {
-    backend = await createBackend(backendCfg);
+    backend = await createBackend(backendCfg, {
+      onRetry: (retry) => progress.note(describeRetry(retry)),
+      onWarning: (message) => progress.note(`warning: ${message}`),
+    });
   } catch (err) {
     progress.stop();
     throw setupError(`could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`, 'run `frognano doctor` with the same model options for details');
@@ -161,6 +178,8 @@ async function runInOutDir(
       backend,
       task,
       limits,
+      sampling,
+      toolEnv,
       setupCommands: values.setup ?? [],
       testCommands: values.test ?? [],
       outDir: out.dir,
@@ -200,13 +219,27 @@ function limitsFromFlags(v: Values): Partial<LeafLimits> {
   if (v['max-new-tokens'] !== undefined) limits.maxNewTokens = parsePositiveInt('max-new-tokens', v['max-new-tokens'], 'solve');
   if (v['context-tokens'] !== undefined) limits.contextTokens = parsePositiveInt('context-tokens', v['context-tokens'], 'solve');
   if (v['wall-time'] !== undefined) limits.wallTimeMs = parseDuration('wall-time', v['wall-time'], 'solve');
-  if (v['bash-timeout'] !== undefined) limits.bashTimeoutMs = parseDuration('bash-timeout', v['bash-timeout'], 'solve');
   try {
     resolveLimits(limits);
   } catch (err) {
     throw new UsageError((err as Error).message, 'solve');
   }
   return limits;
+}
+
+function samplingOrUsageError(v: Values): Partial<Sampling> {
+  try {
+    return samplingFromFlags(v);
+  } catch (err) {
+    throw new UsageError((err as Error).message, 'solve');
+  }
+}
+
+/** --bash-timeout is upstream's LEAF_BASH_TIMEOUT_SEC: the Bash timeout when the model gives none. */
+function toolEnvFromFlags(v: Values): Record<string, string> {
+  if (v['bash-timeout'] === undefined) return {};
+  const ms = parseDuration('bash-timeout', v['bash-timeout'], 'solve');
+  return { LEAF_BASH_TIMEOUT_SEC: String(Math.max(1, Math.round(ms / 1000))) };
 }
 
 type ConcreteSandboxConfig = Awaited<ReturnType<typeof resolveSandboxConfig>>;
@@ -257,8 +290,8 @@ function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
   const verdict =
     code === EXIT.OK ? 'Patch produced' : code === EXIT.NO_PATCH ? 'No patch' : code === EXIT.INTERRUPTED ? 'Interrupted' : 'Run failed';
   lines.push(
-    `${verdict}: ${EXIT_REASON_TEXT[t.exit_reason] ?? t.exit_reason} after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'} in ` +
-      `${formatDuration(t.elapsed_sec * 1000)} (${formatTokens(t.context_tokens)} tokens in context, ${formatTokens(t.total_completion_tokens)} generated).`,
+    `${verdict}: ${describeExit(t)} after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'} in ` +
+      `${formatDuration(t.elapsed_sec * 1000)} (${formatTokens(t.context_tokens)} tokens in context, ${formatTokens(t.frognano.total_completion_tokens)} generated).`,
   );
   if (t.error) lines.push(`Error: ${oneLine(t.error, 500)}`);
   if (r.patch.trim()) {
@@ -290,7 +323,8 @@ function summaryJson(r: SolveResult, code: ExitCode, outDir: string, model: stri
     turns: t.n_steps,
     elapsedSec: t.elapsed_sec,
     contextTokens: t.context_tokens,
-    completionTokens: t.total_completion_tokens,
+    completionTokens: t.frognano.total_completion_tokens,
+    exitSummary: describeExit(t),
     model,
     sandbox,
     baseCommit: r.baseCommit,

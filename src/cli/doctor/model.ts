@@ -42,9 +42,14 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
   try {
     if (backend instanceof OpenAIBackend) {
       const ping = await backend.ping();
-      return ping.ok
-        ? check.ok(NAME, ping.message)
-        : check.fail(NAME, ping.message, 'start the server or fix --endpoint / --model (FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL)');
+      if (!ping.ok) {
+        return check.fail(NAME, ping.message, 'start the server or fix --endpoint / --model (FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL)');
+      }
+      // The loop needs parsed tool calls: a server without its tool parser fails here, naming the flags.
+      const tools = await backend.probeToolCalls();
+      return tools.ok
+        ? check.ok(NAME, `${ping.message.replace(/\.$/, '')}; ${tools.message}`)
+        : check.fail(NAME, tools.message, 'restart the model server with the flags named (see README "Using an OpenAI-compatible endpoint")');
     }
     if (cfg.kind === 'replay') return check.ok(NAME, `${what}: script parses`);
     const gen = await backend.generate(PROBE, [], { maxNewTokens: 1 });
