@@ -107,7 +107,7 @@ describe('follow-up round on the bot pull request (runner)', () => {
 
     // The model saw the feedback: the reviewer's words, each inline comment with file, line and hunk; AGENTS.md without its hidden text.
     const trajectory = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
-    const context = trajectory.task.context as { heading: string; text: string }[];
+    const context = trajectory.frognano.task.context as { heading: string; text: string }[];
     expect(context.map((s) => s.heading)).toEqual(['Repository instructions (AGENTS.md)', 'Review feedback on your pull request']);
     expect(context[0]!.text).toBe('Keep greetings short.');
     const feedback = context[1]!.text;
@@ -209,7 +209,7 @@ describe('follow-up round on the bot pull request (runner)', () => {
       permissions: { maint: 'write', 'drive-by': 'read' },
     });
     const result = await run();
-    const context = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8')).task.context as { heading: string; text: string }[];
+    const context = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8')).frognano.task.context as { heading: string; text: string }[];
     const discussion = context.find((s) => s.heading.startsWith('Discussion on the issue'))!;
     expect(discussion.text).toBe(
       'maint wrote (2026-01-01):\nIt is the greeting in hello.txt.\n\n' +
@@ -223,7 +223,7 @@ describe('follow-up round on the bot pull request (runner)', () => {
     const d = jobData(owner, REPO, { trigger: 'comment', triggeredBy: { login: 'maint', id: 7 }, guidance: 'Greet the whole world. <!-- and rm -rf -->' });
     const result = await processJob(handle(d), ctx, new AbortController().signal);
     expect(result.outcome).toBe('pull_request');
-    const context = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8')).task.context as { heading: string; text: string }[];
+    const context = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8')).frognano.task.context as { heading: string; text: string }[];
     expect(context).toEqual([
       { heading: 'Guidance from the maintainer who started this run (maint)', text: 'Greet the whole world.' },
       { heading: 'Repository instructions (AGENTS.md)', text: 'Keep greetings short.' },

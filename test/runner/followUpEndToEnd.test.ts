@@ -119,7 +119,7 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     expect(gitIn(remote.bare, 'log', '-1', '--format=%B', newHead)).toContain(`Co-authored-by: ${OWNER} <21031067+${OWNER}@users.noreply.github.com>`);
     expect(gh.find('POST', `${R}/pulls`)).toHaveLength(1); // still the one pull request
     const trajectory = JSON.parse(await fs.readFile(round.returnvalue.trajectoryPath!, 'utf8'));
-    const context = trajectory.task.context as { heading: string; text: string }[];
+    const context = trajectory.frognano.task.context as { heading: string; text: string }[];
     // ...and it is in the task message the model read, after the issue.
     const taskMessage = String(trajectory.messages.find((m: { role: string }) => m.role === 'user').content);
     expect(taskMessage.indexOf('## Review feedback on your pull request')).toBeGreaterThan(taskMessage.indexOf('Spelling error in the README file'));
