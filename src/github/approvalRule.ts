@@ -25,11 +25,22 @@ export function approvalCounts(rule: ApprovalRule, login: string): boolean {
   return !rule.notBy || rule.notBy !== login.toLowerCase();
 }
 
-/** The rule recorded on the latest approval check of `headSha` (none found: no rule, anyone with write access). */
+/** The rule recorded on the latest approval check of `headSha`, and that check's id (none found: no rule). */
 export async function approvalRuleFor(
-  octokit: { rest: { checks: { listForRef(p: { owner: string; repo: string; ref: string; check_name: string; filter: 'latest' }): Promise<{ data: { check_runs: { external_id?: string | null }[] } }> } } },
+  octokit: { rest: { checks: { listForRef(p: { owner: string; repo: string; ref: string; check_name: string; filter: 'latest' }): Promise<{ data: { check_runs: { id: number; external_id?: string | null }[] } }> } } },
   o: { owner: string; repo: string; headSha: string; checkName: string },
-): Promise<ApprovalRule> {
+): Promise<ApprovalRule & { checkRunId?: number }> {
   const { data } = await octokit.rest.checks.listForRef({ owner: o.owner, repo: o.repo, ref: o.headSha, check_name: o.checkName, filter: 'latest' });
-  return parseApprovalExternalId(data.check_runs[0]?.external_id);
+  const run = data.check_runs[0];
+  return run ? { ...parseApprovalExternalId(run.external_id), checkRunId: run.id } : {};
+}
+
+/** What the approval check says after the trigger approved their own run's head: who must approve instead. */
+export function secondApprovalOutput(login: string): { title: string; summary: string } {
+  return {
+    title: 'Waiting for a second maintainer',
+    summary:
+      `${login} approved, but asked for the run that wrote this commit. By this repository's two-person rule another ` +
+      'maintainer with write access must approve it (`approval.allowTriggerApproval` in `.github/frognano.yml` turns the rule off).',
+  };
 }

@@ -90,6 +90,10 @@ describe('handleReviewSubmitted (approval gate)', () => {
         .reply(200, { total_count: 1, check_runs: [{ id: 77, external_id: 'issue-7;not-by=maintainer' }] });
     nock(API).get('/repos/Codertocat/Hello-World/collaborators/Maintainer/permission').reply(200, { permission: 'admin', role_name: 'admin' });
     checks();
+    // The check keeps waiting (no status or conclusion sent) and says who must approve instead.
+    nock(API)
+      .patch('/repos/Codertocat/Hello-World/check-runs/77', (b) => b.status === undefined && b.conclusion === undefined && b.output.title === 'Waiting for a second maintainer' && b.output.summary.startsWith('Maintainer approved, but asked for the run'))
+      .reply(200, {});
     await probot.receive({ id: '4', name: 'pull_request_review', payload: reviewPayload({ user: 'Maintainer' }) } as never);
     expect(decisions).toEqual([{ action: 'ignored', why: '@Maintainer asked for the run that wrote this head; another maintainer must approve it' }]);
 

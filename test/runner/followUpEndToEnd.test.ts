@@ -141,7 +141,7 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     // 5. The reviewer who asked for the round approves: by the two-person rule that does not turn it green.
     await receive(h.probot, 'pull_request_review', reviewPayload({ id: 556, state: 'approved', body: null, user: OWNER, head: newHead }));
     expect(decisions.at(-1)).toEqual({ action: 'ignored', why: `@${OWNER} asked for the run that wrote this head; another maintainer must approve it` });
-    expect(checks.latest(newHead)!.conclusion).toBe('action_required');
+    expect(checks.latest(newHead)).toMatchObject({ conclusion: 'action_required', output: { title: 'Waiting for a second maintainer' } });
 
     // 6. A second writer approves: green.
     await receive(h.probot, 'pull_request_review', reviewPayload({ id: 557, state: 'approved', body: 'LGTM', user: 'hubot', head: newHead }));
