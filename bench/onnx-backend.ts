@@ -113,10 +113,10 @@ async function main() {
     // --- 1. decode speed ------------------------------------------------------------------------------
     const backend = await OnnxBackend.load(dir, { prefixCache: false, ...sessionOpts });
     const promptIds = encodePrompt(backend.tokenizer, backend.renderPrompt(BASE, TOOLS));
-    await backend.generate(BASE, TOOLS, { maxNewTokens: 8 }); // warm-up
+    await backend.generate(BASE, TOOLS, { temperature: 0, maxNewTokens: 8 }); // warm-up
     const time = async (n: number) => {
       const stop = startTimer();
-      const r = await backend.generate(BASE, TOOLS, { maxNewTokens: n });
+      const r = await backend.generate(BASE, TOOLS, { temperature: 0, maxNewTokens: n });
       return { ...stop(), tokens: r.completionTokens };
     };
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), { graphOptimizationLevel: 'all', ...sessionOpts });
@@ -155,7 +155,7 @@ async function main() {
       let prefill = 0;
       const stop = startTimer();
       for (let turn = 0; turn < turns; turn++) {
-        const r = await b.generate(messages, TOOLS, { maxNewTokens: 32 });
+        const r = await b.generate(messages, TOOLS, { temperature: 0, maxNewTokens: 32 });
         prompt += r.promptTokens;
         prefill += r.prefillTokens;
         messages.push(

@@ -11,7 +11,7 @@ import { redisCheck, startOpsServer, type OpsServer } from '../src/ops/http.js';
 import { describeRunner, registerRunner } from '../src/ops/runnerRegistry.js';
 import { createRedisConnection } from '../src/queue/connection.js';
 import { runnerConfigFromEnv } from '../src/runner/config.js';
-import { reapStaleSandboxes, sandboxConfigFromEnv } from '../src/sandbox/index.js';
+import { checkRunnerSandbox, reapStaleSandboxes, sandboxConfigFromEnv } from '../src/sandbox/index.js';
 import { createRunnerWorker } from './worker.js';
 
 const log = createLogger({ name: 'runner' });
@@ -19,6 +19,9 @@ const log = createLogger({ name: 'runner' });
 async function main(): Promise<void> {
   const cfg = runnerConfigFromEnv();
   const sandbox = sandboxConfigFromEnv();
+  // Refuses the unisolated local sandbox unless explicitly allowed; says so loudly when it is.
+  const unsafe = checkRunnerSandbox(sandbox);
+  if (unsafe) log.warn(unsafe);
   // 0711: the sandbox user (bwrap/docker, uid 1000) must traverse it to reach its workspace, never list it.
   await fs.mkdir(cfg.workDir, { recursive: true, mode: 0o711 });
   // solve() copies each repository into a workspace under the OS temp dir. A docker sandbox bind-mounts that

@@ -60,6 +60,13 @@ export interface TinyModelConfig {
   script?: { startPosition: number; tokenIds: number[] };
   /** Store the weights in `<graph file>_data` next to the graph, as exports of models over 2 GB must. */
   externalData: boolean;
+  /**
+   * Pads the embedding and the LM head to this many rows (Qwen3.5's real vocabulary is 248,320), so logits have
+   * the real model's size; the extra ids are never produced by the tokenizer. Default: the tokenizer's size.
+   */
+  vocabSize?: number;
+  /** Add a `num_logits_to_keep` input: the graph then computes logits for the last N positions only. */
+  logitsToKeep?: boolean;
   seed: number;
 }
 
@@ -237,7 +244,10 @@ function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: GraphPr
       cfg.mropePositionIds ? [3, 'batch_size', 'sequence_length'] : ['batch_size', 'sequence_length'],
     ),
   ];
-  const outputs: ValueInfoProto[] = [valueInfo('logits', F32, ['batch_size', 'sequence_length', vocabSize])];
+  if (cfg.logitsToKeep) inputs.push(valueInfo('num_logits_to_keep', I64, []));
+  const outputs: ValueInfoProto[] = [
+    valueInfo('logits', F32, ['batch_size', cfg.logitsToKeep ? 'logits_length' : 'sequence_length', vocabSize]),
+  ];
 
   const rmsNorm = (x: string, weightName: string, dim: number) => {
     const w = ones(weightName, dim);
@@ -400,8 +410,14 @@ function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: GraphPr
     x = g.o('Add', [x, g.o('MatMul', [g.o('Mul', [gate, up]), linear(`${p}.mlp.down_proj.weight`, cfg.intermediateSize, H)])]);
   });
 
-  const final = rmsNorm(x, 'model.norm.weight', H);
+  let final = rmsNorm(x, 'model.norm.weight', H);
   const lmHead = linear('lm_head.weight', H, vocabSize);
+  if (cfg.logitsToKeep) {
+    if (cfg.script) throw new Error('logitsToKeep and script cannot be combined');
+    // final[:, -n:, :], as transformers' logits_to_keep does.
+    const start = g.o('Unsqueeze', [g.o('Neg', ['num_logits_to_keep']), g.i64([0], [1])]);
+    final = g.o('Slice', [final, start, g.i64([2 ** 62], [1]), g.i64([1], [1])]);
+  }
   if (cfg.script) {
     const { startPosition, tokenIds } = cfg.script;
     const rows = startPosition + tokenIds.length + 1; // the last row (no bonus) covers every later position
@@ -654,7 +670,8 @@ export function resolveConfig(overrides: Partial<TinyModelConfig> = {}): TinyMod
 export async function buildTinyModel(outDir: string, overrides: Partial<TinyModelConfig> = {}): Promise<void> {
   const cfg = resolveConfig(overrides);
   const tok = buildTokenizer(cfg.numMerges);
-  const graphs = buildGraph(cfg, tok.vocabSize);
+  const vocabSize = Math.max(tok.vocabSize, cfg.vocabSize ?? 0);
+  const graphs = buildGraph(cfg, vocabSize);
   /** Serializes a graph to `file`; with externalData, weights go to `<file>_data` (onnx external-data format). */
   const writeModel = async (file: string, graph: GraphProto) => {
     const chunks: Uint8Array[] = [];
@@ -692,7 +709,7 @@ export async function buildTinyModel(outDir: string, overrides: Partial<TinyMode
   const config = {
     architectures: ['Qwen3_5ForCausalLM'],
     model_type: 'qwen3_5_text',
-    vocab_size: tok.vocabSize,
+    vocab_size: vocabSize,
     hidden_size: cfg.hiddenSize,
     intermediate_size: cfg.intermediateSize,
     num_hidden_layers: cfg.layerTypes.length,

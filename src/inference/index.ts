@@ -25,6 +25,8 @@ export const OnnxBackendConfigSchema = z.object({
   threads: positiveInt.optional(),
   /** Graph file inside modelDir when the export has several (e.g. quantized variants). */
   modelFile: z.string().min(1).optional(),
+  /** Weight-type variant of a hub export (`onnx/decoder_model_merged_<dtype>.onnx` and its embed file). */
+  dtype: z.enum(['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4']).optional(),
 });
 
 export const OpenAIBackendConfigSchema = z.object({
@@ -88,6 +90,7 @@ export async function createBackend(input: BackendConfigInput, hooks: BackendHoo
       const { OnnxBackend } = await import('./onnx/backend.js');
       return OnnxBackend.load(cfg.modelDir, {
         modelFile: cfg.modelFile,
+        dtype: cfg.dtype,
         // CPU stays as the fallback for any operator the CUDA provider lacks.
         executionProviders: cfg.device === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
         intraOpNumThreads: cfg.threads,
@@ -107,6 +110,7 @@ const ENV_NAMES: Record<string, string> = {
   device: 'FROGNANO_ONNX_DEVICE',
   threads: 'FROGNANO_ONNX_THREADS',
   modelFile: 'FROGNANO_ONNX_MODEL_FILE',
+  dtype: 'FROGNANO_ONNX_DTYPE',
   baseUrl: 'FROGNANO_OPENAI_BASE_URL',
   model: 'FROGNANO_OPENAI_MODEL',
   apiKey: 'FROGNANO_OPENAI_API_KEY',
@@ -128,7 +132,8 @@ export class BackendConfigError extends Error {
 /**
  * Reads the backend from the environment. FROGNANO_BACKEND=onnx|openai|replay; when unset it is
  * inferred from which of FROGNANO_MODEL_DIR / FROGNANO_OPENAI_BASE_URL / FROGNANO_REPLAY_FILE is set.
- * onnx: FROGNANO_MODEL_DIR, FROGNANO_ONNX_DEVICE (cpu|cuda), FROGNANO_ONNX_THREADS, FROGNANO_ONNX_MODEL_FILE.
+ * onnx: FROGNANO_MODEL_DIR, FROGNANO_ONNX_DEVICE (cpu|cuda), FROGNANO_ONNX_THREADS, FROGNANO_ONNX_MODEL_FILE,
+ * FROGNANO_ONNX_DTYPE (fp32|fp16|q8|int8|uint8|q4|q4f16|bnb4).
  * openai: FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL, FROGNANO_OPENAI_API_KEY, FROGNANO_OPENAI_TIMEOUT_MS,
  * FROGNANO_OPENAI_STALL_TIMEOUT_MS, FROGNANO_OPENAI_MAX_RETRIES, FROGNANO_OPENAI_CONTEXT_LENGTH, FROGNANO_OPENAI_EXTRA_BODY (JSON object).
  * replay: FROGNANO_REPLAY_FILE. Throws BackendConfigError naming the variable at fault.
@@ -163,6 +168,7 @@ export function backendConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Back
         device: str('FROGNANO_ONNX_DEVICE')?.toLowerCase(),
         threads: int('FROGNANO_ONNX_THREADS'),
         modelFile: str('FROGNANO_ONNX_MODEL_FILE'),
+        dtype: str('FROGNANO_ONNX_DTYPE')?.toLowerCase(),
       };
       break;
     case 'openai':

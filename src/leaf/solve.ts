@@ -37,7 +37,8 @@ export interface SolveOptions {
   setupCommands?: string[];
   /**
    * The repository opted in to network for its setup commands (`setup.network: true`). The agent's own commands
-   * never have network. Not honoured yet by every sandbox: see src/sandbox.
+   * never have network. docker: a short-lived container on the engine's bridge; bwrap: the host's network namespace
+   * (see ExecOptions.network).
    */
   setupNetwork?: boolean;
   /** Run after the model finished; their results are reported, they do not change the patch. */
@@ -72,9 +73,10 @@ async function runCommand(
   timeoutMs: number,
   emit: (e: LeafEvent) => void,
   signal?: AbortSignal,
+  network = false,
 ): Promise<CommandResult> {
   emit({ type: 'command_start', phase, command });
-  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024 });
+  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024, network });
   emit({ type: 'command_end', phase, command, exitCode: r.exitCode, timedOut: r.timedOut, durationMs: r.durationMs });
   const output = [r.stdout, r.stderr].filter((s) => s.trim()).join('\n');
   return {
@@ -109,7 +111,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
     const notes: string[] = [];
     for (const command of opts.setupCommands ?? []) {
       if (opts.signal?.aborted) break;
-      const r = await runCommand(sandbox, 'setup', command, limits.setupTimeoutMs, emit, opts.signal);
+      const r = await runCommand(sandbox, 'setup', command, limits.setupTimeoutMs, emit, opts.signal, opts.setupNetwork === true);
       setupResults.push(r);
       if (r.exitCode !== 0) notes.push(describeFailure('setup', r));
     }

@@ -1,14 +1,19 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
+import type { Readable } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
+import { MEASURE_SCRIPT, parseUsage, WorkspaceBudget, type WorkspaceUsage } from './budget.js';
+import { createJobCgroup, joinCgroupArgv, type JobCgroup } from './cgroup.js';
 import { BwrapSandboxConfigSchema, jobTimeLimitError, parseUser, type BwrapSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
+import { InsideFiles } from './insideFiles.js';
 import { baseEnv } from './local.js';
 import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
-import { runProcess } from './process.js';
-import type { ExecOptions, ExecResult, Sandbox } from './types.js';
+import { appendNote, runProcess } from './process.js';
+import type { ExecOptions, ExecResult, FileEntry, ReadFileOptions, Sandbox } from './types.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -59,6 +64,26 @@ function systemBinds(): string[] {
   return args;
 }
 
+const sizeSupport = new Map<string, boolean>();
+/** Whether this bwrap has --size for tmpfs mounts (bubblewrap 0.10+). */
+function bwrapHasSize(bwrapPath: string): boolean {
+  let known = sizeSupport.get(bwrapPath);
+  if (known === undefined) {
+    try {
+      known = execFileSync(bwrapPath, ['--help'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).includes('--size');
+    } catch {
+      known = false;
+    }
+    sizeSupport.set(bwrapPath, known);
+  }
+  return known;
+}
+
+/** What DNS and host lookups need, for commands with network. */
+function networkEtc(): string[] {
+  return ['resolv.conf', 'hosts', 'gai.conf'].flatMap((n) => (existsSync(`/etc/${n}`) ? ['--ro-bind', `/etc/${n}`, `/etc/${n}`] : []));
+}
+
 /**
  * A root runner starts bwrap as the sandbox uid, which must be able to walk down to the workspace: say so plainly
  * instead of letting bwrap fail with "Can't find source path".
@@ -81,9 +106,10 @@ async function assertReachable(dir: string, user: { uid: number; gid: number }):
 /**
  * bubblewrap sandbox for hosts without a Docker engine: every namespace unshared (network: only `lo`), the host's
  * /usr and a few /etc files read-only, tmpfs /tmp and HOME, the workspace as the only writable bind (at /workspace),
- * an empty environment, all capabilities dropped, and rlimits for processes, memory, file size and open files
- * (there are no cgroups to use). Each exec is a fresh bwrap; a timeout kills bwrap's process group, and with
- * --die-with-parent and the PID namespace that takes every process of the command with it.
+ * an empty environment, all capabilities dropped, one cgroup per job for total memory (tmpfs included) and
+ * processes (see cgroup.ts), and rlimits for processes, file size and open files. Each exec is a fresh bwrap with
+ * its own PID namespace: when the command ends, bwrap's init exits and the kernel kills every process left in the
+ * namespace (setsid daemons included); a timeout kills bwrap's process group, with the same effect.
  * A root runner starts bwrap as the sandbox uid (setpriv) so that the process limit applies: the kernel never
  * enforces RLIMIT_NPROC for real uid 0, even inside a user namespace.
  */
@@ -94,6 +120,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
   private readonly deadline: number;
   private closing: Promise<void> | undefined;
   private readonly running = new Map<AbortController, Promise<ExecResult>>();
+  private readonly budget: WorkspaceBudget;
 
   private constructor(
     private readonly cfg: BwrapSandboxConfig,
@@ -101,10 +128,31 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     private readonly owner: WorkspaceOwner,
     /** Holds the generated passwd/group files. */
     private readonly stateDir: string,
+    /** The job's cgroup; undefined only with cgroup: 'off'. */
+    private readonly cgroup: JobCgroup | undefined,
   ) {
     super();
     this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
     this.deadline = Date.now() + cfg.jobTimeoutMs;
+    this.budget = new WorkspaceBudget(() => this.measureWorkspace(), { mb: cfg.workspaceMb, files: cfg.workspaceFiles }, cfg.workspaceCheckMs);
+  }
+
+  /**
+   * The workspace's size and entries, measured by a bwrap of its own: the same view as commands, and a PID
+   * namespace of its own, so no command can see or signal it.
+   */
+  private async measureWorkspace(): Promise<WorkspaceUsage> {
+    const argv = this.argvFor(['bash', '-c', MEASURE_SCRIPT, 'measure', BWRAP_WORKDIR], BWRAP_WORKDIR, baseEnv(BWRAP_HOME), {
+      inJobCgroup: false,
+    });
+    const r = await runProcess(argv, {
+      cwd: '/',
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      timeoutMs: 120_000,
+      maxOutputBytes: 4096,
+    });
+    if (r.exitCode !== 0) throw new Error(r.timedOut ? 'no answer within 120s' : `exit ${r.exitCode}`);
+    return parseUsage(r.stdout);
   }
 
   static async create(workspaceDir: string, config: Partial<Omit<BwrapSandboxConfig, 'kind'>> = {}): Promise<BwrapSandbox> {
@@ -114,7 +162,14 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     const hostDir = await fs.realpath(workspaceDir);
     const sandboxUser = parseUser(cfg.user);
     if ((process.getuid?.() ?? 0) === 0) await assertReachable(hostDir, sandboxUser);
-    const owner = await claimWorkspace(hostDir, sandboxUser);
+    const cgroup =
+      cfg.cgroup === 'required'
+        ? await createJobCgroup({ memoryBytes: cfg.memoryMb * 1024 * 1024, pids: cfg.pidsLimit }, cfg.cgroupParent)
+        : undefined;
+    const owner = await claimWorkspace(hostDir, sandboxUser).catch(async (err: unknown) => {
+      await cgroup?.close();
+      throw err;
+    });
     const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-bwrap-'));
     try {
       // Only the sandbox user is named, so `id`, git and python find a user without seeing the host's accounts.
@@ -130,9 +185,10 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     } catch (err) {
       await fs.rm(stateDir, { recursive: true, force: true });
       await owner.restore();
+      await cgroup?.close();
       throw err;
     }
-    return new BwrapSandbox(cfg, hostDir, owner, stateDir);
+    return new BwrapSandbox(cfg, hostDir, owner, stateDir, cgroup);
   }
 
   /** The complete command line for one command (exported for checkSandbox and the tests' inspection). */
@@ -141,20 +197,33 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
   }
 
   /** The complete command line that runs `inner` (argv) inside the sandbox. */
-  argvFor(inner: string[], cwdInside: string, env: Record<string, string>): string[] {
+  argvFor(
+    inner: string[],
+    cwdInside: string,
+    env: Record<string, string>,
+    opts: { inJobCgroup?: boolean; network?: boolean } = {},
+  ): string[] {
     const isRoot = (process.getuid?.() ?? 0) === 0;
     const prefix = isRoot
       ? ['setpriv', `--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all']
       : [];
     const setenv = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
-    // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash).
+    // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash). The
+    // address-space limit is only the fallback without a cgroup: per process, and it breaks runtimes that reserve
+    // large address ranges (node, go, java) where the cgroup counts what is really used.
+    const addressSpace = this.cgroup ? '' : `-v ${this.cfg.memoryMb * 1024} `;
     const limits =
-      `ulimit -S -H -u ${this.cfg.pidsLimit} -v ${this.cfg.memoryMb * 1024} -f ${this.cfg.fileSizeMb * 1024} ` +
+      `ulimit -S -H -u ${this.cfg.pidsLimit} ${addressSpace}-f ${this.cfg.fileSizeMb * 1024} ` +
       `-n ${this.cfg.nofile} -c 0 || exit 125; exec "$@"`;
-    return [
+    const size = bwrapHasSize(this.cfg.bwrapPath) ? ['--size', String(this.cfg.tmpSizeMb * 1024 * 1024)] : [];
+    const bwrapArgv = [
       ...prefix,
       this.cfg.bwrapPath,
-      '--unshare-all',
+      // With network (a setup command the repository opted in for): every namespace but the network one, and the
+      // host's resolver files; that includes the host's loopback services, which is why it is opt-in.
+      ...(opts.network
+        ? ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...networkEtc()]
+        : ['--unshare-all']),
       // A user namespace is required (not just tried), and commands may not create nested ones: less kernel
       // surface, and no way to gain namespace-root capabilities inside.
       '--unshare-user',
@@ -170,9 +239,9 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       '--ro-bind', path.join(this.stateDir, 'gitconfig'), '/etc/gitconfig',
       '--proc', '/proc',
       '--dev', '/dev',
-      '--tmpfs', '/tmp',
-      '--tmpfs', '/var/tmp',
-      '--tmpfs', BWRAP_HOME,
+      ...size, '--tmpfs', '/tmp',
+      ...size, '--tmpfs', '/var/tmp',
+      ...size, '--tmpfs', BWRAP_HOME,
       '--bind', this.hostDir, BWRAP_WORKDIR,
       // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
       '--remount-ro', '/',
@@ -182,6 +251,9 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       '--',
       'bash', '-c', limits, 'frognano-sandbox', ...inner,
     ];
+    // The workspace measurement stays out of the job's cgroup: a job at its memory or pids limit must not make it
+    // fail (it is this code's own find and awk).
+    return this.cgroup && opts.inJobCgroup !== false ? joinCgroupArgv(this.cgroup.procsFiles, bwrapArgv) : bwrapArgv;
   }
 
   protected override assertUsable(): void {
@@ -189,6 +261,27 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     if (Date.now() >= this.deadline) {
       throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
+    if (this.budget.exceeded) throw this.budget.exceeded;
+  }
+
+  /** File operations run inside the sandbox (see InsideFiles): the host never opens a path the model chose. */
+  private readonly inside = new InsideFiles((argv, o) => this.spawn(argv, o), BWRAP_WORKDIR);
+
+  override readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
+    return this.inside.readFile(p, options);
+  }
+
+  override openFileStream(p: string): Promise<Readable> {
+    return this.inside.openFileStream(p);
+  }
+
+  override async writeFile(p: string, data: string | Buffer): Promise<void> {
+    this.assertUsable();
+    await this.inside.writeFile(p, data);
+  }
+
+  override listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
+    return this.inside.listFiles(dir, limit);
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -205,7 +298,8 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
     const onAbort = () => ac.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) ac.abort();
-    const run = runProcess(this.argvFor(inner, cwdInside, env), {
+    const oomBefore = await this.cgroup?.oomKills();
+    const run = runProcess(this.argvFor(inner, cwdInside, env, { network: options.network === true }), {
         cwd: '/',
         // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
@@ -215,9 +309,23 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
         stdin: options.stdin,
       });
     this.running.set(ac, run);
+    const stopWatch = this.budget.watch(() => ac.abort());
     try {
-      return await run;
+      const r = await run;
+      await stopWatch();
+      const over = this.budget.exceeded;
+      if (over) {
+        r.exitCode = null;
+        r.cancelled = options.signal?.aborted ?? false;
+        r.stderr = appendNote(r.stderr, over.message);
+      }
+      // Say why a process vanished: the model (and the log) should see the limit, not a bare "Killed".
+      if (this.cgroup && (await this.cgroup.oomKills()) > (oomBefore ?? 0)) {
+        r.stderr = appendNote(r.stderr, `sandbox: a process was killed: the job's memory limit of ${this.cfg.memoryMb} MiB was reached`);
+      }
+      return r;
     } finally {
+      await stopWatch();
       this.running.delete(ac);
       options.signal?.removeEventListener('abort', onAbort);
     }
@@ -229,6 +337,7 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       await Promise.allSettled([...this.running.values()]);
       await fs.rm(this.stateDir, { recursive: true, force: true });
       await this.owner.restore();
+      await this.cgroup?.close();
     })();
     return this.closing;
   }

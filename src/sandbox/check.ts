@@ -35,7 +35,7 @@ function dockerFor(cfg: DockerSandboxConfig): Docker {
 
 /**
  * Engine reachable and image present; with `smokeTest`, also starts a real sandbox from the image and runs a
- * command in it (catches derived images without bash or util-linux's setsid, which every command needs).
+ * command in it (catches derived images without bash, python3 or util-linux's setpriv, which every sandbox needs).
  */
 export async function checkDocker(
   cfg: DockerSandboxConfig,
@@ -79,7 +79,7 @@ export async function checkDocker(
         kind: 'docker',
         ok: false,
         message: `Docker ${version}: a sandbox from ${cfg.image} cannot run commands: ${(err as Error).message}`,
-        hint: 'the image needs bash, coreutils and util-linux (setsid); start from runner/sandbox.Dockerfile',
+        hint: 'the image needs bash, python3, coreutils and util-linux (setpriv); start from runner/sandbox.Dockerfile',
       };
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -9,14 +9,29 @@ const uidGid = z
 
 /** Limits shared by the isolating sandboxes. Every one has a finite default: nothing a model runs is unbounded. */
 const limits = {
-  /** Memory the job's commands may use (docker: cgroup limit, no swap; bwrap: address-space limit per process). */
+  /**
+   * Memory the job's commands may use together, tmpfs included (docker: the container's cgroup; bwrap: the job's
+   * cgroup; no swap either way).
+   */
   memoryMb: z.number().int().min(64).default(4096),
-  /** Processes/threads at once (docker: pids cgroup; bwrap: RLIMIT_NPROC in the sandbox's user namespace). */
+  /** Processes/threads at once (docker: pids cgroup; bwrap: the job's pids cgroup and RLIMIT_NPROC). */
   pidsLimit: z.number().int().min(8).default(512),
   /** Largest file a command may write. */
   fileSizeMb: z.number().int().min(1).default(1024),
-  /** Size of the tmpfs mounted at /tmp and HOME (docker; bwrap's tmpfs is bounded by memory). */
+  /**
+   * Size of each tmpfs (/tmp, HOME; docker: size=; bwrap: --size where bwrap has it (0.10+), else bounded by the
+   * job's memory cgroup, which tmpfs pages are charged to).
+   */
   tmpSizeMb: z.number().int().min(1).default(1024),
+  /**
+   * Workspace disk budget: what the job's files may occupy in the workspace (repository included), and how many
+   * files and directories they may be. Measured inside the sandbox (budget.ts); past it the job stops with a
+   * SandboxLimitError.
+   */
+  workspaceMb: z.number().int().min(1).default(4096),
+  workspaceFiles: z.number().int().min(10).default(1_000_000),
+  /** How often the workspace is measured while a command runs. */
+  workspaceCheckMs: z.number().int().min(100).default(2000),
   /** Timeout of one command when the caller gives none. */
   defaultTimeoutMs: z.number().int().positive().default(120_000),
   /** Whole-sandbox lifetime: after this every process is killed and further commands fail. */
@@ -44,6 +59,14 @@ export const BwrapSandboxConfigSchema = z.object({
   bwrapPath: z.string().default('bwrap'),
   /** Open files per process. */
   nofile: z.number().int().min(64).default(4096),
+  /**
+   * `required`: every command of a job runs in one cgroup that caps the job's total memory (tmpfs included) and
+   * processes, and the sandbox refuses to start where it cannot make one. `off`: the documented fallback for hosts
+   * without a writable cgroup: per-process limits only (address space, RLIMIT_NPROC).
+   */
+  cgroup: z.enum(['required', 'off']).default('required'),
+  /** Directory below /sys/fs/cgroup[/memory|/pids] for the job cgroups; default: the runner's own cgroup. */
+  cgroupParent: z.string().optional(),
   ...limits,
 });
 
@@ -85,8 +108,10 @@ export function autoCandidates(cfg: AutoSandboxConfig): { docker: DockerSandboxC
  * Reads the sandbox configuration from the environment:
  * FROGNANO_SANDBOX=docker|bwrap|local|auto (default auto), FROGNANO_SANDBOX_IMAGE, FROGNANO_SANDBOX_MEMORY_MB,
  * FROGNANO_SANDBOX_CPUS, FROGNANO_SANDBOX_PIDS, FROGNANO_SANDBOX_FILE_SIZE_MB, FROGNANO_SANDBOX_TMP_MB,
+ * FROGNANO_SANDBOX_WORKSPACE_MB, FROGNANO_SANDBOX_WORKSPACE_FILES,
  * FROGNANO_SANDBOX_TIMEOUT_MS (per command), FROGNANO_SANDBOX_JOB_TIMEOUT_MS, FROGNANO_SANDBOX_USER (uid:gid),
- * FROGNANO_SANDBOX_BWRAP (binary path). Invalid values throw with the variable's name in the message.
+ * FROGNANO_SANDBOX_BWRAP (binary path), FROGNANO_SANDBOX_BWRAP_CGROUP (required|off),
+ * FROGNANO_SANDBOX_CGROUP_PARENT. Invalid values throw with the variable's name in the message.
  */
 export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxConfig {
   const kind = (env.FROGNANO_SANDBOX ?? 'auto').trim().toLowerCase() || 'auto';
@@ -106,12 +131,19 @@ export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sand
     pidsLimit: num('FROGNANO_SANDBOX_PIDS'),
     fileSizeMb: num('FROGNANO_SANDBOX_FILE_SIZE_MB'),
     tmpSizeMb: num('FROGNANO_SANDBOX_TMP_MB'),
+    workspaceMb: num('FROGNANO_SANDBOX_WORKSPACE_MB'),
+    workspaceFiles: num('FROGNANO_SANDBOX_WORKSPACE_FILES'),
     defaultTimeoutMs: num('FROGNANO_SANDBOX_TIMEOUT_MS'),
     jobTimeoutMs: num('FROGNANO_SANDBOX_JOB_TIMEOUT_MS'),
     user: str('FROGNANO_SANDBOX_USER'),
   };
   const docker = { ...common, image: str('FROGNANO_SANDBOX_IMAGE'), cpus: num('FROGNANO_SANDBOX_CPUS') };
-  const bwrap = { ...common, bwrapPath: str('FROGNANO_SANDBOX_BWRAP') };
+  const bwrap = {
+    ...common,
+    bwrapPath: str('FROGNANO_SANDBOX_BWRAP'),
+    cgroup: str('FROGNANO_SANDBOX_BWRAP_CGROUP'),
+    cgroupParent: str('FROGNANO_SANDBOX_CGROUP_PARENT'),
+  };
   const drop = <T extends object>(o: T): Partial<T> =>
     Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
   let input: unknown;
@@ -148,4 +180,24 @@ export function jobTimeLimitError(jobTimeoutMs: number): Error {
 export function parseUser(user: string): { uid: number; gid: number } {
   const [uid, gid] = user.split(':').map(Number);
   return { uid, gid };
+}
+
+/** The opt-in a runner needs before it runs jobs in the unisolated `local` sandbox. */
+export const UNSAFE_LOCAL_OPT_IN = 'FROGNANO_ALLOW_UNSAFE_LOCAL_SANDBOX';
+
+/**
+ * A runner executes commands chosen by a model that reads untrusted issues: it refuses the `local` sandbox (no
+ * isolation at all) unless FROGNANO_ALLOW_UNSAFE_LOCAL_SANDBOX=1 says the operator means it. Returns a warning to
+ * log when it is allowed.
+ */
+export function checkRunnerSandbox(cfg: SandboxConfig, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (cfg.kind !== 'local') return undefined;
+  if (env[UNSAFE_LOCAL_OPT_IN] !== '1') {
+    throw new Error(
+      'FROGNANO_SANDBOX=local runs the model\'s commands on the runner with no isolation: a prompt-injected issue could ' +
+        'read the runner\'s files and credentials. Use docker or bwrap; for a development runner on a machine you can ' +
+        `lose, set ${UNSAFE_LOCAL_OPT_IN}=1`,
+    );
+  }
+  return `UNSAFE: ${UNSAFE_LOCAL_OPT_IN}=1: jobs run in the local sandbox, with no isolation from this machine`;
 }

@@ -1,15 +1,17 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
-import { Writable, type Duplex } from 'node:stream';
+import { Writable, type Duplex, type Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { DockerSandboxConfigSchema, jobTimeLimitError, parseUser, type DockerSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
 import { HostFilesSandbox } from './hostFilesSandbox.js';
+import { InsideFiles } from './insideFiles.js';
 import { baseEnv } from './local.js';
+import { MEASURE_SCRIPT, parseUsage, WorkspaceBudget, type WorkspaceUsage } from './budget.js';
 import { chownTree, claimWorkspace, type WorkspaceOwner } from './ownership.js';
-import { CappedBuffer, cancelledBeforeStart } from './process.js';
-import type { ExecOptions, ExecResult, Sandbox } from './types.js';
+import { appendNote, CappedBuffer, cancelledBeforeStart } from './process.js';
+import type { ExecOptions, ExecResult, FileEntry, ReadFileOptions, Sandbox } from './types.js';
 
 /** Labels on every sandbox container, so the reaper can find the ones a crashed runner left behind. */
 export const SANDBOX_LABEL = 'dev.frognano.sandbox';
@@ -25,8 +27,84 @@ const INSTANCE_ID = randomUUID();
 
 export const CONTAINER_WORKDIR = '/workspace';
 const CONTAINER_HOME = '/home/agent';
-/** Where each exec records its process-group id, so a timeout can kill the command's whole tree. */
-const EXEC_STATE_DIR = '/tmp/.frognano-exec';
+/**
+ * Kills every process in the container that does not run as root, until none is left (or gives up: false). Run as
+ * root holding CAP_KILL, so processes of the sandbox user can neither signal it nor escape it; `kill -1` spares
+ * PID 1 and the caller; the scan repeats the kill while anything of another uid (a fork racing the first kill) is
+ * still alive. Zombies (state Z/X) are already dead; PID 1 reaps them. No forks: it must work with the pids limit
+ * exhausted.
+ */
+const SWEEP_FN =
+  'sweep() { local i f k v s u left; for ((i = 0; i < 100; i++)); do kill -KILL -1 2>/dev/null; left=; ' +
+  'for f in /proc/[0-9]*/status; do s=; u=; ' +
+  '{ while read -r k v _; do case $k in State:) s=$v;; Uid:) u=$v; break;; esac; done < "$f"; } 2>/dev/null; ' +
+  'if [ -n "$u" ] && [ "$u" != 0 ] && [ "$s" != Z ] && [ "$s" != X ]; then left=1; break; fi; done; ' +
+  '[ -z "$left" ] && return 0; done; return 1; };';
+/**
+ * PID 1 of every sandbox container (python3, as root): it reaps orphans (so killed daemons leave no zombies to fill
+ * the pids limit), exits at the job time limit (so the container ends even if the runner dies), and on SIGUSR1
+ * (sent by the engine, no new process needed) kills every process that does not run as root, until none is left:
+ * that works even while a fork bomb holds every pid, when no exec could start. It forks nothing, and signals from
+ * the sandbox user cannot reach it (another uid; a namespace's PID 1 ignores what it does not handle).
+ */
+const INIT_SCRIPT = `import os, signal, sys, time
+end = time.monotonic() + int(sys.argv[1])
+def reap(*_):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+def others():
+    for p in os.listdir('/proc'):
+        if not p.isdigit() or p == '1':
+            continue
+        state = uid = None
+        try:
+            with open('/proc/%s/status' % p) as f:
+                for line in f:
+                    if line.startswith('State:'):
+                        state = line.split()[1]
+                    elif line.startswith('Uid:'):
+                        uid = int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            continue
+        if uid not in (None, 0) and state not in ('Z', 'X'):
+            yield int(p)
+def sweep(*_):
+    for _ in range(100):
+        left = False
+        for pid in others():
+            left = True
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        reap()
+        if not left:
+            return
+signal.signal(signal.SIGCHLD, reap)
+signal.signal(signal.SIGUSR1, sweep)
+while time.monotonic() < end:
+    time.sleep(min(5, max(0.01, end - time.monotonic())))
+`;
+/** The exit status of an exec whose sweep failed (processes survived); the sandbox is then unusable. */
+const SWEEP_FAILED_EXIT = 253;
+/**
+ * Every command runs under this, as root with only CAP_KILL/SETUID/SETGID: it starts the command as the sandbox
+ * user (setpriv: uid, gid, no supplementary groups; the kernel clears every capability on the switch and
+ * no-new-privileges keeps it so), waits for it, then sweeps. A daemon that left the command's session, a fake pid
+ * file, or a command that kills its parent cannot change that: the wrapper is another uid, and it reads nothing
+ * the sandbox can write. Its own stderr goes to /dev/null (fd 3 carries the command's), so no "Killed" notices.
+ */
+const EXEC_WRAPPER =
+  'exec 3>&2 2>/dev/null; uid=$1; gid=$2; shift 2; ' +
+  SWEEP_FN +
+  ' setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all -- "$@" 2>&3 3>&-; rc=$?; ' +
+  `sweep || exit ${SWEEP_FAILED_EXIT}; exit $rc`;
 /** After a kill, how long the exec's output stream may stay open (a setsid'd daemon holding it) before we stop reading. */
 const KILL_GRACE_MS = 3000;
 
@@ -100,6 +178,20 @@ function sink(buf: CappedBuffer): Writable {
   });
 }
 
+/**
+ * The exit status of a finished exec, or null when the engine does not know it. The engine can close the stream a
+ * moment before it records the exit code: poll briefly, then less often.
+ */
+async function execExitCode(exec: Docker.Exec): Promise<number | null> {
+  for (let i = 0; i < 60; i++) {
+    const info = await exec.inspect().catch(() => null);
+    if (!info) return null;
+    if (!info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
+    await new Promise((r) => setTimeout(r, i < 20 ? 5 : 25));
+  }
+  return null;
+}
+
 function waitForEnd(stream: Duplex): Promise<void> {
   return new Promise((resolve) => {
     const done = () => resolve();
@@ -110,11 +202,71 @@ function waitForEnd(stream: Duplex): Promise<void> {
 }
 
 /**
+ * The container every command runs in (and, with network, the short-lived one a setup command with network runs
+ * in): the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs /tmp and HOME; no
+ * capabilities for commands, no privilege gain, memory/CPU/pids limits, no host environment.
+ */
+function containerOptions(cfg: DockerSandboxConfig, hostDir: string, owner: WorkspaceOwner, network: boolean): Docker.ContainerCreateOptions {
+  const mb = 1024 * 1024;
+  return {
+    Image: cfg.image,
+    Entrypoint: [],
+    // PID 1 (INIT_SCRIPT), as root like the exec wrapper and the sweep: the sandbox user cannot signal it.
+    Cmd: ['python3', '-c', INIT_SCRIPT, String(Math.ceil(cfg.jobTimeoutMs / 1000))],
+    User: '0:0',
+    WorkingDir: CONTAINER_WORKDIR,
+    // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
+    Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
+    Hostname: 'sandbox',
+    NetworkDisabled: !network,
+    Labels: {
+      ...cfg.labels,
+      [SANDBOX_LABEL]: '1',
+      [LABEL_HOST]: os.hostname(),
+      [LABEL_PID]: String(process.pid),
+      [LABEL_INSTANCE]: INSTANCE_ID,
+      [LABEL_CREATED]: String(Date.now()),
+      [LABEL_WORKSPACE]: hostDir,
+      ...(owner.original ? { [LABEL_WORKSPACE_OWNER]: `${owner.original.uid}:${owner.original.gid}` } : {}),
+    },
+    StopTimeout: 1,
+    HostConfig: {
+      // With network: the engine's default bridge (the internet, not the runner's loopback services).
+      NetworkMode: network ? 'bridge' : 'none',
+      // A Mount, not a "src:dst" Bind string, so a path with ':' or ',' cannot change its meaning.
+      Mounts: [{ Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false }],
+      ReadonlyRootfs: true,
+      Tmpfs: {
+        '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
+        [CONTAINER_HOME]: `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,uid=${owner.uid},gid=${owner.gid},mode=0700`,
+      },
+      // Only what the root exec wrapper and the workspace measurement need (kill the sandbox user's processes,
+      // switch to its uid, walk every directory). Commands run as the sandbox user hold none of them, and
+      // no-new-privileges keeps them from gaining any.
+      CapDrop: ['ALL'],
+      CapAdd: ['KILL', 'SETUID', 'SETGID', 'DAC_READ_SEARCH'],
+      SecurityOpt: ['no-new-privileges'],
+      Memory: cfg.memoryMb * mb,
+      MemorySwap: cfg.memoryMb * mb, // equal to Memory: no swap
+      NanoCpus: Math.round(cfg.cpus * 1e9),
+      PidsLimit: cfg.pidsLimit,
+      Ulimits: [
+        { Name: 'fsize', Soft: cfg.fileSizeMb * mb, Hard: cfg.fileSizeMb * mb },
+        { Name: 'nofile', Soft: 4096, Hard: 4096 },
+      ],
+      IpcMode: 'private',
+      AutoRemove: true,
+    },
+  };
+}
+
+/**
  * One container per job: the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs
- * /tmp and HOME; no network, no capabilities, no privilege gain, a non-root user, memory/CPU/pids limits, no host
+ * /tmp and HOME; no network, no capabilities, no privilege gain, commands as a non-root user, memory/CPU/pids limits, no host
  * environment. The container's PID 1 exits at the job time limit, so even a runner that dies without closing it
  * cannot leave it running longer than that (and `reapStaleSandboxes` removes it sooner).
- * Commands are `docker exec`s; file operations go straight to the bind-mounted directory on the host.
+ * Commands are `docker exec`s, one at a time, each followed by a sweep that leaves no process of the sandbox user
+ * running; file operations run inside the container too (InsideFiles), never on the host.
  */
 export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   readonly kind = 'docker' as const;
@@ -123,7 +275,11 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   private readonly jobTimer: NodeJS.Timeout;
   private expired = false;
   private closing: Promise<void> | undefined;
-  private execSeq = 0;
+  /** Commands wait here for the one before them (see spawn). */
+  private queue: Promise<void> = Promise.resolve();
+  /** Why the sandbox may not be used any more (e.g. processes survived a sweep). */
+  private broken: string | undefined;
+  private readonly budget: WorkspaceBudget;
 
   private constructor(
     private readonly docker: Docker,
@@ -135,6 +291,7 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
   ) {
     super();
     this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
+    this.budget = new WorkspaceBudget(() => this.measureWorkspace(), { mb: cfg.workspaceMb, files: cfg.workspaceFiles }, cfg.workspaceCheckMs);
     this.jobTimer = setTimeout(() => {
       this.expired = true;
       void this.container.kill().catch(() => {});
@@ -158,57 +315,9 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (!st?.isDirectory()) throw new Error(`workspace ${workspaceDir} is not a directory`);
     const hostDir = await fs.realpath(workspaceDir);
     const owner = await claimWorkspace(hostDir, parseUser(cfg.user));
-    const user = `${owner.uid}:${owner.gid}`;
-    const mb = 1024 * 1024;
     let container: Docker.Container | undefined;
     try {
-      container = await docker.createContainer({
-        Image: cfg.image,
-        Entrypoint: [],
-        // PID 1: keeps the container alive until the job time limit (so it ends even if the runner dies), and,
-        // being bash, reaps orphans. Signals from inside cannot kill a namespace's PID 1, and a killed `sleep`
-        // is simply restarted, so no command can stop the container or exhaust the pids limit with zombies.
-        Cmd: ['bash', '-c', `end=$((SECONDS + ${Math.ceil(cfg.jobTimeoutMs / 1000)})); while [ "$SECONDS" -lt "$end" ]; do sleep 5 & wait $!; done`],
-        User: user,
-        WorkingDir: CONTAINER_WORKDIR,
-        // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
-        Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
-        Hostname: 'sandbox',
-        NetworkDisabled: true,
-        Labels: {
-          ...cfg.labels,
-          [SANDBOX_LABEL]: '1',
-          [LABEL_HOST]: os.hostname(),
-          [LABEL_PID]: String(process.pid),
-          [LABEL_INSTANCE]: INSTANCE_ID,
-          [LABEL_CREATED]: String(Date.now()),
-          [LABEL_WORKSPACE]: hostDir,
-          ...(owner.original ? { [LABEL_WORKSPACE_OWNER]: `${owner.original.uid}:${owner.original.gid}` } : {}),
-        },
-        StopTimeout: 1,
-        HostConfig: {
-          NetworkMode: 'none',
-          // A Mount, not a "src:dst" Bind string, so a path with ':' or ',' cannot change its meaning.
-          Mounts: [{ Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false }],
-          ReadonlyRootfs: true,
-          Tmpfs: {
-            '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,
-            [CONTAINER_HOME]: `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,uid=${owner.uid},gid=${owner.gid},mode=0700`,
-          },
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          Memory: cfg.memoryMb * mb,
-          MemorySwap: cfg.memoryMb * mb, // equal to Memory: no swap
-          NanoCpus: Math.round(cfg.cpus * 1e9),
-          PidsLimit: cfg.pidsLimit,
-          Ulimits: [
-            { Name: 'fsize', Soft: cfg.fileSizeMb * mb, Hard: cfg.fileSizeMb * mb },
-            { Name: 'nofile', Soft: 4096, Hard: 4096 },
-          ],
-          IpcMode: 'private',
-          AutoRemove: true,
-        },
-      });
+      container = await docker.createContainer(containerOptions(cfg, hostDir, owner, false));
       await container.start();
     } catch (err) {
       if (container) await container.remove({ force: true }).catch(() => {});
@@ -223,44 +332,83 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     if (this.expired) {
       throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
+    if (this.broken) throw new Error(`sandbox stopped: ${this.broken}`);
+    if (this.budget.exceeded) throw this.budget.exceeded;
   }
 
-  private userSpec(): string {
-    return `${this.owner.uid}:${this.owner.gid}`;
+  /** File operations run inside the sandbox (see InsideFiles): the host never opens a path the model chose. */
+  private readonly inside = new InsideFiles((argv, o) => this.spawn(argv, o), CONTAINER_WORKDIR);
+
+  override readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
+    return this.inside.readFile(p, options);
+  }
+
+  override openFileStream(p: string): Promise<Readable> {
+    return this.inside.openFileStream(p);
+  }
+
+  override async writeFile(p: string, data: string | Buffer): Promise<void> {
+    this.assertUsable();
+    await this.inside.writeFile(p, data);
+  }
+
+  override listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
+    return this.inside.listFiles(dir, limit);
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     return this.spawn(['bash', '-lc', command], options);
   }
 
+  /**
+   * Commands run one at a time: the sweep after each one kills every process of the sandbox user, which is only
+   * exact when no other command is running. (The Leaf loop and solve() never run two at once anyway.)
+   */
   async spawn(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
     this.assertUsable();
+    if (options.signal?.aborted) return cancelledBeforeStart();
+    const turn = this.queue.then(() => this.spawnNow(argv, options));
+    this.queue = turn.then(
+      () => {},
+      () => {},
+    );
+    return turn;
+  }
+
+  private async spawnNow(argv: string[], options: ExecOptions): Promise<ExecResult> {
+    this.assertUsable();
+    if (!options.network) return this.runIn(this.container, argv, options);
+    // A setup command with network: a container of its own on the engine's bridge, with the same workspace,
+    // limits and user, removed (with every process in it) as soon as the command is done. The job's container
+    // never gets network, so nothing the model runs later has it.
+    const net = await this.docker.createContainer(containerOptions(this.cfg, this.hostDir, this.owner, true));
+    try {
+      await net.start();
+      return await this.runIn(net, argv, options);
+    } finally {
+      await removeContainer(net).catch(() => {});
+    }
+  }
+
+  private async runIn(container: Docker.Container, argv: string[], options: ExecOptions): Promise<ExecResult> {
     const started = Date.now();
     const cap = options.maxOutputBytes ?? this.cfg.maxOutputBytes;
     if (options.signal?.aborted) return cancelledBeforeStart();
     const cwd = options.cwd ? await this.files.resolveDirInside(options.cwd, CONTAINER_WORKDIR) : CONTAINER_WORKDIR;
-    const pidFile = `${EXEC_STATE_DIR}/${++this.execSeq}-${randomBytes(4).toString('hex')}.pid`;
-    const env = { ...baseEnv(CONTAINER_HOME), ...options.env };
+    const env: Record<string, string> = { ...baseEnv(CONTAINER_HOME), ...options.env };
+    // The root wrapper is a non-interactive bash: it would source BASH_ENV before anything else.
+    delete env.BASH_ENV;
     const hasStdin = options.stdin !== undefined;
-    // The command runs in a session of its own whose id is written to pidFile. A timeout kills exactly that
-    // process tree (background jobs included) and the container stays usable. When the command ends, what it
-    // left running is killed too, as in the local and bwrap sandboxes: its session, and, when no other command
-    // is running (no other pid file), every process but PID 1 (`kill -1` spares PID 1 and the caller), which
-    // catches daemons that started a session of their own. The wrapper's own stderr goes to /dev/null (fd 3
-    // carries the command's), so its "Killed" notices stay out of the output.
-    const wrapper =
-      'exec 3>&2 2>/dev/null; mkdir -p "${1%/*}" || exit 125; ' +
-      'pf="$1"; shift; setsid bash -c \'echo $$ > "$1" || exit 125; shift; exec "$@"\' sandbox "$pf" "$@" 2>&3 3>&-; ' +
-      'rc=$?; pg=$(cat "$pf") && kill -KILL -- "-$pg"; rm -f "$pf"; ' +
-      'shopt -s nullglob; others=("${pf%/*}"/*.pid); [ ${#others[@]} -eq 0 ] && kill -KILL -1; exit $rc';
     let exec: Docker.Exec;
     let stream: Duplex;
     try {
-      exec = await this.container.exec({
-        Cmd: ['bash', '-c', wrapper, 'sandbox', pidFile, ...argv],
+      exec = await container.exec({
+        // Root (holding only CAP_KILL) starts the command as the sandbox user and, once it returns, kills what it
+        // left behind; nothing the command does can stop or fool it (see EXEC_WRAPPER).
+        Cmd: ['bash', '-c', EXEC_WRAPPER, 'sandbox', String(this.owner.uid), String(this.owner.gid), ...argv],
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         WorkingDir: cwd,
-        User: this.userSpec(),
+        User: '0:0',
         AttachStdin: hasStdin,
         AttachStdout: true,
         AttachStderr: true,
@@ -281,9 +429,8 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     let killing: Promise<void> | undefined;
     const kill = () => {
       killing ??= (async () => {
-        await this.killExecGroup(pidFile);
-        // Normally the stream ends as soon as the group is dead; a daemon that escaped the session could
-        // hold it open forever, so stop reading after a grace period (close() kills it with the container).
+        await this.sweep(container);
+        // The sweep ends every process that could hold the stream; stop reading after a grace period regardless.
         const grace = setTimeout(() => stream.destroy(), KILL_GRACE_MS);
         await ended;
         clearTimeout(grace);
@@ -299,30 +446,25 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
       kill();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    const stopWatch = this.budget.watch(kill);
     await ended;
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     if (killing) await killing;
+    await stopWatch();
     // The job time limit killed the container under this command.
     if (this.expired && !cancelled) timedOut = true;
 
-    let exitCode: number | null = null;
-    if (!timedOut && !cancelled) {
-      // The engine can close the stream a moment before it records the exit code.
-      for (let i = 0; i < 50; i++) {
-        const info = await exec.inspect().catch(() => null);
-        if (!info) break;
-        if (!info.Running && typeof info.ExitCode === 'number') {
-          exitCode = info.ExitCode;
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
+    const exitCode = await execExitCode(exec);
+    // A wrapper killed by a timeout's sweep never got to its own sweep: make sure, and believe only a clean one.
+    if (timedOut || cancelled || exitCode === null || exitCode === SWEEP_FAILED_EXIT) {
+      if (!this.expired && !this.closing && !(await this.sweep(container))) this.markBroken('processes of the sandbox user survived the command');
     }
+    const over = this.budget.exceeded;
     return {
-      exitCode,
+      exitCode: timedOut || cancelled || over ? null : exitCode,
       stdout: out.text(),
-      stderr: errBuf.text(),
+      stderr: over ? appendNote(errBuf.text(), over.message) : errBuf.text(),
       timedOut,
       cancelled: cancelled && !timedOut,
       stdoutTruncated: out.dropped,
@@ -331,25 +473,60 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     };
   }
 
-  /** Kills the process group recorded in pidFile (waits briefly for a command that has not written it yet). */
-  private async killExecGroup(pidFile: string): Promise<void> {
-    const script =
-      'for i in $(seq 20); do [ -s "$1" ] && break; sleep 0.05; done; ' +
-      // No pid file (the command removed it): kill everything but PID 1 rather than let the command run on.
-      'if pg=$(cat "$1" 2>/dev/null); then kill -KILL -- "-$pg"; else kill -KILL -1; fi 2>/dev/null; exit 0';
-    try {
-      const k = await this.container.exec({
-        Cmd: ['bash', '-c', script, 'sandbox', pidFile],
-        User: this.userSpec(),
-        AttachStdout: true,
-        AttachStderr: true,
-      });
-      const s = (await k.start({})) as Duplex;
-      s.resume();
-      await waitForEnd(s);
-    } catch {
-      /* container gone (job limit, closed): its processes are gone too */
+  /**
+   * Kills every process of the sandbox user (run as root with CAP_KILL: the sandbox cannot signal it back, and it
+   * trusts no file the sandbox can write). True when none is left.
+   */
+  async sweep(container: Docker.Container = this.container): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      // PID 1 kills first (it needs no free pid), then an exec makes sure (and kills what forked meanwhile).
+      try {
+        await container.kill({ signal: 'SIGUSR1' });
+      } catch (err) {
+        if (isGone(err as DockerError)) return true;
+      }
+      const r = await this.rootExec(container, ['bash', '-c', `${SWEEP_FN} sweep`], 30_000);
+      if (r === 'gone' || r.exitCode === 0) return true;
+      await new Promise((res) => setTimeout(res, 200));
     }
+    return false;
+  }
+
+  /** The workspace's size and entries, walked as root (which only CAP_DAC_READ_SEARCH lets read every directory). */
+  private async measureWorkspace(): Promise<WorkspaceUsage> {
+    let last = '';
+    // A sweep (kill -1 at the end of a command) can kill a measurement that runs beside it: try again.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = await this.rootExec(this.container, ['bash', '-c', MEASURE_SCRIPT, 'measure', CONTAINER_WORKDIR], 120_000);
+      if (r === 'gone') return { kib: 0, files: 0 };
+      if (r.exitCode === 0) return parseUsage(r.stdout);
+      last = r.exitCode === null ? 'no answer within 120s' : `exit ${r.exitCode}`;
+    }
+    throw new Error(last);
+  }
+
+  /** Runs argv as root in the container (not queued behind commands); 'gone' when the container no longer exists. */
+  private async rootExec(container: Docker.Container, argv: string[], timeoutMs: number): Promise<{ exitCode: number | null; stdout: string } | 'gone'> {
+    try {
+      const k = await container.exec({ Cmd: argv, User: '0:0', AttachStdout: true, AttachStderr: true });
+      const s = (await k.start({})) as Duplex;
+      const out = new CappedBuffer(64 * 1024);
+      this.docker.modem.demuxStream(s, sink(out), sink(new CappedBuffer(0)));
+      const timer = setTimeout(() => s.destroy(), timeoutMs);
+      await waitForEnd(s);
+      clearTimeout(timer);
+      return { exitCode: await execExitCode(k), stdout: out.text() };
+    } catch (err) {
+      // Container gone (job limit, closed): its processes are gone too.
+      if (isGone(err as DockerError)) return 'gone';
+      return { exitCode: null, stdout: '' };
+    }
+  }
+
+  /** Something is wrong that later commands must not run into: the container is killed and every use fails. */
+  private markBroken(reason: string): void {
+    this.broken ??= reason;
+    void this.container.kill().catch(() => {});
   }
 
   private explainExecError(err: unknown): Error {

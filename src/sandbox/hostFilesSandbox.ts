@@ -22,9 +22,9 @@ export abstract class HostFilesSandbox {
     return this.files.openFileStream(p, this.workdir);
   }
 
-  writeFile(p: string, data: string | Buffer): Promise<void> {
+  async writeFile(p: string, data: string | Buffer): Promise<void> {
     this.assertUsable();
-    return this.files.writeFile(p, data, this.workdir);
+    await this.files.writeFile(p, data, this.workdir);
   }
 
   listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {

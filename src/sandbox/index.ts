@@ -17,6 +17,8 @@ export {
   AutoSandboxConfigSchema,
   DEFAULT_SANDBOX_IMAGE,
   sandboxConfigFromEnv,
+  checkRunnerSandbox,
+  UNSAFE_LOCAL_OPT_IN,
   autoCandidates,
   type SandboxConfig,
   type SandboxConfigInput,
@@ -29,7 +31,7 @@ export { checkSandbox, checkDocker, checkBwrap, resolveSandboxConfig, type Sandb
 export { DockerSandbox, reapStaleSandboxes, SandboxUnavailableError, SANDBOX_LABEL } from './docker.js';
 export { BwrapSandbox } from './bwrap.js';
 export { LocalSandbox } from './local.js';
-export { FileTooLargeError, SandboxPathError, type ReadFileOptions, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult, type FileEntry } from './types.js';
+export { FileTooLargeError, SandboxLimitError, SandboxPathError, type ReadFileOptions, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult, type FileEntry } from './types.js';
 
 export async function createSandbox(cfg: SandboxConfigInput, workspaceDir: string): Promise<Sandbox> {
   const resolved = await resolveSandboxConfig(cfg);

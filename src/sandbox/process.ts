@@ -122,3 +122,8 @@ export function runProcess(argv: string[], opts: RunProcessOptions): Promise<Exe
     });
   });
 }
+
+/** stderr with a line from the sandbox itself at the end (why a command was stopped). */
+export function appendNote(stderr: string, note: string): string {
+  return `${stderr}${stderr && !stderr.endsWith('\n') ? '\n' : ''}${note}\n`;
+}

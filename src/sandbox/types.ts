@@ -21,6 +21,12 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Data written to the command's stdin. */
   stdin?: string;
+  /**
+   * Give this command network access (setup commands of a repository that opted in with `setup.network`; never
+   * the model's commands). docker: a short-lived container on the engine's bridge with the same workspace and
+   * limits; bwrap: the host's network namespace (which includes the host's loopback services); local: always.
+   */
+  network?: boolean;
 }
 
 export interface ExecResult {
@@ -91,5 +97,16 @@ export class FileTooLargeError extends Error {
   constructor(readonly path: string, readonly size: number, readonly maxBytes: number) {
     super(`${path} is ${size} bytes, more than the ${maxBytes} bytes allowed`);
     this.name = 'FileTooLargeError';
+  }
+}
+
+/**
+ * The job went past one of its sandbox limits that ends it (the workspace disk budget): the sandbox refuses further
+ * use. The message says what a maintainer can act on (which limit, its size), without host paths.
+ */
+export class SandboxLimitError extends Error {
+  constructor(readonly limit: 'workspace_disk' | 'workspace_files', message: string) {
+    super(`sandbox stopped: ${message}`);
+    this.name = 'SandboxLimitError';
   }
 }

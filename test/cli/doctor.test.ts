@@ -61,7 +61,22 @@ describe('frognano doctor (subprocess)', () => {
     await buildTinyModel(dir);
     const r = await runFrognano(['doctor', '--sandbox', 'bwrap', '--model-dir', dir], { env: cleanEnv({ REDIS_URL }) });
     expect(r.stdout).toMatch(new RegExp(`^✓ Model\\s+ONNX model in ${dir}: loaded in [\\d.]+m?s, generated 1 token in`, 'm'));
+    expect(r.stdout).toContain('; decoder model.onnx (fp32), chat template from tokenizer_config.json');
     expect(r.code).toBe(0);
+  });
+
+  test('a Qwen3.5 hub export: the decoder, embed file, dtype and template source it picked', async () => {
+    const dir = path.resolve('test/fixtures/qwen35-tiny');
+    const r = await runFrognano(['doctor', '--sandbox', 'bwrap'], {
+      env: cleanEnv({ REDIS_URL, FROGNANO_MODEL_DIR: dir, FROGNANO_ONNX_DTYPE: 'fp16' }),
+    });
+    expect(r.stdout).toContain(
+      '; decoder onnx/decoder_model_merged_fp16.onnx + onnx/embed_tokens_fp16.onnx (fp16), chat template from chat_template.jinja',
+    );
+    const bad = await runFrognano(['doctor', '--sandbox', 'bwrap'], {
+      env: cleanEnv({ REDIS_URL, FROGNANO_MODEL_DIR: dir, FROGNANO_ONNX_DTYPE: 'q4f16' }),
+    });
+    expect(bad.stdout).toMatch(/✗ Model\s+ONNX model in .*: no q4f16 decoder graph .*available dtypes: fp32, fp16, q4/);
   });
 
   test('an unknown option is a usage error', async () => {

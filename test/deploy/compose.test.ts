@@ -21,6 +21,15 @@ describe('docker-compose.yml', () => {
     for (const s of ['app', 'runner']) expect(compose.services[s].depends_on.redis.condition).toBe('service_healthy');
   });
 
+  it('runs app and runner as a non-root user with no capabilities and no privilege gain', () => {
+    for (const s of ['app', 'runner']) {
+      const svc = compose.services[s];
+      expect(svc.user).toMatch(/^[1-9]\d*:[1-9]\d*$/);
+      expect(svc.cap_drop).toEqual(['ALL']);
+      expect(svc.security_opt).toContain('no-new-privileges:true');
+    }
+  });
+
   it('builds app and runner from Dockerfile targets that exist', () => {
     for (const s of ['app', 'runner']) {
       const build = compose.services[s].build;

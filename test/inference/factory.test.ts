@@ -67,8 +67,12 @@ describe('backendConfigFromEnv', () => {
         FROGNANO_ONNX_DEVICE: 'CUDA',
         FROGNANO_ONNX_THREADS: '8',
         FROGNANO_ONNX_MODEL_FILE: 'onnx/model_q4.onnx',
+        FROGNANO_ONNX_DTYPE: 'Q4',
       }),
-    ).toEqual({ kind: 'onnx', modelDir: '/m', device: 'cuda', threads: 8, modelFile: 'onnx/model_q4.onnx' });
+    ).toEqual({ kind: 'onnx', modelDir: '/m', device: 'cuda', threads: 8, modelFile: 'onnx/model_q4.onnx', dtype: 'q4' });
+    expect(envError({ FROGNANO_MODEL_DIR: '/m', FROGNANO_ONNX_DTYPE: 'fp8' })).toMatch(
+      /^Invalid model backend configuration: FROGNANO_ONNX_DTYPE \(got "fp8"\): .*"fp16".*"q4"/,
+    );
   });
 
   test('nothing or too much configured', () => {

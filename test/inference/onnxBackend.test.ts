@@ -49,6 +49,9 @@ const TOOLS: ToolSpec[] = [
  * happens to run past 60 tokens without an end-of-turn token (checked in the first generate test), which the
  * tests of stop strings and length caps rely on.
  */
+/** Greedy decoding: generate() samples with upstream Leaf's settings unless told otherwise. */
+const GREEDY = { temperature: 0 } as const;
+
 const conversation = (): ChatMessage[] => [
   { role: 'system', content: 'You are a software engineering agent.' },
   { role: 'user', content: 'Make the tests pass.' },
@@ -90,8 +93,8 @@ async function expectSameTextAsMain(dir: string, maxNewTokens: number, check?: (
   const b = await OnnxBackend.load(dir);
   try {
     check?.(b);
-    const r = await b.generate(conversation(), TOOLS, { maxNewTokens });
-    const ref = await backend.generate(conversation(), TOOLS, { maxNewTokens });
+    const r = await b.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens });
+    const ref = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens });
     expect(r.rawText).toBe(ref.rawText);
   } finally {
     await b.close();
@@ -129,10 +132,10 @@ test('the prompt is the chat template with the tool specs in the system turn', a
 });
 
 test('generate() with tools: token counts, streaming and greedy determinism', async () => {
-  const long = await backend.generate(conversation(), TOOLS, { maxNewTokens: 60 });
+  const long = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 60 });
   expect(long.finishReason).toBe('length'); // precondition of the tests below, see conversation()
   const deltas: string[] = [];
-  const a = await backend.generate(conversation(), TOOLS, { maxNewTokens: 24, onToken: (d) => deltas.push(d) });
+  const a = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 24, onToken: (d) => deltas.push(d) });
   expect(a.promptTokens).toBe(await backend.countTokens(conversation(), TOOLS));
   expect(a.promptTokens).toBeGreaterThan(100);
   expect(a.completionTokens).toBe(24);
@@ -144,7 +147,7 @@ test('generate() with tools: token counts, streaming and greedy determinism', as
 
   const fresh = await OnnxBackend.load(modelDir, { prefixCache: false });
   try {
-    const b = await fresh.generate(conversation(), TOOLS, { maxNewTokens: 24 });
+    const b = await fresh.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 24 });
     expect(b.rawText).toBe(a.rawText);
     expect(b.prefillTokens).toBe(b.promptTokens);
   } finally {
@@ -154,17 +157,29 @@ test('generate() with tools: token counts, streaming and greedy determinism', as
 
 test('seeded sampling is reproducible and differs across seeds', async () => {
   const sample = async (seed: number) =>
-    (await backend.generate(conversation(), TOOLS, { maxNewTokens: 16, temperature: 1.0, topP: 0.95, topK: 50, seed })).rawText;
+    (await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 16, temperature: 1.0, topP: 0.95, topK: 50, seed })).rawText;
   const s1 = await sample(1);
   expect(await sample(1)).toBe(s1);
   const others = [await sample(2), await sample(3)];
   expect(others.some((t) => t !== s1)).toBe(true);
-  const greedy = (await backend.generate(conversation(), TOOLS, { maxNewTokens: 16 })).rawText;
+  const greedy = (await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 16 })).rawText;
   expect([s1, ...others].some((t) => t !== greedy)).toBe(true);
 });
 
+test('unset sampling fields are upstream Leaf eval sampling (0.6 / 0.95 / 20 / 0 / 1.0), not greedy', async () => {
+  const leaf = { temperature: 0.6, topP: 0.95, topK: 20, minP: 0, repetitionPenalty: 1.0 };
+  for (const seed of [1, 2]) {
+    const unset = await backend.generate(conversation(), TOOLS, { maxNewTokens: 16, seed });
+    const explicit = await backend.generate(conversation(), TOOLS, { ...leaf, maxNewTokens: 16, seed });
+    expect(unset.rawText).toBe(explicit.rawText);
+  }
+  const greedy = (await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 16 })).rawText;
+  const sampled = await Promise.all([3, 4, 5].map(async (seed) => (await backend.generate(conversation(), TOOLS, { maxNewTokens: 16, seed })).rawText));
+  expect(sampled.some((t) => t !== greedy)).toBe(true);
+});
+
 test('a stop string ends the turn before it, also in the stream', async () => {
-  const full = (await backend.generate(conversation(), TOOLS, { maxNewTokens: 30 })).rawText!;
+  const full = (await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 30 })).rawText!;
   // A stop string the model really produces, taken from the middle of its greedy output.
   let stop = '';
   let at = -1;
@@ -177,7 +192,7 @@ test('a stop string ends the turn before it, also in the stream', async () => {
   }
   expect(at).toBeGreaterThan(0);
   const deltas: string[] = [];
-  const r = await backend.generate(conversation(), TOOLS, { maxNewTokens: 30, stop: [stop], onToken: (d) => deltas.push(d) });
+  const r = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 30, stop: [stop], onToken: (d) => deltas.push(d) });
   expect(r.finishReason).toBe('stop');
   expect(r.rawText).toBe(full.slice(0, at));
   expect(deltas.join('')).toBe(r.rawText);
@@ -196,7 +211,7 @@ test('an end-of-turn token from generation_config.json stops generation', async 
   });
   const b = await OnnxBackend.load(dir);
   try {
-    const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 12 });
+    const r = await b.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 12 });
     expect(r.finishReason).toBe('stop');
     expect(r.completionTokens).toBe(k);
     expect(r.rawText).toBe(b.tokenizer.decode(ids.slice(0, k), { skip_special_tokens: false }));
@@ -206,7 +221,7 @@ test('an end-of-turn token from generation_config.json stops generation', async 
 });
 
 test('max new tokens gives finishReason length; an abort gives aborted', async () => {
-  const r = await backend.generate(conversation(), TOOLS, { maxNewTokens: 5 });
+  const r = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 5 });
   expect(r).toMatchObject({ finishReason: 'length', completionTokens: 5 });
 
   const controller = new AbortController();
@@ -228,13 +243,13 @@ test('max new tokens gives finishReason length; an abort gives aborted', async (
   const chunked = await OnnxBackend.load(modelDir, { prefillChunkSize: 16 });
   try {
     const during = new AbortController();
-    const pending = chunked.generate(conversation(), TOOLS, { maxNewTokens: 50, signal: during.signal });
+    const pending = chunked.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 50, signal: during.signal });
     setImmediate(() => during.abort());
     const r = await pending;
     expect(r.finishReason).toBe('aborted');
     expect(r.completionTokens).toBe(0);
     // It stopped inside the prefill: a finished prefill would have left the prompt state in the cache.
-    const after = await chunked.generate(conversation(), TOOLS, { maxNewTokens: 1 });
+    const after = await chunked.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 1 });
     expect(after.prefillTokens).toBe(after.promptTokens);
   } finally {
     await chunked.close();
@@ -247,8 +262,8 @@ test('agent turns reuse the cached prefix and produce what a full re-run produce
   try {
     const messages = conversation();
     for (let turn = 0; turn < 3; turn++) {
-      const r = await cached.generate(messages, TOOLS, { maxNewTokens: 12 });
-      const ref = await uncached.generate(messages, TOOLS, { maxNewTokens: 12 });
+      const r = await cached.generate(messages, TOOLS, { ...GREEDY, maxNewTokens: 12 });
+      const ref = await uncached.generate(messages, TOOLS, { ...GREEDY, maxNewTokens: 12 });
       expect(r.rawText).toBe(ref.rawText);
       expect(r.promptTokens).toBe(ref.promptTokens);
       if (turn === 0) expect(r.prefillTokens).toBe(r.promptTokens);
@@ -277,7 +292,7 @@ test('a scripted answer with reasoning and a tool call comes back parsed, ending
   const b = await OnnxBackend.load(dir);
   try {
     const streamed: string[] = [];
-    const r = await b.generate(conversation(), TOOLS, { maxNewTokens: 200, onToken: (d) => streamed.push(d) });
+    const r = await b.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 200, onToken: (d) => streamed.push(d) });
     expect(r.rawText).toBe(answer);
     expect(streamed.join('')).toBe(answer);
     expect(r.finishReason).toBe('tool_calls');
@@ -293,7 +308,7 @@ test('a scripted answer with reasoning and a tool call comes back parsed, ending
     // with this call in it, and past the script the model is back to its own (unscripted) output.
     const next = [...conversation(), r.message, { role: 'tool' as const, content: 'Exit code: 0', tool_call_id: r.message.tool_calls![0]!.id, name: 'Bash' }];
     expect(b.renderPrompt(next, TOOLS)).toContain('<parameter=command>\nnpm test -- --runInBand\n</parameter>');
-    const r2 = await b.generate(next, TOOLS, { maxNewTokens: 4 });
+    const r2 = await b.generate(next, TOOLS, { ...GREEDY, maxNewTokens: 4 });
     // The template re-renders the generated turn token for token, so the post-generation state is reused:
     // only the tool result and the new generation prompt are computed.
     expect(r2.prefillTokens).toBe(r2.promptTokens - (promptTokens + scriptIds.length - 1));

@@ -315,10 +315,17 @@ describe('processJob', () => {
 
   it('the time limit ends the run with a public reason (no patch)', async () => {
     const files = { ...FILES, '.github/frognano.yml': 'limits: {wallTimeMinutes: 0.02}\n' };
-    await setup([{ content: 'thinking…', delay_ms: 20_000, tool_calls: [] }], files);
+    // As upstream Leaf, the time budget is checked before each step: the first (slow) step runs, the second never starts.
+    await setup(
+      [
+        { content: 'thinking…', delay_ms: 1_500, tool_calls: [{ name: 'Bash', arguments: { command: 'cat hello.txt' } }] },
+        { content: 'never asked for', tool_calls: [] },
+      ],
+      files,
+    );
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_time' });
-    expect(result.reason).toBe('No pull request: the time limit was reached (`max_time`, after 0 turns) before the model said it was done.');
+    expect(result.reason).toBe('No pull request: the time limit was reached (`max_time`, after 1 turn) before the model said it was done.');
     expectNoInternals(gh.statusBodies().at(-1)!);
   });
 
@@ -329,7 +336,8 @@ describe('processJob', () => {
     ]);
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_context_len' });
-    expect(result.reason).toBe('No pull request: the context window was full (`max_context_len`, after 1 turn) before the model said it was done.');
+    // Upstream counts the refused call as a step too.
+    expect(result.reason).toBe('No pull request: the context budget was used up (`max_context_len`, after 2 turns) before the model said it was done.');
     expectNoInternals(gh.statusBodies().at(-1)!);
   });
 
@@ -353,7 +361,7 @@ describe('processJob', () => {
     });
     const result = await processJob({ ...handle(), data }, ctx, new AbortController().signal);
     const trajectory = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
-    expect(trajectory.task).toMatchObject({ title: 'Greeting is wrong @octocat', body: 'hello.txt says "hi". Fixes #1' });
+    expect(trajectory.frognano.task).toMatchObject({ title: 'Greeting is wrong @octocat', body: 'hello.txt says "hi". Fixes #1' });
     expect(JSON.stringify(trajectory.messages)).not.toContain('crypto miner');
     const head = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7').trim();
     const message = gitIn(remote.bare, 'log', '-1', '--format=%B', head);

@@ -55,6 +55,8 @@ describeDocker('DockerSandbox container', () => {
     expect(info.HostConfig.NetworkMode).toBe('none');
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    // Only for the root exec wrapper (starts commands as the sandbox user, sweeps after them) and the workspace measurement.
+    expect(info.HostConfig.CapAdd).toEqual(['KILL', 'SETUID', 'SETGID', 'DAC_READ_SEARCH']);
     expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
     expect(info.HostConfig.Memory).toBe(300 * 1024 * 1024);
     expect(info.HostConfig.MemorySwap).toBe(300 * 1024 * 1024);
@@ -64,7 +66,10 @@ describeDocker('DockerSandbox container', () => {
       expect.objectContaining({ Type: 'bind', Source: sb.hostDir, Destination: '/workspace', RW: true }),
     ]);
     expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual(['/home/agent', '/tmp']);
-    expect(info.Config.User).not.toMatch(/^0(:|$)|^root/);
+    // PID 1 and the exec wrapper run as root so that commands cannot signal them; commands never do.
+    const who = await sb.exec('id -u; id -g; id -G; grep -E "^Cap(Prm|Eff|Amb)" /proc/self/status');
+    expect(who.stdout).toMatch(/^(\d+)\n\1\n\1\nCapPrm:\s+0+\nCapEff:\s+0+\nCapAmb:\s+0+\n$/);
+    expect(who.stdout).not.toMatch(/^0\n/);
     expect(info.Config.Labels[SANDBOX_LABEL]).toBe('1');
     expect(info.Config.Labels['dev.frognano.job']).toBe('job-1');
     expect(info.Config.Env.join('\n')).not.toMatch(/TOKEN|SECRET|KEY/i);
@@ -104,6 +109,29 @@ describeDocker('DockerSandbox container', () => {
     expect(await containerGone(d, sb.containerId)).toBe(true);
     await expect(sb.exec('true')).rejects.toThrow(/no longer running/);
     await sb.close(); // already gone: still fine
+  });
+
+  // A runner that is not root and has nothing but the engine (the docker group): the images and the documented
+  // setup run it this way. Its own uid is the sandbox user; nothing is chowned.
+  const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
+  itAsRoot('works for a non-root runner that only has access to the engine', async () => {
+    const { stat: statFile, chown } = await import('node:fs/promises');
+    const sock = await statFile('/var/run/docker.sock');
+    await chown(dir, 1000, 1000);
+    const tag = `nonroot-${randomUUID()}`;
+    const { stdout } = await promisify(execFile)(
+      'setpriv',
+      ['--reuid=1000', '--regid=1000', `--groups=${sock.gid}`, process.execPath, '--import', 'tsx',
+        path.join(import.meta.dirname, 'fixtures/nonroot-docker.ts'), dir, TEST_IMAGE, tag],
+      { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }, timeout: 90_000 },
+    );
+    const seen = JSON.parse(stdout) as { id: string; idErr: string; survivors: string };
+    expect(seen).toEqual({ id: '1000\n1000\nok\n', idErr: '', survivors: '0' });
+    for (const f of ['made.txt', 'host/written.txt', 'host', '.']) {
+      const st = await statFile(path.join(dir, f));
+      expect([f, st.uid, st.gid]).toEqual([f, 1000, 1000]);
+    }
+    await reapStaleSandboxes(d, 0, { labels: { 'dev.frognano.test': tag } });
   });
 
   it('says how to build the image when it is missing', async () => {

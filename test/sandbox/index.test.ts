@@ -12,6 +12,7 @@ import {
   resolveSandboxConfig,
   SandboxConfigSchema,
   sandboxConfigFromEnv,
+  checkRunnerSandbox,
 } from '../../src/sandbox/index.js';
 import { dockerForTests, TEST_IMAGE } from './support.js';
 
@@ -64,6 +65,28 @@ describe('sandboxConfigFromEnv', () => {
     );
     expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'docker', FROGNANO_SANDBOX_MEMORY_MB: '8' })).toThrow(/memoryMb/);
     expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_USER: '0:0' })).toThrow(/never runs as root/);
+  });
+});
+
+describe('checkRunnerSandbox', () => {
+  it('refuses the local sandbox for a runner unless explicitly allowed, and says why', () => {
+    const local = sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'local' });
+    expect(() => checkRunnerSandbox(local, {})).toThrow(
+      /FROGNANO_SANDBOX=local runs the model's commands on the runner with no isolation.*set FROGNANO_ALLOW_UNSAFE_LOCAL_SANDBOX=1/,
+    );
+    expect(() => checkRunnerSandbox(local, { FROGNANO_ALLOW_UNSAFE_LOCAL_SANDBOX: 'yes' })).toThrow(/no isolation/);
+    expect(checkRunnerSandbox(local, { FROGNANO_ALLOW_UNSAFE_LOCAL_SANDBOX: '1' })).toMatch(/^UNSAFE: .*no isolation/);
+    for (const kind of ['docker', 'bwrap', 'auto']) {
+      expect(checkRunnerSandbox(sandboxConfigFromEnv({ FROGNANO_SANDBOX: kind }), {})).toBeUndefined();
+    }
+  });
+
+  it('reads the bwrap cgroup settings', () => {
+    expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap' })).toMatchObject({ cgroup: 'required' });
+    expect(
+      sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_BWRAP_CGROUP: 'off', FROGNANO_SANDBOX_CGROUP_PARENT: '/x' }),
+    ).toMatchObject({ cgroup: 'off', cgroupParent: '/x' });
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_BWRAP_CGROUP: 'maybe' })).toThrow(/cgroup/);
   });
 });
 
@@ -133,7 +156,7 @@ describe('createSandbox and checkSandbox', () => {
       const check = await checkSandbox({ kind: 'docker', image: tag });
       expect(check.ok).toBe(false);
       expect(check.checks[0].message).toMatch(new RegExp(`a sandbox from ${tag} cannot run commands`));
-      expect(check.checks[0].hint).toMatch(/bash, coreutils and util-linux/);
+      expect(check.checks[0].hint).toMatch(/bash, python3, coreutils and util-linux/);
     } finally {
       await promisify(execFile)('docker', ['rmi', '-f', tag]);
     }

@@ -30,12 +30,12 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
     if (cfg.kind === 'onnx') {
       // Fails fast with the name of the missing file before onnxruntime is even loaded.
       const { locateModelFiles } = await import('../../inference/onnx/modelFiles.js');
-      await locateModelFiles(cfg.modelDir);
+      await locateModelFiles(cfg.modelDir, { modelFile: cfg.modelFile, dtype: cfg.dtype });
     }
     backend = await createBackend(cfg);
   } catch (err) {
     return check.fail(NAME, `${what}: ${(err as Error).message}`, cfg.kind === 'onnx'
-      ? 'the directory needs the ONNX graph (model.onnx or onnx/model.onnx), tokenizer.json, tokenizer_config.json and config.json'
+      ? 'the directory needs the ONNX graph (model.onnx, onnx/model.onnx or onnx/decoder_model_merged.onnx, or a dtype variant picked with FROGNANO_ONNX_DTYPE), tokenizer.json, tokenizer_config.json, config.json and a chat template (chat_template.jinja or in tokenizer_config.json)'
       : 'check the model options');
   }
   const loadMs = Date.now() - started;
@@ -57,11 +57,18 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
     return check.ok(
       NAME,
       `${what}: loaded in ${formatDuration(loadMs)}, generated ${gen.completionTokens} token in ${formatDuration(gen.elapsedMs)}` +
-        `${info.contextLength ? `, context ${info.contextLength}` : ''}${info.device ? ` on ${info.device}` : ''}`,
+        `${info.contextLength ? `, context ${info.contextLength}` : ''}${info.device ? ` on ${info.device}` : ''}${onnxPicks(backend)}`,
     );
   } catch (err) {
     return check.fail(NAME, `${what}: loaded but generating failed: ${(err as Error).message}`, 'the model files may be incomplete or from an unsupported export');
   } finally {
     await (backend as ModelBackend).close?.().catch(() => undefined);
   }
+}
+
+/** Which files the onnx backend picked: `; decoder onnx/x_q4.onnx + onnx/embed_tokens_q4.onnx (q4), chat template from chat_template.jinja`. */
+function onnxPicks(backend: ModelBackend): string {
+  const report = (backend as { modelReport?: () => { decoder: string; embed?: string; dtype: string; chatTemplate: string } }).modelReport?.();
+  if (!report) return '';
+  return `; decoder ${report.decoder}${report.embed ? ` + ${report.embed}` : ''} (${report.dtype}), chat template from ${report.chatTemplate}`;
 }

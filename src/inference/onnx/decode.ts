@@ -5,14 +5,26 @@
  */
 import * as ort from 'onnxruntime-node';
 import { ModelError } from '../types.js';
+import { castFloat, halfTable } from './float16.js';
 import type { ModelConfig } from './modelFiles.js';
 import { sampleToken, type Rng, type SamplingOptions } from './sampling.js';
 import { discoverStateSpecs, emptyState, isStateInput, type DecoderState, type StateSpec } from './stateLayout.js';
 
 export interface DecoderOptions {
-  /** Prompt tokens per session.run during prefill; bounds the attention score matrix of long prompts. */
+  /** Prompt tokens per session.run during prefill; bounds the attention score matrix of long prompts. Default 512. */
   prefillChunkSize?: number;
+  /**
+   * Most bytes one prefill run may return as logits. A graph without `num_logits_to_keep` returns a row per
+   * prompt token (a 512-token chunk on a 248,320-token vocabulary is ~509 MB of float32) though only the last is
+   * used, so the chunk is shortened to fit. Default 64 MiB.
+   */
+  prefillLogitsBudgetBytes?: number;
 }
+
+export const DEFAULT_PREFILL_CHUNK = 512;
+export const DEFAULT_PREFILL_LOGITS_BUDGET = 64 * 1024 * 1024;
+
+type Metadata = { name: string; isTensor?: boolean; type?: string; shape?: readonly unknown[] };
 
 /** Inputs the loop knows how to fill; anything else a graph asks for is reported instead of guessed. */
 const KNOWN_INPUTS = new Set(['input_ids', 'inputs_embeds', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep', 'use_cache_branch']);
@@ -23,7 +35,12 @@ export class OnnxDecoder {
   readonly rewindable: boolean;
   private readonly inputNames: Set<string>;
   private readonly positionRank: number;
-  private readonly prefillChunkSize: number;
+  /** Prompt tokens per prefill run, after the logits budget (see DecoderOptions). */
+  readonly prefillChunkSize: number;
+  /** True when the graph takes `num_logits_to_keep` / `logits_to_keep` and so returns the last row only. */
+  readonly keepsLastLogitsOnly: boolean;
+  /** Element type the decoder wants for `inputs_embeds`, when it takes them (an fp16 graph wants float16). */
+  private readonly embedsType?: string;
   /** Feeds that are the same on every run, built once rather than per token. */
   private readonly constantFeeds: Record<string, ort.Tensor> = {};
 
@@ -36,7 +53,6 @@ export class OnnxDecoder {
     this.inputNames = new Set(session.inputNames);
     this.specs = discoverStateSpecs(session, config);
     this.rewindable = this.specs.every((s) => s.kind === 'sequence');
-    this.prefillChunkSize = Math.max(1, opts.prefillChunkSize ?? 512);
     if (!session.outputNames.includes('logits')) throw new ModelError('model has no `logits` output');
     const unknown = session.inputNames.filter((n) => !KNOWN_INPUTS.has(n) && !isStateInput(n));
     if (unknown.length) throw new ModelError(`model needs inputs this backend cannot provide: ${unknown.join(', ')}`);
@@ -46,13 +62,17 @@ export class OnnxDecoder {
         throw new ModelError('the decoder takes inputs_embeds but no embed_tokens.onnx was found next to it');
       }
     }
-    const posMeta = (session.inputMetadata as readonly { name: string; shape?: readonly unknown[] }[]).find((m) => m.name === 'position_ids');
+    const inputMeta = session.inputMetadata as readonly Metadata[];
+    const posMeta = inputMeta.find((m) => m.name === 'position_ids');
+    this.embedsType = inputMeta.find((m) => m.name === 'inputs_embeds')?.type;
     // Qwen-VL style exports (Qwen3.5 included) take M-RoPE positions as [3, batch, seq].
     this.positionRank = posMeta?.shape?.length === 3 ? 3 : 2;
     // Only the last position's logits are needed; exports that can skip the rest say so with this input.
     for (const name of ['num_logits_to_keep', 'logits_to_keep']) {
       if (this.inputNames.has(name)) this.constantFeeds[name] = new ort.Tensor('int64', BigInt64Array.of(1n), []);
     }
+    this.keepsLastLogitsOnly = Object.keys(this.constantFeeds).length > 0;
+    this.prefillChunkSize = prefillChunkFor(session, config, this.keepsLastLogitsOnly, opts);
   }
 
   newState(): DecoderState {
@@ -89,7 +109,7 @@ export class OnnxDecoder {
       feeds.input_ids = idTensor;
     } else {
       const out = await this.embedSession!.run({ input_ids: idTensor });
-      feeds.inputs_embeds = out[this.embedSession!.outputNames[0]!]!;
+      feeds.inputs_embeds = castFloat(out[this.embedSession!.outputNames[0]!]!, this.embedsType);
     }
     if (this.inputNames.has('attention_mask')) {
       feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(past + n).fill(1n), [1, past + n]);
@@ -109,6 +129,22 @@ export class OnnxDecoder {
     for (const spec of this.specs) next.set(spec.input, out[spec.output]!);
     return { logits: lastRow(out.logits!), state: { tensors: next, length: past + n } };
   }
+}
+
+/**
+ * Prompt tokens per prefill run: the configured chunk, shortened when the graph returns logits for every
+ * position so that one run's logits stay within the budget.
+ */
+function prefillChunkFor(session: ort.InferenceSession, config: ModelConfig, lastOnly: boolean, opts: DecoderOptions): number {
+  const chunk = Math.max(1, opts.prefillChunkSize ?? DEFAULT_PREFILL_CHUNK);
+  if (lastOnly) return chunk;
+  const logitsMeta = (session.outputMetadata as readonly Metadata[]).find((m) => m.name === 'logits');
+  const lastDim = logitsMeta?.shape?.[logitsMeta.shape.length - 1];
+  const vocab = typeof lastDim === 'number' && lastDim > 0 ? lastDim : config.vocab_size;
+  if (typeof vocab !== 'number' || vocab <= 0) return chunk;
+  const bytesPerLogit = logitsMeta?.type === 'float16' ? 2 : 4;
+  const budget = opts.prefillLogitsBudgetBytes ?? DEFAULT_PREFILL_LOGITS_BUDGET;
+  return Math.max(1, Math.min(chunk, Math.floor(budget / (vocab * bytesPerLogit))));
 }
 
 export class PrefillAborted extends Error {
@@ -140,34 +176,14 @@ export function lastRow(logits: ort.Tensor): Float32Array {
   throw new ModelError(`unsupported logits type ${logits.type}`);
 }
 
-/**
- * Every float16 bit pattern's value, built on first use: a lookup per logit instead of a halfToFloat call
- * (for a 248K vocabulary, well under a millisecond per token rather than tens of milliseconds).
- */
-let halfValues: Float32Array | undefined;
-function halfTable(): Float32Array {
-  if (!halfValues) {
-    halfValues = new Float32Array(0x10000);
-    for (let h = 0; h < 0x10000; h++) halfValues[h] = halfToFloat(h);
-  }
-  return halfValues;
-}
-
-export function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >> 10) & 0x1f;
-  const frac = h & 0x3ff;
-  if (exp === 0) return sign * Math.pow(2, -14) * (frac / 1024);
-  if (exp === 0x1f) return frac ? NaN : sign * Infinity;
-  return sign * Math.pow(2, exp - 15) * (1 + frac / 1024);
-}
-
 export type StopReason = 'eos' | 'stop_string' | 'length' | 'aborted';
 
 export interface DecodeLoopOptions extends SamplingOptions {
   maxNewTokens: number;
   eosTokenIds: ReadonlySet<number>;
   rng: Rng;
+  /** The prompt's token ids: with a repetition penalty, they count as seen (as in transformers and vLLM). */
+  promptIds?: readonly number[];
   signal?: AbortSignal;
   /** Called with each new token; return true to stop after it (e.g. a stop string completed). */
   onTokenId?: (id: number) => boolean | void;
@@ -191,12 +207,15 @@ export async function decodeLoop(
   const tokens: number[] = [];
   let logits = firstLogits;
   let current = state;
+  const penalised = opts.repetitionPenalty !== undefined && opts.repetitionPenalty !== 1;
+  const seen = penalised ? new Set<number>(opts.promptIds ?? []) : undefined;
   while (true) {
     if (opts.signal?.aborted) return { tokens, reason: 'aborted', state: current };
     if (tokens.length >= opts.maxNewTokens) return { tokens, reason: 'length', state: current };
-    const id = sampleToken(logits, opts, opts.rng);
+    const id = sampleToken(logits, opts, opts.rng, seen);
     if (opts.eosTokenIds.has(id)) return { tokens, reason: 'eos', state: current };
     tokens.push(id);
+    seen?.add(id);
     if (opts.onTokenId?.(id)) return { tokens, reason: 'stop_string', state: current };
     if (tokens.length >= opts.maxNewTokens) return { tokens, reason: 'length', state: current };
     ({ logits, state: current } = await decoder.forward([id], current));

@@ -13,15 +13,29 @@
  *   prefill (always a prefix of the next turn's prompt when the template only appends), and after
  *   generation (a longer prefix when the template re-renders the generated turn token for token).
  *
- * Memory: each entry holds one copy of the state (KV grows with its length); the entry count is capped.
+ * A user follow-up breaks both: Qwen3.5's template re-renders every assistant turn before the newest user
+ * message without its `<think>` block, so the new prompt departs from the old one right after the previous user
+ * message. Two pinned checkpoints cover that: the state at the end of the last user message (a follow-up in the
+ * same conversation reuses everything up to it) and the state at the start of the first user turn (system prompt
+ * and tool specs, shared by every conversation with the same tools, such as a new job on the same repository).
+ * And once a turn ends without a tool call (the end of a run, when a follow-up may come), the backend prefills
+ * the conversation as a follow-up will render it, while it is idle, and pins that state too; the turn-by-turn
+ * entries of the finished conversation are dropped then, so the state copies held stay as many as before.
+ *
+ * Memory: each entry holds one copy of the state (KV grows with its length); the unpinned entries are capped,
+ * and there is at most one pinned entry of each kind.
  */
 import type { OnnxDecoder } from './decode.js';
 import type { DecoderState } from './stateLayout.js';
 import { truncateState } from './stateLayout.js';
 
+/** Checkpoints kept apart from the turn-by-turn entries (see the comment at the top). */
+export type PinKind = 'system' | 'query' | 'followup';
+
 interface Entry {
   ids: number[];
   state: DecoderState;
+  pin?: PinKind;
 }
 
 export interface PrefixHit {
@@ -68,13 +82,37 @@ export class PrefixCache {
     return best;
   }
 
-  /** Remembers `state`, which must hold exactly the tokens `ids`. The oldest entry goes first. */
-  store(ids: readonly number[], state: DecoderState): void {
+  /**
+   * Remembers `state`, which must hold exactly the tokens `ids`. Unpinned: the oldest unpinned entry goes first
+   * once there are `maxEntries`. Pinned: replaces the previous entry pinned as `pin`.
+   */
+  store(ids: readonly number[], state: DecoderState, pin?: PinKind): void {
     if (state.length !== ids.length) throw new Error(`state holds ${state.length} tokens, ids ${ids.length}`);
     if (ids.length === 0) return;
-    this.entries = this.entries.filter((e) => !(e.ids.length === ids.length && commonPrefixLength(e.ids, ids) === ids.length));
-    this.entries.push({ ids: [...ids], state });
-    while (this.entries.length > this.maxEntries) this.entries.shift();
+    const same = (e: Entry) => e.ids.length === ids.length && commonPrefixLength(e.ids, ids) === ids.length;
+    if (pin) {
+      if (this.entries.some((e) => e.pin === pin && same(e))) return;
+      this.entries = this.entries.filter((e) => e.pin !== pin);
+    } else {
+      if (this.entries.some((e) => e.pin && same(e))) return;
+      this.entries = this.entries.filter((e) => e.pin || !same(e));
+    }
+    this.entries.push({ ids: [...ids], state, pin });
+    const unpinned = this.entries.filter((e) => !e.pin);
+    if (unpinned.length > this.maxEntries) {
+      const drop = new Set(unpinned.slice(0, unpinned.length - this.maxEntries));
+      this.entries = this.entries.filter((e) => !drop.has(e));
+    }
+  }
+
+  /** Lengths of the entries held, pinned ones named (for tests and benchmarks). */
+  describe(): { tokens: number; pin?: PinKind }[] {
+    return this.entries.map((e) => ({ tokens: e.ids.length, ...(e.pin ? { pin: e.pin } : {}) }));
+  }
+
+  /** Forgets the turn-by-turn entries, keeping the pinned ones. */
+  dropUnpinned(): void {
+    this.entries = this.entries.filter((e) => e.pin);
   }
 
   clear(): void {

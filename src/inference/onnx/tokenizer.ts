@@ -49,12 +49,20 @@ export function toTemplateMessages(messages: ChatMessage[]): Record<string, unkn
   });
 }
 
-export function renderPrompt(tokenizer: HfTokenizer, messages: ChatMessage[], tools: ToolSpec[]): string {
+export interface RenderOptions {
+  /** Default true: end with the assistant turn's opening (and Qwen3.5's `<think>`). */
+  addGenerationPrompt?: boolean;
+  /** Passed to the template as `enable_thinking` (Qwen3.5: false closes an empty think block); unset: not passed. */
+  enableThinking?: boolean;
+}
+
+export function renderPrompt(tokenizer: HfTokenizer, messages: ChatMessage[], tools: ToolSpec[], opts: RenderOptions = {}): string {
   try {
     return tokenizer.apply_chat_template(toTemplateMessages(messages) as never, {
       tools: tools.length ? (tools as unknown as object[]) : null,
-      add_generation_prompt: true,
+      add_generation_prompt: opts.addGenerationPrompt ?? true,
       tokenize: false,
+      ...(opts.enableThinking !== undefined ? { enable_thinking: opts.enableThinking } : {}),
     }) as string;
   } catch (err) {
     throw new ModelError(`the chat template failed to render the conversation: ${(err as Error).message}`);

@@ -1,0 +1,87 @@
+/**
+ * ExecOptions.network: the setup commands of a repository that opted in get network; nothing else does, before or
+ * after. A TCP server on the host stands in for "the network".
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
+import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL } from '../../src/sandbox/docker.js';
+import type { Sandbox } from '../../src/sandbox/types.js';
+import { dockerForTests, TEST_IMAGE } from './support.js';
+
+const docker = await dockerForTests();
+const RUN_LABEL = { 'dev.frognano.test': `network-${randomBytes(6).toString('hex')}` };
+const LIMITS = { memoryMb: 300, pidsLimit: 99 };
+
+const kinds: Array<[string, (ws: string) => Promise<Sandbox>]> = [['bwrap', (ws) => BwrapSandbox.create(ws, LIMITS)]];
+if (docker) {
+  kinds.push(['docker', (ws) => DockerSandbox.create(ws, { image: TEST_IMAGE, labels: RUN_LABEL, ...LIMITS }, { docker })]);
+}
+
+/** Connects to the host server: bwrap shares the host's network namespace, docker reaches it through its gateway. */
+const probe = (port: number, viaGateway: boolean) => `python3 -c "import socket
+gw = '127.0.0.1'
+for line in open('/proc/net/route').read().splitlines()[1:]:
+    f = line.split()
+    if ${viaGateway ? 'True' : 'False'} and f[1] == '00000000':
+        gw = socket.inet_ntoa(bytes.fromhex(f[2])[::-1])
+print([n for _, n in socket.if_nameindex()])
+s = socket.socket(); s.settimeout(3)
+try:
+    s.connect((gw, ${port})); print('CONNECTED', s.recv(100).decode().strip())
+except OSError as e:
+    print('refused', e.errno)"`;
+
+describe.each(kinds)('%s: a command with network', (kind, factory) => {
+  let dir: string;
+  let sb: Sandbox;
+  let server: net.Server;
+  let port: number;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), `fn-net-${kind}-`));
+    sb = await factory(dir);
+    server = net.createServer((c) => c.end('HELLO-FROM-HOST\n'));
+    await new Promise<void>((res) => server.listen(0, '0.0.0.0', res));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise((res) => server.close(res));
+    await sb?.close();
+    if (docker) await reapStaleSandboxes(docker, 0, { labels: RUN_LABEL });
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reaches the network, writes the same workspace, under the same user and limits', async () => {
+    const r = await sb.exec(`${probe(port, kind === 'docker')}; id -u; echo fetched > from-setup.txt; ` +
+      'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || true', { network: true, timeoutMs: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain('CONNECTED HELLO-FROM-HOST');
+    expect(r.stdout).not.toContain("['lo']\n");
+    expect(r.stdout).toMatch(/\n[1-9]\d*\n/); // not root
+    if (kind === 'docker') expect(r.stdout).toContain(String(LIMITS.memoryMb * 1024 * 1024));
+    expect(await readFile(path.join(dir, 'from-setup.txt'), 'utf8')).toBe('fetched\n');
+    expect((await sb.exec('cat from-setup.txt')).stdout).toBe('fetched\n');
+  });
+
+  it('leaves no network, and no extra container, to the commands after it', async () => {
+    await sb.exec('true', { network: true });
+    const r = await sb.exec(probe(port, kind === 'docker'));
+    expect(r.stdout).toContain("['lo']");
+    expect(r.stdout).toMatch(/refused \d+/);
+    if (docker && kind === 'docker') {
+      const left = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `dev.frognano.test=${RUN_LABEL['dev.frognano.test']}`] } });
+      expect(left).toHaveLength(1);
+    }
+  });
+
+  it('still kills what the command left running', async () => {
+    const m = 20_000 + (randomBytes(2).readUInt16BE() % 40_000);
+    const r = await sb.exec(`(setsid sleep ${m} > /dev/null 2>&1 &); echo started`, { network: true });
+    expect(r.stdout).toBe('started\n');
+    const ps = await sb.exec(`ps -eo args | grep -c "^sleep ${m}" || true`, { network: true });
+    expect(ps.stdout.trim()).toBe('0');
+  });
+});

@@ -1,0 +1,402 @@
+/**
+ * The attack suite: what a hostile model (or a prompt-injected issue) would try, through the five Leaf tools as the
+ * model calls them (ToolExecutor.execute), against the real docker and bwrap sandboxes. Every test ends by checking
+ * the host canaries: nothing outside the workspace was changed (content, mode and mtime of planted files; no new
+ * file beside them), and no tool output carried host content (a planted secret file, a secret in the runner's
+ * environment, the host's /etc/shadow).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { constants as fsc, promises as fs } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
+import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker.js';
+import type { Sandbox } from '../../src/sandbox/types.js';
+import { ToolExecutor, type ToolOutcome } from '../../src/leaf/tools.js';
+import { dockerForTests, hostPidsMatching, TEST_IMAGE, waitFor } from '../sandbox/support.js';
+
+const docker = await dockerForTests();
+const RUN_LABEL = { 'dev.frognano.test': `attacks-${randomBytes(6).toString('hex')}` };
+
+interface Limits {
+  memoryMb: number;
+  pidsLimit: number;
+  tmpSizeMb: number;
+  workspaceMb: number;
+  workspaceCheckMs: number;
+}
+const LIMITS: Limits = { memoryMb: 256, pidsLimit: 128, tmpSizeMb: 64, workspaceMb: 1024, workspaceCheckMs: 500 };
+type Factory = (ws: string, limits: Limits) => Promise<Sandbox>;
+
+const factories: Array<[string, Factory]> = [['bwrap', (ws, limits) => BwrapSandbox.create(ws, limits)]];
+if (docker) {
+  factories.push([
+    'docker',
+    (ws, limits) => DockerSandbox.create(ws, { image: TEST_IMAGE, cpus: 1, labels: RUN_LABEL, ...limits }, { docker }),
+  ]);
+}
+
+/** A number no other process on the machine uses as a sleep argument, to find ours in /proc. */
+const marker = () => 10_000 + (randomBytes(3).readUIntBE(0, 3) % 1_000_000);
+
+interface FileState {
+  kind: string;
+  mode: number;
+  mtimeMs: number;
+  sha?: string;
+}
+
+/** Every entry under dir (not following links): kind, mode, mtime and content hash. */
+async function snapshot(dir: string): Promise<Map<string, FileState>> {
+  const out = new Map<string, FileState>();
+  const walk = async (d: string) => {
+    for (const name of (await fs.readdir(d)).sort()) {
+      const p = path.join(d, name);
+      const st = await fs.lstat(p);
+      const kind = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'other';
+      const state: FileState = { kind, mode: st.mode, mtimeMs: st.mtimeMs };
+      if (st.isFile()) state.sha = createHash('sha256').update(await fs.readFile(p)).digest('hex');
+      out.set(path.relative(dir, p), state);
+      if (st.isDirectory()) await walk(p);
+    }
+  };
+  await walk(dir);
+  return out;
+}
+
+const hostShadowLine = await fs
+  .readFile('/etc/shadow', 'utf8')
+  .then((t) => t.split('\n').find((l) => /^root:/.test(l)) ?? '')
+  .catch(() => '');
+
+describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, factory) => {
+  let root: string;
+  let outside: string;
+  let ws: string;
+  let sb: Sandbox;
+  let tools: ToolExecutor;
+  let before: Map<string, FileState>;
+  const secret = `CANARY-SECRET-${randomBytes(8).toString('hex')}`;
+  const envSecret = `ghs_CANARYENV${randomBytes(8).toString('hex')}`;
+  const hostOnlyName = `host-only-${randomBytes(4).toString('hex')}.txt`;
+  /** Texts that must never appear in a tool's output. */
+  const leaks = () => [secret, envSecret, hostOnlyName, ...(hostShadowLine ? [hostShadowLine] : [])];
+
+  const call = async (name: string, args: Record<string, unknown>): Promise<ToolOutcome> => {
+    const r = await tools.execute({ name, arguments: args });
+    // A path the call itself named may be echoed back in an error; anything else is a leak.
+    const asked = JSON.stringify(args);
+    for (const leak of leaks().filter((l) => !asked.includes(l))) expect(r.output).not.toContain(leak);
+    return r;
+  };
+  const bash = (command: string, timeout = 60) => call('Bash', { command, timeout });
+
+  /** (Re)creates the host canaries next to the workspace: planted anew for each test, so one failure stays one. */
+  const plant = async (): Promise<Map<string, FileState>> => {
+    await fs.rm(outside, { recursive: true, force: true });
+    await fs.mkdir(path.join(outside, 'dir'), { recursive: true });
+    await fs.chmod(outside, 0o777);
+    await fs.chmod(path.join(outside, 'dir'), 0o777);
+    await fs.writeFile(path.join(outside, 'secret.txt'), `${secret}\n`, { mode: 0o666 });
+    await fs.writeFile(path.join(outside, 'dir', hostOnlyName), `${secret}\n`, { mode: 0o666 });
+    const past = new Date('2001-02-03T04:05:06Z');
+    for (const p of ['secret.txt', `dir/${hostOnlyName}`, 'dir', '.']) await fs.utimes(path.join(outside, p), past, past);
+    return snapshot(outside);
+  };
+
+  /** Releases a host-side writer blocked on a FIFO in the workspace (a failure here must not hang the suite). */
+  const unblockFifos = async () => {
+    for (const name of await fs.readdir(ws).catch(() => [] as string[])) {
+      const p = path.join(ws, name);
+      if ((await fs.lstat(p).catch(() => null))?.isFIFO()) {
+        const fh = await fs.open(p, fsc.O_RDONLY | fsc.O_NONBLOCK).catch(() => null);
+        await fh?.close();
+      }
+    }
+  };
+
+  beforeAll(async () => {
+    process.env.FROGNANO_ATTACK_CANARY = envSecret;
+    root = await fs.mkdtemp(path.join(os.tmpdir(), `fn-attack-${kind}-`));
+    // Searchable by everyone, and the planted files world-readable: only the sandbox boundary keeps them out.
+    await fs.chmod(root, 0o755);
+    outside = path.join(root, 'outside');
+    ws = path.join(root, 'ws');
+    await fs.mkdir(ws);
+    before = await plant();
+    sb = await factory(ws, LIMITS);
+    tools = new ToolExecutor(sb);
+  });
+
+  afterEach(async () => {
+    // Nothing outside the workspace changed, and nothing appeared there.
+    const after = await snapshot(outside);
+    const rootEntries = (await fs.readdir(root)).sort();
+    before = await plant();
+    expect(after).toEqual(before);
+    expect(rootEntries).toEqual(['outside', 'ws']);
+  });
+
+  afterAll(async () => {
+    delete process.env.FROGNANO_ATTACK_CANARY;
+    await unblockFifos();
+    await sb?.close();
+    if (docker) await reapStaleSandboxes(docker, 0, { labels: RUN_LABEL });
+    await fs.rm(root, { recursive: true, force: true });
+  });
+
+  it('dangling symlink: Write and Edit never create a host file', async () => {
+    await bash(`ln -s ${outside}/made-by-write.txt notes.txt && ln -s ${outside}/dir/new.txt n2.txt && mkdir -p sub && ln -s ${outside}/x sub/deep`);
+    await call('Write', { file_path: 'notes.txt', content: 'PWNED\n' });
+    await call('Write', { file_path: 'n2.txt', content: 'PWNED\n' });
+    await call('Write', { file_path: 'sub/deep/file.txt', content: 'PWNED\n' });
+    await call('Edit', { file_path: 'notes.txt', old_string: 'PWNED', new_string: 'AGAIN' });
+  });
+
+  it('symlink to a host file: Read, Edit and Write see only the sandbox view', async () => {
+    await bash(`ln -s ${outside}/secret.txt s.txt && ln -s /etc/shadow shadow.txt && ln -s ${outside}/secret.txt /tmp/t.txt; ln -s /tmp/t.txt via-tmp.txt`);
+    for (const f of ['s.txt', 'shadow.txt', 'via-tmp.txt', `${outside}/secret.txt`, '/etc/shadow']) {
+      await call('Read', { file_path: f });
+    }
+    await call('Edit', { file_path: 's.txt', old_string: 'CANARY', new_string: 'EDITED' });
+    await call('Write', { file_path: 's.txt', content: 'overwritten\n' });
+    await call('Write', { file_path: `${outside}/secret.txt`, content: 'overwritten\n' });
+  });
+
+  it('symlink to a host directory: Glob, Read and Write below it see only the sandbox view', async () => {
+    await bash(`ln -s ${outside}/dir d && ln -s ${outside} o && ln -s / rootlink`);
+    await call('Glob', { pattern: '**/*', path: 'd' });
+    await call('Glob', { pattern: 'd/*' });
+    await call('Glob', { pattern: 'o/**/*' });
+    await call('Glob', { pattern: '**/*.txt', path: outside });
+    await call('Glob', { pattern: `rootlink${outside}/**` });
+    await call('Read', { file_path: `d/${hostOnlyName}` });
+    await call('Read', { file_path: 'o/secret.txt' });
+    await call('Write', { file_path: 'd/new.txt', content: 'PWNED\n' });
+    await call('Write', { file_path: 'o/secret.txt', content: 'PWNED\n' });
+    await call('Edit', { file_path: 'o/secret.txt', old_string: 'CANARY', new_string: 'x' });
+  });
+
+  it('swap race: a file swapped for a host symlink by a process the Bash call left behind', async () => {
+    // The swapper is started as a daemon; if it survived the call it would race every file tool below.
+    const swapper =
+      `while :; do ln -sfn ${outside}/secret.txt .r && mv -Tf .r race.txt; echo benign > .b && mv -Tf .b race.txt; done`;
+    await bash(`echo benign > race.txt; (setsid nohup bash -c '${swapper}' > /dev/null 2>&1 &); sleep 0.3; echo started`);
+    for (let i = 0; i < 200; i++) {
+      await call(i % 2 ? 'Read' : 'Write', i % 2 ? { file_path: 'race.txt' } : { file_path: 'race.txt', content: `mine ${i}\n` });
+    }
+  }, 180_000);
+
+  it('swap race: a file swapped for a host symlink by a concurrently running command (many iterations)', async () => {
+    const swapper =
+      `end=$((SECONDS + 12)); while [ $SECONDS -lt $end ]; do ln -sfn ${outside}/secret.txt .s && mv -Tf .s race2.txt; ` +
+      `echo benign > .c && mv -Tf .c race2.txt; ln -sfn ${outside}/dir .s && mv -Tf .s race2dir; mkdir -p .d && mv -Tf .d race2dir; done`;
+    await bash('echo benign > race2.txt; mkdir -p race2dir');
+    const running = sb.exec(swapper, { timeoutMs: 20_000 });
+    const ops: Array<[string, Record<string, unknown>]> = [
+      ['Read', { file_path: 'race2.txt' }],
+      ['Write', { file_path: 'race2.txt', content: 'mine\n' }],
+      ['Edit', { file_path: 'race2.txt', old_string: 'benign', new_string: 'edited' }],
+      ['Write', { file_path: 'race2dir/new.txt', content: 'mine\n' }],
+      ['Glob', { pattern: '**/*', path: 'race2dir' }],
+    ];
+    for (let i = 0; i < 200; i++) {
+      const [name, args] = ops[i % ops.length];
+      await call(name, args);
+    }
+    await running;
+  }, 180_000);
+
+  it('/proc and device paths: no host environment, no host root, no endless reads', async () => {
+    await bash(
+      'ln -s /proc/self/environ env.txt; ln -s /proc/1/environ env1.txt; ln -s /proc/self/root/ procroot; ' +
+        `ln -s /proc/self/root${outside}/secret.txt viaroot.txt; ln -s /dev/zero zero; ln -s /dev/urandom rnd; ` +
+        'ln -s /proc/self/mem mem; ln -s /proc/kcore kcore; true',
+    );
+    for (const f of ['env.txt', 'env1.txt', 'viaroot.txt', '/proc/self/environ', `/proc/self/root${outside}/secret.txt`, 'zero', 'rnd', 'mem', 'kcore']) {
+      const started = Date.now();
+      await call('Read', { file_path: f });
+      expect(Date.now() - started).toBeLessThan(25_000);
+    }
+    await call('Glob', { pattern: `procroot${outside}/*` });
+    await call('Glob', { pattern: '*', path: `/proc/self/root${outside}` });
+    const r = await bash('cat /proc/1/environ | tr "\\0" "\\n" | head -50; ls /proc | head -50');
+    expect(r.isError).toBe(false);
+  }, 180_000);
+
+  it('FIFOs: Read, Write and Edit of a FIFO (or a link to one) return instead of blocking', async () => {
+    await bash('mkfifo fifo && ln -s fifo fifolink && mkfifo /tmp/tfifo; ln -s /tmp/tfifo tlink; true');
+    const attempts: Array<[string, Record<string, unknown>]> = [
+      ['Read', { file_path: 'fifo' }],
+      ['Read', { file_path: 'fifolink' }],
+      ['Read', { file_path: 'tlink' }],
+      ['Edit', { file_path: 'fifo', old_string: 'a', new_string: 'b' }],
+      ['Write', { file_path: 'fifo', content: 'x\n' }],
+      ['Write', { file_path: 'fifolink', content: 'x\n' }],
+    ];
+    try {
+      for (const [name, args] of attempts) {
+        const started = Date.now();
+        await call(name, args);
+        expect(Date.now() - started).toBeLessThan(10_000);
+      }
+    } finally {
+      // A host-side writer still blocked after its timeout would hold a libuv thread for good: release it.
+      await unblockFifos();
+    }
+  }, 240_000);
+
+  it('hard links: a host file cannot be linked into the workspace and changed through it', async () => {
+    const passwdBefore = await fs.stat('/etc/passwd');
+    const r = await bash(`ln ${outside}/secret.txt hl.txt; ln /etc/passwd pw.txt; ln /usr/bin/env envbin; ls -li`);
+    expect(r.isError).toBe(false);
+    await call('Write', { file_path: 'hl.txt', content: 'PWNED\n' });
+    await call('Edit', { file_path: 'pw.txt', old_string: 'root', new_string: 'toor' });
+    await call('Read', { file_path: 'hl.txt' });
+    const passwdAfter = await fs.stat('/etc/passwd');
+    expect([passwdAfter.mtimeMs, passwdAfter.size]).toEqual([passwdBefore.mtimeMs, passwdBefore.size]);
+  });
+
+  it('no process outlives its Bash call: daemons, fake pid files, a killed parent, double forks', async () => {
+    const [m1, m2, m3, m4] = [marker(), marker(), marker(), marker()];
+    const r = await bash(
+      `(setsid sleep ${m1} > /dev/null 2>&1 &); ` +
+        // The attack on the old docker wrapper: a fake pid file in its sandbox-writable state directory.
+        `mkdir -p /tmp/.frognano-exec && echo 1 > /tmp/.frognano-exec/1-fake.pid; (setsid nohup sleep ${m2} > /dev/null 2>&1 &); ` +
+        // One that ignores the polite signals and kills the shell that started it.
+        `bash -c "setsid bash -c 'trap \\"\\" TERM HUP INT; kill -KILL \\$PPID; exec -a innocuous sleep ${m3}' > /dev/null 2>&1 & sleep 0.2"; ` +
+        `python3 -c "import os, time
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+while True:
+    open('heartbeat', 'a').write('x'); time.sleep(0.05)" ${m4} > /dev/null 2>&1; sleep 0.5; echo started`,
+    );
+    expect(r.output).toContain('started');
+    expect(await waitFor(() => [m1, m2, m3, m4].every((m) => hostPidsMatching(String(m)).length === 0), 10_000)).toBe(true);
+    const size = async () => (await fs.stat(path.join(ws, 'heartbeat')).catch(() => null))?.size ?? 0;
+    const s1 = await size();
+    await new Promise((res) => setTimeout(res, 600));
+    expect(await size()).toBe(s1);
+    // Seen from inside too: nothing of the sandbox user but this command's own processes.
+    const ps = await bash('ps -e -o uid=,pid=,args= | awk -v me="$(id -u)" \'$1 == me\'');
+    for (const m of [m1, m2, m3, m4]) expect(ps.output).not.toContain(String(m));
+    expect(ps.output).not.toContain('innocuous');
+  });
+
+  it('fork bomb: contained by the process limit, and gone after the call', async () => {
+    const m = marker();
+    const r = await bash(
+      `python3 -c "import os, time
+while True:
+    try: os.fork()
+    except OSError: time.sleep(0.01)" ${m}`,
+      8,
+    );
+    expect(r.output).toMatch(/^Timed out after 8\.0s/);
+    expect(await waitFor(() => hostPidsMatching(String(m)).length === 0, 15_000)).toBe(true);
+    expect((await bash('echo usable')).output).toContain('usable');
+  }, 120_000);
+
+  it(`memory across processes: four 100 MB processes cannot all live under the ${LIMITS.memoryMb} MiB job cap`, async () => {
+    const r = await bash(
+      'for i in 1 2 3 4; do python3 -c "b = bytearray(100 * 1024 * 1024); import time; time.sleep(4); print(\'held\')" & done; wait',
+    );
+    const held = r.output.match(/^held$/gm)?.length ?? 0;
+    expect(held).toBeLessThanOrEqual(2);
+    expect(r.output).toMatch(/Killed|MemoryError|memory limit/);
+    expect((await bash('echo usable')).output).toContain('usable');
+  });
+
+  it('tmpfs fill: /tmp and HOME hold no more than their size (or the job memory) allows', async () => {
+    const cap = Math.max(LIMITS.tmpSizeMb, LIMITS.memoryMb) * 1024 * 1024;
+    for (const dir of ['/tmp', '"$HOME"']) {
+      const r = await bash(`head -c 400M /dev/zero > ${dir}/fill; echo "size=$(stat -c %s ${dir}/fill)"; rm -f ${dir}/fill`);
+      const size = Number(/size=(\d+)/.exec(r.output)?.[1] ?? 0);
+      expect(size).toBeLessThanOrEqual(cap);
+      expect(size).toBeLessThan(400 * 1024 * 1024);
+    }
+    expect((await bash('echo usable')).output).toContain('usable');
+  }, 120_000);
+
+  it('host loopback services are unreachable', async () => {
+    let connections = 0;
+    const servers = await Promise.all(
+      ['127.0.0.1', '0.0.0.0'].map(
+        (host) =>
+          new Promise<net.Server>((resolve) => {
+            const s = net.createServer((c) => {
+              connections++;
+              c.end('HOST-SERVICE\n');
+            });
+            s.listen(0, host, () => resolve(s));
+          }),
+      ),
+    );
+    try {
+      const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
+      const targets = [`('127.0.0.1', ${ports[0]})`, `('127.0.0.1', ${ports[1]})`, `('172.17.0.1', ${ports[1]})`, `('10.0.2.2', ${ports[1]})`];
+      const r = await bash(
+        `python3 -c "import socket
+for t in [${targets.join(', ')}]:
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect(t); print('CONNECTED', t, s.recv(100))
+    except OSError as e:
+        print('refused', t, e.errno)"`,
+      );
+      expect(r.output).not.toContain('CONNECTED');
+      expect(r.output).not.toContain('HOST-SERVICE');
+      expect(r.output).toMatch(/refused/);
+      expect(connections).toBe(0);
+    } finally {
+      await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
+    }
+  });
+});
+
+describe.each(factories)('%s sandbox: workspace disk budget', (kind, factory) => {
+  it('a job that writes past the budget is stopped with a reason, and the sandbox refuses further use', async () => {
+    const root = await fs.mkdtemp(path.join(os.tmpdir(), `fn-attack-fill-${kind}-`));
+    await fs.chmod(root, 0o755);
+    const sb = await factory(root, { ...LIMITS, workspaceMb: 64 });
+    try {
+      const tools = new ToolExecutor(sb);
+      const started = Date.now();
+      const r = await tools.execute({
+        name: 'Bash',
+        arguments: { command: 'for i in $(seq 100); do head -c 5M /dev/zero > fill$i; sleep 0.02; done; echo finished' },
+      });
+      expect(r.output).not.toContain('finished');
+      expect(r.output).toContain("sandbox stopped: the job's files grew past the workspace budget of 64 MiB");
+      expect(Date.now() - started).toBeLessThan(30_000);
+      // Bounded overshoot: about one measuring interval of writing.
+      let total = 0;
+      for (const f of await fs.readdir(root)) total += (await fs.lstat(path.join(root, f))).size;
+      expect(total).toBeLessThan(300 * 1024 * 1024);
+      // The next call cannot continue the job: the loop ends on it, with the reason.
+      await expect(tools.execute({ name: 'Bash', arguments: { command: 'echo more' } })).rejects.toThrow(/workspace budget of 64 MiB/);
+      await expect(sb.writeFile('x.txt', 'x')).rejects.toThrow(/workspace budget of 64 MiB/);
+    } finally {
+      await sb.close();
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('counts files too: a flood of empty files is stopped', async () => {
+    const root = await fs.mkdtemp(path.join(os.tmpdir(), `fn-attack-inodes-${kind}-`));
+    await fs.chmod(root, 0o755);
+    const sb = await factory(root, { ...LIMITS, workspaceFiles: 2000 } as Limits);
+    try {
+      const r = await sb.exec('mkdir flood && cd flood && for i in $(seq 50); do touch $(seq -f "f$i-%g" 1 200); sleep 0.05; done; echo finished', {
+        timeoutMs: 60_000,
+      });
+      expect(r.stdout).not.toContain('finished');
+      expect(r.stderr).toContain('workspace budget of 2000 files and directories');
+    } finally {
+      await sb.close();
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
