@@ -107,7 +107,9 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     const prepared = await prepare(data, jobId, ctx, access, jobDir, signal, log);
     if (prepared.kind === 'stop') {
       final = prepared.state;
-      return { outcome: 'refused', reason: prepared.reason, exitReason: 'not_started', turns: 0, elapsedSeconds: (Date.now() - started) / 1000 };
+      // The outcome maps back to the same state when the app rewrites the comment later (src/app/jobStatus.ts).
+      const outcome = prepared.state.kind === 'no_patch' ? 'no_patch' : 'refused';
+      return { outcome, reason: prepared.reason, exitReason: 'not_started', turns: 0, elapsedSeconds: (Date.now() - started) / 1000 };
     }
     const { config, head, prUrl } = prepared;
 

@@ -168,7 +168,7 @@ describe('follow-up round on the bot pull request (runner)', () => {
     await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW), { config: 'followUp:\n  maxRounds: 2\n' });
     const before = head();
     const result = await run({ round: 3 });
-    expect(result).toMatchObject({ outcome: 'refused' });
+    expect(result).toMatchObject({ outcome: 'no_patch' });
     expect(result.reason).toContain('2 follow-up rounds, the limit');
     expect(head()).toBe(before);
     expect(gh.find('POST', '/labels')[0]!.body).toMatchObject({ name: 'frognano:needs-human' });
