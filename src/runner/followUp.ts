@@ -40,19 +40,15 @@ import { redact } from '../util/redact.js';
 import {
   abortError,
   forgetSecretLater,
-  HandBackError,
   installationAccessFor,
-  JobFailure,
   jobLimits,
   phaseCategory,
   sandboxFor,
   scrubStoredTrajectory,
   throwIfAborted,
   tokenExpiresSoon,
-  type AbortCause,
-  type JobHandle,
-  type RunnerContext,
-} from './processJob.js';
+} from './jobSupport.js';
+import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 import { ProgressReporter } from './progress.js';
 import { duringPhase, ownPublicReason, publicFailure, whereToLook } from './publicFailure.js';
 import { defang, visibleText } from '../github/untrusted.js';

@@ -2,10 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { UnrecoverableError } from 'bullmq';
-import type { Redis } from 'ioredis';
-import type { Logger } from 'pino';
 import { createApprovalCheck } from '../github/checks.js';
-import { createInstallationAccess, type AppCredentials, type GitHubClient, type InstallationAccess } from '../github/client.js';
+import type { GitHubClient, InstallationAccess } from '../github/client.js';
 import {
   applyPatch,
   branchNameFor,
@@ -16,7 +14,6 @@ import {
   stagedNumstat,
   type CloneResult,
   type GitAuth,
-  type Identity,
 } from '../github/git.js';
 import {
   checkGuardrails,
@@ -28,19 +25,13 @@ import {
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
 import { runningState, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
 import { defang, untrustedLine, visibleText } from '../github/untrusted.js';
-import type { ModelBackend } from '../inference/types.js';
-import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
-import { solve, type SolveResult } from '../leaf/solve.js';
-import { describeExit, endedInMalformedCalls, EXIT_REASON_TEXT, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
-import type { Sampling } from '../leaf/sampling.js';
+import { solve } from '../leaf/solve.js';
+import { describeExit, endedInMalformedCalls, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { JobDataSchema, jobIdFor, type JobData, type JobResult } from '../queue/schema.js';
-import type { SandboxConfig } from '../sandbox/config.js';
 import { createSandbox } from '../sandbox/index.js';
-import type { Sandbox } from '../sandbox/types.js';
 import { withJob } from '../ops/logger.js';
-import type { FrognanoMetrics } from '../ops/metrics.js';
-import { forgetSecret, redact } from '../util/redact.js';
+import { redact } from '../util/redact.js';
 import { withCoAuthor } from '../github/coAuthor.js';
 import { requestReview } from '../github/followUpPullRequest.js';
 import { processFollowUp } from './followUp.js';
@@ -49,74 +40,21 @@ import { ProgressReporter, type RunnerProgress } from './progress.js';
 import { buildTaskContext } from './taskContext.js';
 import { twoPersonRule } from './approval.js';
 import { duringPhase, ownPublicReason, publicFailure } from './publicFailure.js';
+import {
+  abortError,
+  forgetSecretLater,
+  installationAccessFor,
+  jobLimits,
+  phaseCategory,
+  sandboxFor,
+  scrubStoredTrajectory,
+  throwIfAborted,
+  tokenExpiresSoon,
+} from './jobSupport.js';
+import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 
-/** Why a job's AbortSignal fired: a maintainer's `/frognano cancel`, or the runner shutting down. */
-export type AbortCause = { kind: 'cancel'; by?: string } | { kind: 'shutdown' };
-
-/** Thrown when the runner shuts down mid-job: the worker hands the job back to the queue. */
-export class HandBackError extends Error {
-  constructor() {
-    super('the runner is shutting down; the job goes back to the queue');
-    this.name = 'HandBackError';
-  }
-}
-
-/** Everything one runner process shares across jobs. */
-export interface RunnerContext {
-  redis: Redis;
-  app: AppCredentials;
-  /** Base URL of git remotes (`https://github.com`; `file:///...` in tests). */
-  gitBaseUrl: string;
-  backend: ModelBackend;
-  sandbox: SandboxConfig;
-  /** Per-job scratch space (clones); each job gets its own directory, removed afterwards. */
-  workDir: string;
-  /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/`. */
-  trajectoryDir: string;
-  identity?: Identity;
-  /** `describeRunner()` line shown in the status comment. */
-  runnerDescription: string;
-  logger: Logger;
-  /** Runner-wide cap on turns: a repository may lower it, never raise it. */
-  maxTurns?: number;
-  /** Runner-wide cap on the agent's wall time. */
-  wallTimeMs?: number;
-  /** Overrides of upstream Leaf's eval sampling (FROGNANO_TEMPERATURE ...; src/leaf/sampling.ts). */
-  sampling?: Partial<Sampling>;
-  gitTimeoutMs?: number;
-  /** Tests shorten these. */
-  progressIntervals?: { jobEveryMs?: number; commentEveryMs?: number };
-  /** Swappable for tests that exercise the real thing through a different door (never a fake GitHub). */
-  createAccess?: (installationId: number, repo: string) => Promise<InstallationAccess>;
-  createSandbox?: (cfg: SandboxConfig, workspaceDir: string) => Promise<Sandbox>;
-  metrics?: FrognanoMetrics;
-}
-
-/** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */
-export interface JobHandle {
-  id?: string;
-  data: unknown;
-  updateProgress(p: object): Promise<unknown>;
-}
-
-export type FailureCategory = 'token' | 'clone' | 'config' | 'model' | 'sandbox' | 'publish' | 'unexpected';
-
-/**
- * A failure whose reason is already phrased for the issue (src/runner/publicFailure.ts: no runner internals);
- * the error behind it goes to the runner's log. UnrecoverableError so BullMQ never retries it.
- */
-export class JobFailure extends UnrecoverableError {
-  constructor(
-    readonly reason: string,
-    /** Small fixed set, used as a metrics label (a free-text reason would explode the series count). */
-    readonly category: FailureCategory,
-    /** What actually went wrong, for the log only. */
-    readonly underlying?: unknown,
-  ) {
-    super(reason);
-    this.name = 'JobFailure';
-  }
-}
+export { HandBackError, JobFailure, type AbortCause, type FailureCategory, type JobHandle, type RunnerContext } from './types.js';
+export { forgetSecretLater, installationAccessFor, sandboxFor } from './jobSupport.js';
 
 const SAFE_ID = /[^A-Za-z0-9._-]+/g;
 
@@ -369,40 +307,6 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
   }
 }
 
-export function phaseCategory(phase: RunnerProgress['phase'] | undefined): FailureCategory {
-  return phase === 'publishing' ? 'publish' : phase === 'solving' ? 'sandbox' : 'unexpected';
-}
-
-/** Fresh enough to clone is not fresh enough to publish: keep a margin for the push and the API calls. */
-const TOKEN_MARGIN_MS = 10 * 60_000;
-
-export function tokenExpiresSoon(access: InstallationAccess): boolean {
-  const expires = Date.parse(access.expiresAt);
-  return Number.isFinite(expires) && expires - Date.now() < TOKEN_MARGIN_MS;
-}
-
-/** How this runner gets an installation-authenticated client for one repository. */
-export function installationAccessFor(ctx: RunnerContext): (installationId: number, repo: string) => Promise<InstallationAccess> {
-  return ctx.createAccess ?? ((installationId, repo) => createInstallationAccess(ctx.app, { installationId, repo, log: ctx.logger }));
-}
-
-export function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimits> {
-  const cap = ctx.maxTurns ?? DEFAULT_LIMITS.maxTurns;
-  const wallCap = ctx.wallTimeMs ?? DEFAULT_LIMITS.wallTimeMs;
-  return {
-    maxTurns: Math.min(cfg.limits.maxTurns ?? cap, cap),
-    wallTimeMs: Math.min(cfg.limits.wallTimeMinutes ? cfg.limits.wallTimeMinutes * 60_000 : wallCap, wallCap),
-  };
-}
-
-/** The repository may pick its docker image; the runner's isolation settings stay the runner's. */
-export function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string): SandboxConfig {
-  const jobLabel = { 'dev.frognano.job': jobId.slice(0, 200) };
-  if (base.kind === 'docker') return { ...base, image: cfg.sandboxImage ?? base.image, labels: { ...base.labels, ...jobLabel } };
-  if (base.kind === 'auto') return { ...base, docker: { ...base.docker, ...(cfg.sandboxImage ? { image: cfg.sandboxImage } : {}), labels: { ...(base.docker.labels ?? {}), ...jobLabel } } };
-  return base;
-}
-
 /** Subject from the issue title, body from the model: both defanged (GitHub links, and closes issues on "Fixes #n", in commit messages too). */
 export function commitMessage(d: JobData, finalMessage: string): string {
   const subject = `frognano: ${untrustedLine(d.title, 200)}`.slice(0, 72);
@@ -410,38 +314,6 @@ export function commitMessage(d: JobData, finalMessage: string): string {
   return `${subject}\n\nRefs #${d.issueNumber}. Written by the FrogNano-4B model; needs human review.\n${bodyText ? `\n${bodyText}\n` : ''}`;
 }
 
-/** The stored trajectory must not hold the token, whatever a tool printed; solve redacts, this double-checks. */
-export async function scrubStoredTrajectory(result: SolveResult, log: Logger): Promise<void> {
-  for (const p of [result.trajectoryJsonPath, result.trajectoryMarkdownPath, result.patchPath]) {
-    if (!p) continue;
-    const text = await fs.readFile(p, 'utf8').catch(() => null);
-    if (text === null) continue;
-    const clean = redact(text);
-    if (clean !== text) {
-      log.error({ file: p }, 'a secret reached a stored trajectory file; it was redacted');
-      await fs.writeFile(p, clean);
-    }
-  }
-}
-
-export function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw abortError(signal);
-}
-
-export function abortError(signal: AbortSignal): Error {
-  const cause = signal.reason as AbortCause | undefined;
-  return new Error(cause?.kind === 'shutdown' ? 'runner shutting down' : 'cancelled');
-}
-
-function errMsg(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
-}
-
-/** Tokens expire within the hour; keep redacting them a while in case a late log line mentions one. */
-export function forgetSecretLater(token: string): void {
-  setTimeout(() => forgetSecret(token), 2 * 60 * 60_000).unref();
 }

@@ -2,7 +2,8 @@ import { upsertStatusComment, type StatusState } from '../github/statusComment.j
 import { getCancelRequest } from '../queue/cancel.js';
 import { JobDataSchema, jobIdFor } from '../queue/schema.js';
 import { stalledFailureText } from '../queue/stalled.js';
-import { forgetSecretLater, installationAccessFor, type RunnerContext } from './processJob.js';
+import { forgetSecretLater, installationAccessFor } from './jobSupport.js';
+import type { RunnerContext } from './types.js';
 
 /** The part of a BullMQ job this needs. */
 export interface StalledJob {
