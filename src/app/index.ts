@@ -13,6 +13,7 @@ import {
   cachedStatusCommentId,
   summarizeStatus,
   updateStatusComment,
+  upsertStatusComment,
   type StatusMeta,
   type StatusOctokit,
   type StatusState,
@@ -21,6 +22,19 @@ import { parseCommand, type Command } from './commands.js';
 import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, isPullRequest } from './payloads.js';
 import { statusOfJob } from './jobStatus.js';
 import * as msg from './messages.js';
+import {
+  fetchPullRequest,
+  followUpRefusedText,
+  handleCommentFollowUp,
+  handleReviewFollowUp,
+  pullRequestCommand,
+  ReviewSubmittedPayload,
+  roundBusyText,
+  roundStatusText,
+  type PullRequestSlice,
+} from './followUp.js';
+import type { PermissionOctokit } from '../github/permissions.js';
+import { guidanceFrom, isGuidanceRequest } from './guidance.js';
 
 export const DEFAULT_LABEL = 'frognano';
 /** How long a handled delivery/comment is remembered, so redeliveries do nothing. */
@@ -75,6 +89,7 @@ export function createFrognanoApp(deps: AppDeps) {
           return;
         }
         const data = jobData(p, key, attempt, 'label', context.id, now());
+        await announceQueued(octokit, key, p.issue.html_url, attempt, p.sender.login, log);
         let enqueued;
         try {
           enqueued = await enqueueJob(queue, data);
@@ -84,9 +99,17 @@ export function createFrognanoApp(deps: AppDeps) {
         }
         const { created, job } = enqueued;
         log.info({ jobId: job.id, created }, 'label: enqueued');
-        // The job is what matters; a failed comment write is logged, and the runner writes the status again when it starts.
-        if (created) await refreshStatus(octokit, key, p.issue.html_url, attempt, p.sender.login).catch((err: unknown) => log.warn({ err }, 'could not write the status comment'));
       });
+    });
+
+    // A review on the bot's pull request that contains /frognano asks for a follow-up round (src/app/followUp.ts).
+    app.on('pull_request_review.submitted', async (context) => {
+      const p = parse(ReviewSubmittedPayload, context.payload, app.log, context.id, 'pull_request_review.submitted');
+      if (!p) return;
+      const log = app.log.child({ delivery: context.id, pr: `${p.repository.owner.login}/${p.repository.name}#${p.pull_request.number}` });
+      const decision = await handleReviewFollowUp({ queue, redis, now, log }, context.octokit as unknown as StatusOctokit & PermissionOctokit, p, context.id);
+      if (decision.action === 'ignored') log.debug({ why: decision.why }, 'review: no follow-up');
+      else log.info({ decision }, 'review: follow-up');
     });
 
     app.on('issue_comment.created', async (context) => {
@@ -117,10 +140,11 @@ export function createFrognanoApp(deps: AppDeps) {
     log: Log,
   ): Promise<void> {
     const user = p.comment.user.login;
-    const onPullRequest = isPullRequest(p.issue);
-    if (onPullRequest) {
+    let pr: PullRequestSlice | undefined;
+    if (isPullRequest(p.issue)) {
       // Anyone can comment on any pull request: only frognano's own are worth an answer.
-      const notOurs = notBotPullRequestReason(await fetchPullRequestOrigin(octokit, { owner: key.owner, repo: key.repo, number: key.issueNumber }));
+      pr = await fetchPullRequest(octokit as StatusOctokit & PermissionOctokit, key.owner, key.repo, key.issueNumber);
+      const notOurs = notBotPullRequestReason(pr);
       if (notOurs) return void log.info(`ignoring a command on a pull request: ${notOurs}`);
     }
     const perm = await getUserPermission(octokit, key.owner, key.repo, user);
@@ -135,16 +159,50 @@ export function createFrognanoApp(deps: AppDeps) {
       })
       .catch((err: unknown) => log.warn({ err }, 'could not add the eyes reaction'));
 
-    if (onPullRequest) return void (await comment(octokit, key, msg.notOnPullRequestText()));
+    if (pr) return handlePullRequestComment(octokit, p, key, pr, deliveryId, log);
     switch (command.kind) {
       case 'help':
+        // `/frognano <what to do>` on an issue: an attempt with the writer's guidance (busy if one is running).
+        if (isGuidanceRequest(command, p.comment.body)) return handleRetry(octokit, p, key, deliveryId, log, guidanceFrom(p.comment.body));
         return void (await comment(octokit, key, msg.helpText(label, command.unknown)));
       case 'status':
         return handleStatus(octokit, key, p.issue.html_url, user);
       case 'retry':
-        return handleRetry(octokit, p, key, deliveryId, log);
+        return handleRetry(octokit, p, key, deliveryId, log, guidanceFrom(p.comment.body));
       case 'cancel':
         return handleCancel(octokit, key, p.issue.html_url, user, log);
+    }
+  }
+
+  /** On the bot's pull request: status and cancel act on its current round; anything else asks for a round. */
+  async function handlePullRequestComment(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, pr: PullRequestSlice, deliveryId: string, log: Log): Promise<void> {
+    const command = pullRequestCommand(p.comment.body);
+    switch (command?.kind) {
+      case 'status':
+        return handleStatus(octokit, key, p.issue.html_url, p.comment.user.login, true);
+      case 'cancel':
+        return handleCancel(octokit, key, p.issue.html_url, p.comment.user.login, log);
+      case 'followUp':
+        break;
+      default:
+        return void (await comment(octokit, key, msg.helpText(label)));
+    }
+    const decision = await handleCommentFollowUp({ queue, redis, now, log }, octokit as StatusOctokit & PermissionOctokit, {
+      owner: key.owner,
+      repo: key.repo,
+      installationId: p.installation.id,
+      defaultBranch: p.repository.default_branch,
+      pr,
+      by: { login: p.comment.user.login, id: p.comment.user.id },
+      body: p.comment.body ?? '',
+      commentId: p.comment.id,
+      deliveryId,
+    });
+    log.info({ decision }, 'pull request comment: follow-up');
+    if (decision.action === 'ignored') return void (await comment(octokit, key, followUpRefusedText(decision.why)));
+    if (decision.action === 'busy') {
+      const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, decision.round);
+      return void (await comment(octokit, key, roundBusyText(decision.round, statusUrl)));
     }
   }
 
@@ -165,17 +223,19 @@ export function createFrognanoApp(deps: AppDeps) {
     }
   }
 
-  async function handleStatus(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string): Promise<void> {
+  /** On the bot's pull request the "attempts" are its follow-up rounds, and the reply says so. */
+  async function handleStatus(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string, onPullRequest = false): Promise<void> {
+    const reply = onPullRequest ? roundStatusText : (a: number | null, s: string | null, u: string | undefined) => msg.statusReplyText(a, s, u, label);
     const attempt = await currentAttempt(redis, key);
-    if (attempt === null) return void (await comment(octokit, key, `@${user} ${msg.statusReplyText(null, null, undefined, label)}`));
+    if (attempt === null) return void (await comment(octokit, key, `@${user} ${reply(null, null, undefined)}`));
     const job = await queue.getJob(jobIdFor({ ...key, attempt }));
     const state = job ? await statusOfJob(queue, redis, job) : null;
     const statusUrl = state ? await refreshStatus(octokit, key, issueUrl, attempt) : undefined;
-    const summary = state ? summarizeStatus(state) : null;
-    await comment(octokit, key, `@${user} ${msg.statusReplyText(attempt, summary, statusUrl, label)}`);
+    const summary = state ? summarizeStatus(state, onPullRequest ? attempt : undefined) : null;
+    await comment(octokit, key, `@${user} ${reply(attempt, summary, statusUrl)}`);
   }
 
-  async function handleRetry(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log): Promise<void> {
+  async function handleRetry(octokit: StatusOctokit, p: IssueCommentCreatedPayload, key: IssueKey, deliveryId: string, log: Log, guidance = ''): Promise<void> {
     if (p.issue.state !== 'open') return void (await comment(octokit, key, msg.closedIssueText()));
     const outcome = await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
       const cur = await currentAttempt(redis, key);
@@ -187,20 +247,17 @@ export function createFrognanoApp(deps: AppDeps) {
         }
       }
       const attempt = await nextAttempt(redis, key);
-      const data = jobData(p, key, attempt, 'comment', deliveryId, now(), p.comment.id);
+      const data = { ...jobData(p, key, attempt, 'comment', deliveryId, now(), p.comment.id), ...(guidance ? { guidance } : {}) };
+      const statusUrl = await announceQueued(octokit, key, p.issue.html_url, attempt, p.comment.user.login, log);
       const { created, job } = await enqueueJob(queue, data);
       log.info({ jobId: job.id, created, attempt }, 'retry: enqueued');
-      return { kind: 'queued' as const, attempt, summary: '' };
+      return { kind: 'queued' as const, attempt, summary: '', statusUrl };
     });
     if (outcome.kind === 'busy') {
       const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt);
       return void (await comment(octokit, key, msg.busyText(outcome.attempt, outcome.summary, statusUrl)));
     }
-    const statusUrl = await refreshStatus(octokit, key, p.issue.html_url, outcome.attempt, p.comment.user.login).catch((err: unknown) => {
-      log.warn({ err }, 'could not write the status comment');
-      return undefined;
-    });
-    await comment(octokit, key, msg.retryStartedText(outcome.attempt, statusUrl));
+    await comment(octokit, key, msg.retryStartedText(outcome.attempt, outcome.statusUrl));
   }
 
   async function handleCancel(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, user: string, log: Log): Promise<void> {
@@ -218,19 +275,36 @@ export function createFrognanoApp(deps: AppDeps) {
       try {
         await job.remove();
         log.info({ jobId }, 'cancel: removed queued job');
+        // One message: the status comment says it was cancelled, and by whom (the 👀 acknowledged the command).
         await updateStatusComment(octokit, redis, key, async () => ({
           state: { kind: 'cancelled', by: user },
-          meta: metaFor(key, attempt, job.data.triggeredBy.login),
+          meta: metaFor(key, attempt, job.data.triggeredBy.login, !!job.data.followUp),
         }));
-        return void (await comment(octokit, key, msg.cancelledQueuedText(attempt)));
+        return;
       } catch (err) {
         // A runner took (locked) it between our read and the removal: signal it instead.
         log.info({ jobId, err: String(err) }, 'cancel: job was picked up meanwhile; signalling the runner');
       }
     }
+    // The status comment shows the request until the runner stops, then says "cancelled": no second message.
     await requestCancel(redis, jobId, user);
     await refreshStatus(octokit, key, issueUrl, attempt);
-    await comment(octokit, key, msg.cancelRequestedText(attempt));
+  }
+
+  /**
+   * Writes "queued" before the job exists, so it is the first thing a maintainer sees even when a runner starts
+   * at once (the runner then edits this comment). The place in line is counted before the job joins it. The job
+   * matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
+   */
+  async function announceQueued(octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, attempt: number, triggeredBy: string, log: Log): Promise<string | undefined> {
+    try {
+      const position = (await queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
+      const res = await upsertStatusComment(octokit, redis, key, { kind: 'queued', position }, metaFor(key, attempt, triggeredBy));
+      return res.url ?? (issueUrl ? `${issueUrl}#issuecomment-${res.id}` : undefined);
+    } catch (err) {
+      log.warn({ err }, 'could not write the status comment');
+      return undefined;
+    }
   }
 
   /**
@@ -246,7 +320,7 @@ export function createFrognanoApp(deps: AppDeps) {
       if (!job) return null;
       const state = await statusOfJob(queue, redis, job);
       if (!state || !appOwns(state)) return null;
-      return { state, meta: metaFor(key, attempt, triggeredBy ?? job.data.triggeredBy.login) };
+      return { state, meta: metaFor(key, attempt, triggeredBy ?? job.data.triggeredBy.login, !!job.data.followUp) };
     });
     if (res?.url) return res.url;
     const id = res?.id ?? (await cachedStatusCommentId(redis, key));
@@ -258,8 +332,10 @@ export function createFrognanoApp(deps: AppDeps) {
     return state.kind === 'queued' || state.kind === 'failed' || state.kind === 'cancelled';
   }
 
-  function metaFor(key: IssueKey, attempt: number, triggeredBy?: string): StatusMeta {
-    return { attempt, jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: now() };
+  /** On the bot's pull request the attempt number is a follow-up round: the comment says "round N". */
+  function metaFor(key: IssueKey, attempt: number, triggeredBy?: string, followUp = false): StatusMeta {
+    const base = { jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: now() };
+    return followUp ? { ...base, round: attempt } : { ...base, attempt };
   }
 }
 

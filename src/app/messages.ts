@@ -10,7 +10,9 @@ export function helpText(label: string, unknown?: string): string {
     '| Command | What it does |',
     '| --- | --- |',
     `| add the \`${label}\` label | queue a first attempt at this issue |`,
-    '| `/frognano retry` | start a new attempt (after the previous one finished, failed or was cancelled) |',
+    '| `/frognano retry` | start a new attempt (after the previous one finished, failed or was cancelled); words after it are added to the task |',
+    '| `/frognano <what to do>` | start an attempt with your words added to the task (when none is queued or running) |',
+    '| `/frognano <what to change>` on frognano\'s pull request | another round on that pull request; a review containing `/frognano` does the same, with its inline comments |',
     '| `/frognano cancel` | withdraw a queued attempt, or stop a running one |',
     '| `/frognano status` | refresh the status comment and tell you where things stand |',
     '',
@@ -28,7 +30,7 @@ export function refusalText(user: string, role: string, what: 'command' | 'label
     what === 'label'
       ? `Adding the \`${label}\` label starts a model run, so it needs write, maintain or admin access`
       : 'frognano commands start or stop model runs, so they need write, maintain or admin access';
-  return `@${user}, thanks for the interest! ${action} to this repository, and you have ${roleText}. A maintainer can run it for you.`;
+  return `@${user}, thanks for the interest! ${action} to this repository, and you have ${roleText}. A maintainer can start the run by commenting \`/frognano retry\` here.`;
 }
 
 export function notOnPullRequestText(): string {
@@ -51,14 +53,6 @@ export function retryStartedText(attempt: number, statusUrl?: string): string {
 export function nothingToCancelText(attempt: number | null, summary?: string): string {
   if (attempt === null) return 'There is nothing to cancel: frognano has not run on this issue.';
   return `There is nothing to cancel: attempt ${attempt} has already ended${summary ? ` (${summary})` : ''}.`;
-}
-
-export function cancelledQueuedText(attempt: number): string {
-  return `Cancelled attempt ${attempt} before it started.`;
-}
-
-export function cancelRequestedText(attempt: number): string {
-  return `Asked the runner to stop attempt ${attempt}; it stops at its next step and the status comment will say when it has.`;
 }
 
 export function statusReplyText(attempt: number | null, summary: string | null, statusUrl: string | undefined, label: string): string {

@@ -1,5 +1,6 @@
 import type { Context } from 'probot';
-import { completeApprovalCheck } from '../github/checks.js';
+import { approvalCounts, approvalRuleFor, secondApprovalOutput } from '../github/approvalRule.js';
+import { APPROVAL_CHECK_NAME, completeApprovalCheck } from '../github/checks.js';
 import type { GitHubClient } from '../github/client.js';
 import { getUserPermission } from '../github/permissions.js';
 import { labelApproved, notBotPullRequestReason } from '../github/pullRequest.js';
@@ -37,6 +38,13 @@ export async function handleReviewSubmitted(context: Context<'pull_request_revie
     const perm = await getUserPermission(context.octokit, owner, repo, login);
     if (!perm.allowed) return { action: 'ignored', why: `@${login} has ${perm.role} access; write access is needed to approve` };
     const octokit = context.octokit as unknown as GitHubClient;
+    // Two-person rule (src/github/approvalRule.ts): the runner named whose approval of this head does not count.
+    const rule = await approvalRuleFor(octokit, { owner, repo, headSha: pr.head.sha, checkName: APPROVAL_CHECK_NAME });
+    if (!approvalCounts(rule, login)) {
+      // The check keeps waiting, and says why, so the approver is not left wondering.
+      if (rule.checkRunId) await octokit.rest.checks.update({ owner, repo, check_run_id: rule.checkRunId, output: secondApprovalOutput(login) });
+      return { action: 'ignored', why: `@${login} asked for the run that wrote this head; another maintainer must approve it` };
+    }
     const checkRunId = await completeApprovalCheck(octokit, { owner, repo, headSha: pr.head.sha, approvedBy: login, detailsUrl: pr.html_url });
     await labelApproved(octokit, owner, repo, pr.number);
     return { action: 'approved', checkRunId };

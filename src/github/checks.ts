@@ -1,3 +1,4 @@
+import { approvalExternalId } from './approvalRule.js';
 import type { GitHubClient } from './client.js';
 
 export const APPROVAL_CHECK_NAME = 'frognano / human approval';
@@ -10,7 +11,15 @@ export const APPROVAL_CHECK_NAME = 'frognano / human approval';
  */
 export async function createApprovalCheck(
   octokit: GitHubClient,
-  o: { owner: string; repo: string; headSha: string; pullRequestUrl: string; issueNumber: number },
+  o: {
+    owner: string;
+    repo: string;
+    headSha: string;
+    pullRequestUrl: string;
+    issueNumber: number;
+    /** Two-person rule: the person who triggered the run; their own approval does not turn the check green. */
+    notApprovableBy?: string;
+  },
 ): Promise<number> {
   const { data } = await octokit.rest.checks.create({
     owner: o.owner,
@@ -21,12 +30,13 @@ export async function createApprovalCheck(
     conclusion: 'action_required',
     completed_at: new Date().toISOString(),
     details_url: o.pullRequestUrl,
-    external_id: `issue-${o.issueNumber}`,
+    external_id: approvalExternalId(o.issueNumber, o.notApprovableBy),
     output: {
       title: 'Waiting for a maintainer to approve',
       summary:
         'This change was written by the FrogNano-4B model. A maintainer with write access must review it and ' +
-        'submit an approving review; this check then turns green. Nothing here was reviewed by a human yet.',
+        'submit an approving review; this check then turns green. Nothing here was reviewed by a human yet.' +
+        (o.notApprovableBy ? ` The approval must come from someone other than ${o.notApprovableBy}, who asked for this run.` : ''),
     },
   });
   return data.id;

@@ -215,3 +215,16 @@ export function branchNameFor(issueNumber: number, attempt: number): string {
   const name = `${BOT_BRANCH_PREFIX}issue-${issueNumber}`;
   return attempt > 1 ? `${name}-attempt-${attempt}` : name;
 }
+
+/** Commits what is staged on the branch checked out now (a follow-up round builds on the PR's head). */
+export async function commitStagedOnHead(dir: string, o: { message: string; identity: Identity }): Promise<string> {
+  const config = { 'user.name': o.identity.name, 'user.email': o.identity.email, 'commit.gpgsign': 'false' };
+  await git(['commit', '-q', '--no-verify', '-F', '-'], { cwd: dir, stdin: o.message, config });
+  return (await git(['rev-parse', 'HEAD'], { cwd: dir })).trim();
+}
+
+/** A push refused because the branch moved on the remote (someone pushed meanwhile). */
+export function isNonFastForward(e: unknown): boolean {
+  const text = `${(e as Error)?.message ?? ''} ${(e as GitError)?.stderr ?? ''}`;
+  return /non-fast-forward|fetch first|\[rejected\]|stale info|Updates were rejected/i.test(text);
+}

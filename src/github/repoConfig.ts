@@ -43,6 +43,40 @@ export const RepoConfigSchema = z
     forbiddenPaths: z.array(glob).max(200).default([]),
     /** Allow patches that change `.github/workflows/**` (off: a model must not rewrite CI). */
     allowWorkflowChanges: z.boolean().default(false),
+    setup: z
+      .object({
+        /** Run `setupCommands` with network (installing dependencies); the agent's own commands never have it. */
+        network: z.boolean().default(false),
+      })
+      .strict()
+      .default({ network: false }),
+    /** After a run that changed files but ended at a limit or failed: push the work to a branch (no PR) and link it. */
+    publishFailedAttempts: z.boolean().default(false),
+    followUp: z
+      .object({
+        /** Follow-up rounds per pull request; past it the PR is labelled `frognano:needs-human`. */
+        maxRounds: z.number().int().min(0).max(50).default(5),
+      })
+      .strict()
+      .default({ maxRounds: 5 }),
+    approval: z
+      .object({
+        /**
+         * Two-person rule (default): an approval by the person who triggered the run that wrote the head commit
+         * does not satisfy the approval check. `true` lets it.
+         */
+        allowTriggerApproval: z.boolean().default(false),
+      })
+      .strict()
+      .default({ allowTriggerApproval: false }),
+    /** Extra instructions file for the model, besides `AGENTS.md` (default `.github/frognano.md`). */
+    instructionsFile: z
+      .string()
+      .min(1)
+      .max(300)
+      // Repository-relative, no `..`, no leading `/` or `-`: it is read from git's object store, never the file system.
+      .regex(/^(?![/-])(?!.*(^|\/)\.\.(\/|$))[^\0\\:*?"<>|]+$/, 'not a repository-relative file path')
+      .optional(),
   })
   .strict();
 

@@ -23,6 +23,8 @@ export interface StatusMeta {
   /** Who started this attempt (label or comment author). */
   triggeredBy?: string;
   updatedAt?: Date;
+  /** Set for a follow-up round on the bot's pull request: the comment speaks of rounds and pushed commits. */
+  round?: number;
 }
 
 export interface IssueRef {
@@ -89,7 +91,7 @@ export function runningState(
 const RETRY_HINT = 'A maintainer can comment `/frognano retry` to start a new attempt (adding the label again does not re-run it).';
 
 /** One-line summary of a state, used in replies to `/frognano status`. */
-export function summarizeStatus(state: StatusState): string {
+export function summarizeStatus(state: StatusState, round?: number): string {
   switch (state.kind) {
     case 'queued':
       return state.position ? `queued (${ordinal(state.position)} in line)` : 'queued';
@@ -98,7 +100,7 @@ export function summarizeStatus(state: StatusState): string {
       return `running${turn}`;
     }
     case 'pull_request':
-      return `draft pull request #${state.number} opened`;
+      return round ? `new commits pushed to #${state.number}` : `draft pull request #${state.number} opened`;
     case 'no_patch':
       return 'finished without proposing a change';
     case 'failed':
@@ -111,7 +113,9 @@ export function summarizeStatus(state: StatusState): string {
 export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): string {
   const attempt = meta.attempt && meta.attempt > 1 ? ` (attempt ${meta.attempt})` : '';
   const lines: string[] = [STATUS_MARKER];
-  switch (state.kind) {
+  // A follow-up round speaks of rounds and pushed commits (its running state reads like any other).
+  if (meta.round && state.kind !== 'running') lines.push(...roundLines(state, meta.round));
+  else switch (state.kind) {
     case 'queued': {
       lines.push(`### ⏳ frognano: queued${attempt}`);
       const where = state.position ? `It is **${ordinal(state.position)}** in line` : 'It is waiting';
@@ -124,7 +128,7 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
       break;
     }
     case 'running': {
-      lines.push(`### 🛠️ frognano: working on it${attempt}`);
+      lines.push(meta.round ? `### 🛠️ frognano: working on round ${meta.round}` : `### 🛠️ frognano: working on it${attempt}`);
       const parts: string[] = [];
       if (state.runner) parts.push(`Runner: ${clean(state.runner, 200)}`);
       if (state.turn) parts.push(`Turn ${state.turn}${state.maxTurns ? ` of at most ${state.maxTurns}` : ''}`);
@@ -175,6 +179,39 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
   footer.push(`updated ${(meta.updatedAt ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z').replace('T', ' ')}`);
   lines.push('', `<sub>frognano-bot · ${footer.join(' · ')}</sub>`);
   return lines.join('\n');
+}
+
+const ROUND_HINT = 'Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to ask for another round.';
+
+/** The status comment of a follow-up round, on the pull request: rounds and commits, not attempts and new PRs. */
+function roundLines(state: Exclude<StatusState, { kind: 'running' }>, round: number): string[] {
+  switch (state.kind) {
+    case 'queued': {
+      const where = state.position ? `It is **${ordinal(state.position)}** in line` : 'It is waiting';
+      return [
+        `### ⏳ frognano: round ${round} queued`,
+        '',
+        `${where} for a runner. FrogNano will continue this pull request's branch from its current head with the feedback, and push new commits for review.`,
+        '',
+        'Comment `/frognano cancel` to withdraw it, or `/frognano status` to refresh this comment.',
+      ];
+    }
+    case 'pull_request': {
+      const out = [`### ✅ frognano: round ${round} pushed`, '', 'New commits are on this pull request. The approval check waits for a fresh approval of the new head.'];
+      if (state.summary) out.push('', 'The model\'s summary (its own words, unreviewed):', '', untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS));
+      return [...out, '', ROUND_HINT];
+    }
+    case 'no_patch': {
+      const q = quoteReason(state.reason);
+      return [`### 🤷 frognano: round ${round} changed nothing`, '', 'Nothing was pushed.', ...(q ? ['', q] : []), '', `More detail (file names, the expected result) often helps. ${ROUND_HINT}`];
+    }
+    case 'failed': {
+      const q = quoteReason(state.reason);
+      return [`### ❌ frognano: round ${round} failed`, '', 'The round stopped with an error; nothing was pushed.', ...(q ? ['', q] : []), '', ROUND_HINT];
+    }
+    case 'cancelled':
+      return [`### 🛑 frognano: round ${round} cancelled`, '', `${state.by ? `Cancelled by @${clean(state.by, 100)}.` : 'The round was cancelled.'} Nothing was pushed.`, '', ROUND_HINT];
+  }
 }
 
 export function statusCacheKey(ref: IssueRef): string {

@@ -8,6 +8,48 @@ export const QUEUE_NAME = 'frognano';
 export const MAX_ISSUE_BODY_CHARS = 60_000;
 
 const login = z.string().min(1).max(100);
+const sha = z.string().regex(/^[0-9a-f]{40}$/, 'not a commit sha');
+
+/** Caps on review feedback carried in a job: GitHub allows huge reviews; the model's context does not. */
+export const MAX_FEEDBACK_CHARS = 20_000;
+export const MAX_INLINE_COMMENTS = 50;
+export const MAX_DIFF_HUNK_CHARS = 3_000;
+export const MAX_GUIDANCE_CHARS = 8_000;
+
+/** One inline review comment, with where it points (file, line, the diff hunk GitHub showed the reviewer). */
+export const InlineCommentSchema = z.object({
+  author: login,
+  body: z.string().max(MAX_FEEDBACK_CHARS),
+  path: z.string().min(1).max(1000),
+  /** Line in the file the comment is on (the new side); null when GitHub no longer maps it (outdated). */
+  line: z.number().int().positive().nullable(),
+  startLine: z.number().int().positive().nullable().optional(),
+  diffHunk: z.string().max(MAX_DIFF_HUNK_CHARS + 100),
+});
+export type InlineComment = z.infer<typeof InlineCommentSchema>;
+
+/**
+ * A follow-up round on the bot's own pull request: a writer's `/frognano <text>` on it, or a review that
+ * contains `/frognano`. The job continues from the PR branch's head and pushes to the same branch.
+ */
+export const FollowUpSchema = z.object({
+  pullNumber: z.number().int().positive(),
+  /** The PR's branch (always one the bot pushed: `frognano/...`). */
+  headBranch: z.string().min(1).max(255),
+  /** Head when the request was made; a newer head (a human pushed) is built on, never overwritten. */
+  headSha: sha,
+  baseBranch: z.string().min(1).max(255),
+  /** 1 for the first follow-up on this PR. */
+  round: z.number().int().min(1).max(1000),
+  /** The review's or comment's text (the `/frognano` line included). */
+  feedback: z.string().max(MAX_FEEDBACK_CHARS + 200),
+  inlineComments: z.array(InlineCommentSchema).max(MAX_INLINE_COMMENTS).default([]),
+  /** How many inline comments did not fit. */
+  omittedComments: z.number().int().nonnegative().default(0),
+  source: z.enum(['comment', 'review']),
+  reviewId: z.number().int().positive().optional(),
+});
+export type FollowUp = z.infer<typeof FollowUpSchema>;
 const repoPart = z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'not a GitHub owner/repository name');
 
 export const JobDataSchema = z.object({
@@ -22,7 +64,11 @@ export const JobDataSchema = z.object({
   triggeredBy: z.object({ login, id: z.number().int().nonnegative().optional() }),
   /** 1 for the first run; each `/frognano retry` adds one. */
   attempt: z.number().int().min(1).max(1000),
-  trigger: z.enum(['label', 'comment']),
+  trigger: z.enum(['label', 'comment', 'review']),
+  /** A writer's words for this attempt (`/frognano retry <guidance>`, `/frognano <guidance>`). */
+  guidance: z.string().max(MAX_GUIDANCE_CHARS + 200).optional(),
+  /** Set when this job is a follow-up round on the bot's pull request rather than a fresh attempt. */
+  followUp: FollowUpSchema.optional(),
   /** Comment that triggered the job (for reactions and replies). */
   commentId: z.number().int().positive().optional(),
   /** X-GitHub-Delivery of the webhook that created the job (for tracing redeliveries). */
@@ -50,8 +96,18 @@ export type JobResult = z.infer<typeof JobResultSchema>;
  * double labels collapse onto the same BullMQ job. GitHub names are case-insensitive, hence the
  * lower-cased issueSlug. BullMQ forbids ':' in custom ids; none of these parts can contain one.
  */
-export function jobIdFor(d: Pick<JobData, 'owner' | 'repo' | 'issueNumber' | 'attempt'>): string {
+export function jobIdFor(d: Pick<JobData, 'owner' | 'repo' | 'issueNumber' | 'attempt'> & { followUp?: Pick<FollowUp, 'pullNumber' | 'round'> }): string {
+  // A follow-up is keyed by its pull request and round, the PR's own "attempt": `/frognano cancel|status`
+  // on the PR find it the way they find an issue's attempt.
+  if (d.followUp) return `${issueSlug({ owner: d.owner, repo: d.repo, issueNumber: d.followUp.pullNumber })}@${d.followUp.round}`;
   return `${issueSlug(d)}@${d.attempt}`;
+}
+
+/** Cuts free text to `max` characters, saying how much was cut. */
+export function clampText(text: string | null | undefined, max: number, what = 'text'): string {
+  const t = text ?? '';
+  if (t.length <= max) return t;
+  return `${t.slice(0, max)}\n\n[${what} truncated: ${t.length - max} more characters]`;
 }
 
 /** Cuts an issue body to MAX_ISSUE_BODY_CHARS, saying so, so huge issues are queued rather than rejected. */

@@ -2,10 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { UnrecoverableError } from 'bullmq';
-import type { Redis } from 'ioredis';
-import type { Logger } from 'pino';
 import { createApprovalCheck } from '../github/checks.js';
-import { createInstallationAccess, type AppCredentials, type GitHubClient, type InstallationAccess } from '../github/client.js';
+import type { GitHubClient, InstallationAccess } from '../github/client.js';
 import {
   applyPatch,
   branchNameFor,
@@ -16,7 +14,6 @@ import {
   stagedNumstat,
   type CloneResult,
   type GitAuth,
-  type Identity,
 } from '../github/git.js';
 import {
   checkGuardrails,
@@ -28,89 +25,36 @@ import {
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
 import { runningState, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
 import { defang, untrustedLine, visibleText } from '../github/untrusted.js';
-import type { ModelBackend } from '../inference/types.js';
-import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
-import { solve, type SolveResult } from '../leaf/solve.js';
-import { describeExit, endedInMalformedCalls, EXIT_REASON_TEXT, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
-import type { Sampling } from '../leaf/sampling.js';
+import { solve } from '../leaf/solve.js';
+import { describeExit, endedInMalformedCalls, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { JobDataSchema, jobIdFor, type JobData, type JobResult } from '../queue/schema.js';
-import type { SandboxConfig } from '../sandbox/config.js';
 import { createSandbox } from '../sandbox/index.js';
-import type { Sandbox } from '../sandbox/types.js';
 import { withJob } from '../ops/logger.js';
-import type { FrognanoMetrics } from '../ops/metrics.js';
-import { forgetSecret, redact } from '../util/redact.js';
+import { redact } from '../util/redact.js';
+import { withCoAuthor } from '../github/coAuthor.js';
+import { requestReview } from '../github/followUpPullRequest.js';
+import { processFollowUp } from './followUp.js';
+import { publishPartialWork } from './partialWork.js';
 import { ProgressReporter, type RunnerProgress } from './progress.js';
+import { buildTaskContext } from './taskContext.js';
+import { twoPersonRule } from './approval.js';
 import { duringPhase, ownPublicReason, publicFailure } from './publicFailure.js';
+import {
+  abortError,
+  forgetSecretLater,
+  installationAccessFor,
+  jobLimits,
+  phaseCategory,
+  sandboxFor,
+  scrubStoredTrajectory,
+  throwIfAborted,
+  tokenExpiresSoon,
+} from './jobSupport.js';
+import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 
-/** Why a job's AbortSignal fired: a maintainer's `/frognano cancel`, or the runner shutting down. */
-export type AbortCause = { kind: 'cancel'; by?: string } | { kind: 'shutdown' };
-
-/** Thrown when the runner shuts down mid-job: the worker hands the job back to the queue. */
-export class HandBackError extends Error {
-  constructor() {
-    super('the runner is shutting down; the job goes back to the queue');
-    this.name = 'HandBackError';
-  }
-}
-
-/** Everything one runner process shares across jobs. */
-export interface RunnerContext {
-  redis: Redis;
-  app: AppCredentials;
-  /** Base URL of git remotes (`https://github.com`; `file:///...` in tests). */
-  gitBaseUrl: string;
-  backend: ModelBackend;
-  sandbox: SandboxConfig;
-  /** Per-job scratch space (clones); each job gets its own directory, removed afterwards. */
-  workDir: string;
-  /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/`. */
-  trajectoryDir: string;
-  identity?: Identity;
-  /** `describeRunner()` line shown in the status comment. */
-  runnerDescription: string;
-  logger: Logger;
-  /** Runner-wide cap on turns: a repository may lower it, never raise it. */
-  maxTurns?: number;
-  /** Runner-wide cap on the agent's wall time. */
-  wallTimeMs?: number;
-  /** Overrides of upstream Leaf's eval sampling (FROGNANO_TEMPERATURE ...; src/leaf/sampling.ts). */
-  sampling?: Partial<Sampling>;
-  gitTimeoutMs?: number;
-  /** Tests shorten these. */
-  progressIntervals?: { jobEveryMs?: number; commentEveryMs?: number };
-  /** Swappable for tests that exercise the real thing through a different door (never a fake GitHub). */
-  createAccess?: (installationId: number, repo: string) => Promise<InstallationAccess>;
-  createSandbox?: (cfg: SandboxConfig, workspaceDir: string) => Promise<Sandbox>;
-  metrics?: FrognanoMetrics;
-}
-
-/** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */
-export interface JobHandle {
-  id?: string;
-  data: unknown;
-  updateProgress(p: object): Promise<unknown>;
-}
-
-export type FailureCategory = 'token' | 'clone' | 'config' | 'model' | 'sandbox' | 'publish' | 'unexpected';
-
-/**
- * A failure whose reason is already phrased for the issue (src/runner/publicFailure.ts: no runner internals);
- * the error behind it goes to the runner's log. UnrecoverableError so BullMQ never retries it.
- */
-export class JobFailure extends UnrecoverableError {
-  constructor(
-    readonly reason: string,
-    /** Small fixed set, used as a metrics label (a free-text reason would explode the series count). */
-    readonly category: FailureCategory,
-    /** What actually went wrong, for the log only. */
-    readonly underlying?: unknown,
-  ) {
-    super(reason);
-    this.name = 'JobFailure';
-  }
-}
+export { HandBackError, JobFailure, type AbortCause, type FailureCategory, type JobHandle, type RunnerContext } from './types.js';
+export { forgetSecretLater, installationAccessFor, sandboxFor } from './jobSupport.js';
 
 const SAFE_ID = /[^A-Za-z0-9._-]+/g;
 
@@ -126,6 +70,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     throw new UnrecoverableError(`invalid job data: ${issue.path.join('.') || 'payload'}: ${issue.message}`);
   }
   const data = parsed.data;
+  if (data.followUp) return processFollowUp(job, { ...data, followUp: data.followUp }, ctx, signal);
   const jobId = job.id ?? jobIdFor(data);
   const log = withJob(ctx.logger, jobId, { repo: `${data.owner}/${data.repo}`, issue: data.issueNumber });
   const ref: IssueRef = { owner: data.owner, repo: data.repo, issueNumber: data.issueNumber };
@@ -202,6 +147,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     const trajectoryDir = path.join(ctx.trajectoryDir, data.owner, data.repo, `issue-${data.issueNumber}-attempt-${data.attempt}`);
     const sandboxCfg = sandboxFor(ctx.sandbox, config, jobId);
     const makeSandbox = ctx.createSandbox ?? createSandbox;
+    const context = await buildTaskContext({ data, repoDir: clone.dir, config, octokit: access.octokit, log });
     reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
     log.info({ base: clone.branch, head: clone.headSha, sandbox: sandboxCfg.kind }, 'solving');
     const result = await solve({
@@ -212,10 +158,11 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
         }),
       backend: ctx.backend,
       // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
-      task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber },
+      task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
       limits,
       sampling: ctx.sampling,
       setupCommands: config.setupCommands,
+      setupNetwork: config.setup.network,
       testCommands: config.testCommands,
       outDir: trajectoryDir,
       signal,
@@ -236,12 +183,16 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       final = { kind: 'cancelled', by: cause?.kind === 'cancel' ? cause.by : undefined };
       return { outcome: 'cancelled', ...runFacts };
     }
+    // publishFailedAttempts: keep a run's unfinished changes on a branch before reporting how it ended.
+    const unfinished = t.exit_reason !== 'agent' || endedInMalformedCalls(t);
+    const partial = unfinished ? await publishPartialWork({ data, cloneDir: clone.dir, patch: result.patch, config, auth, identity: ctx.identity, what: describeExit(t), gitTimeoutMs: ctx.gitTimeoutMs, log }) : null;
     if (t.exit_reason === 'llm_query_error' || t.exit_reason === 'tool_error') {
       const model = t.exit_reason === 'llm_query_error';
-      throw new JobFailure(model ? publicFailure.model(jobId) : publicFailure.tool(jobId), model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
+      const reason = model ? publicFailure.model(jobId) : publicFailure.tool(jobId);
+      throw new JobFailure(partial ? `${reason}\n\n${partial}` : reason, model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
     }
-    if (t.exit_reason !== 'agent' || endedInMalformedCalls(t)) {
-      const reason = `No pull request: ${describeExit(t)} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.`;
+    if (unfinished) {
+      const reason = `No pull request: ${describeExit(t)} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.${partial ? ` ${partial}` : ''}`;
       final = { kind: 'no_patch', reason };
       return { outcome: 'no_patch', reason, ...runFacts };
     }
@@ -279,7 +230,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       forgetSecretLater(old);
     }
     const branch = branchNameFor(data.issueNumber, data.attempt);
-    const message = commitMessage(data, t.final_message);
+    const message = withCoAuthor(commitMessage(data, t.final_message), data.triggeredBy);
     const headSha = await commitStaged(clone.dir, { branch, message, identity: ctx.identity ?? DEFAULT_BOT_IDENTITY });
     throwIfAborted(signal);
     // Same attempt = same branch: a job handed back and run again replaces its own earlier push.
@@ -318,7 +269,9 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
       throw new JobFailure(publicFailure.pullRequest(jobId, branch), 'publish', e);
     });
     await labelNeedsReview(octokit, data.owner, data.repo, pr.number);
-    await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha, pullRequestUrl: pr.url, issueNumber: data.issueNumber });
+    // A second pair of eyes starts with the person who asked: GitHub puts the PR in their review queue.
+    await requestReview(octokit, data.owner, data.repo, pr.number, data.triggeredBy.login).catch((err: unknown) => log.warn({ err }, 'could not request a review'));
+    await createApprovalCheck(octokit, { owner: data.owner, repo: data.repo, headSha, pullRequestUrl: pr.url, issueNumber: data.issueNumber, notApprovableBy: twoPersonRule(config, data) });
     log.info({ pr: pr.url, branch, files: files.length }, 'draft pull request opened');
     final = { kind: 'pull_request', url: pr.url, number: pr.number, summary: clip(redact(t.final_message), 1500) };
     return { outcome: 'pull_request', pullRequestUrl: pr.url, pullRequestNumber: pr.number, branch, ...runFacts };
@@ -354,40 +307,6 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
   }
 }
 
-function phaseCategory(phase: RunnerProgress['phase'] | undefined): FailureCategory {
-  return phase === 'publishing' ? 'publish' : phase === 'solving' ? 'sandbox' : 'unexpected';
-}
-
-/** Fresh enough to clone is not fresh enough to publish: keep a margin for the push and the API calls. */
-const TOKEN_MARGIN_MS = 10 * 60_000;
-
-function tokenExpiresSoon(access: InstallationAccess): boolean {
-  const expires = Date.parse(access.expiresAt);
-  return Number.isFinite(expires) && expires - Date.now() < TOKEN_MARGIN_MS;
-}
-
-/** How this runner gets an installation-authenticated client for one repository. */
-export function installationAccessFor(ctx: RunnerContext): (installationId: number, repo: string) => Promise<InstallationAccess> {
-  return ctx.createAccess ?? ((installationId, repo) => createInstallationAccess(ctx.app, { installationId, repo, log: ctx.logger }));
-}
-
-function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimits> {
-  const cap = ctx.maxTurns ?? DEFAULT_LIMITS.maxTurns;
-  const wallCap = ctx.wallTimeMs ?? DEFAULT_LIMITS.wallTimeMs;
-  return {
-    maxTurns: Math.min(cfg.limits.maxTurns ?? cap, cap),
-    wallTimeMs: Math.min(cfg.limits.wallTimeMinutes ? cfg.limits.wallTimeMinutes * 60_000 : wallCap, wallCap),
-  };
-}
-
-/** The repository may pick its docker image; the runner's isolation settings stay the runner's. */
-export function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string): SandboxConfig {
-  const jobLabel = { 'dev.frognano.job': jobId.slice(0, 200) };
-  if (base.kind === 'docker') return { ...base, image: cfg.sandboxImage ?? base.image, labels: { ...base.labels, ...jobLabel } };
-  if (base.kind === 'auto') return { ...base, docker: { ...base.docker, ...(cfg.sandboxImage ? { image: cfg.sandboxImage } : {}), labels: { ...(base.docker.labels ?? {}), ...jobLabel } } };
-  return base;
-}
-
 /** Subject from the issue title, body from the model: both defanged (GitHub links, and closes issues on "Fixes #n", in commit messages too). */
 export function commitMessage(d: JobData, finalMessage: string): string {
   const subject = `frognano: ${untrustedLine(d.title, 200)}`.slice(0, 72);
@@ -395,38 +314,6 @@ export function commitMessage(d: JobData, finalMessage: string): string {
   return `${subject}\n\nRefs #${d.issueNumber}. Written by the FrogNano-4B model; needs human review.\n${bodyText ? `\n${bodyText}\n` : ''}`;
 }
 
-/** The stored trajectory must not hold the token, whatever a tool printed; solve redacts, this double-checks. */
-async function scrubStoredTrajectory(result: SolveResult, log: Logger): Promise<void> {
-  for (const p of [result.trajectoryJsonPath, result.trajectoryMarkdownPath, result.patchPath]) {
-    if (!p) continue;
-    const text = await fs.readFile(p, 'utf8').catch(() => null);
-    if (text === null) continue;
-    const clean = redact(text);
-    if (clean !== text) {
-      log.error({ file: p }, 'a secret reached a stored trajectory file; it was redacted');
-      await fs.writeFile(p, clean);
-    }
-  }
-}
-
-function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw abortError(signal);
-}
-
-function abortError(signal: AbortSignal): Error {
-  const cause = signal.reason as AbortCause | undefined;
-  return new Error(cause?.kind === 'shutdown' ? 'runner shutting down' : 'cancelled');
-}
-
-function errMsg(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
-}
-
-/** Tokens expire within the hour; keep redacting them a while in case a late log line mentions one. */
-export function forgetSecretLater(token: string): void {
-  setTimeout(() => forgetSecret(token), 2 * 60 * 60_000).unref();
 }

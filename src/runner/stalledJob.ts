@@ -2,7 +2,8 @@ import { upsertStatusComment, type StatusState } from '../github/statusComment.j
 import { getCancelRequest } from '../queue/cancel.js';
 import { JobDataSchema, jobIdFor } from '../queue/schema.js';
 import { stalledFailureText } from '../queue/stalled.js';
-import { forgetSecretLater, installationAccessFor, type RunnerContext } from './processJob.js';
+import { forgetSecretLater, installationAccessFor } from './jobSupport.js';
+import type { RunnerContext } from './types.js';
 
 /** The part of a BullMQ job this needs. */
 export interface StalledJob {
@@ -27,8 +28,10 @@ export async function reportStalledJob(job: StalledJob, ctx: RunnerContext): Pro
   const state: StatusState = cancel ? { kind: 'cancelled', by: cancel.by } : { kind: 'failed', reason: stalledFailureText(job.stalledCounter) };
   const access = await installationAccessFor(ctx)(d.installationId, d.repo);
   try {
-    await upsertStatusComment(access.octokit, ctx.redis, { owner: d.owner, repo: d.repo, issueNumber: d.issueNumber }, state, {
-      attempt: d.attempt,
+    // A follow-up round reports on its pull request, like the runner did while it worked.
+    const issueNumber = d.followUp?.pullNumber ?? d.issueNumber;
+    await upsertStatusComment(access.octokit, ctx.redis, { owner: d.owner, repo: d.repo, issueNumber }, state, {
+      ...(d.followUp ? { round: d.followUp.round } : { attempt: d.attempt }),
       jobId,
       triggeredBy: d.triggeredBy.login,
       updatedAt: new Date(),

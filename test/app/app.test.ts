@@ -193,7 +193,6 @@ describe('issues.labeled', () => {
     nockEyes(30);
     nockPermission('Codertocat', 'write');
     nockEditStatus(recorder());
-    nockReply(recorder());
     await receive(h.probot, 'issue_comment', commentPayload('/frognano cancel', { commentId: 30 }));
     expect(await h.queue.getJob(JOB1)).toBeUndefined();
     nockPermission('Codertocat', 'write');
@@ -222,7 +221,7 @@ describe('issues.labeled', () => {
     expect(await h.queue.count()).toBe(0);
     expect(rec.bodies).toHaveLength(1);
     expect(rec.bodies[0]!.body.body).toBe(
-      '@triager, thanks for the interest! Adding the `frognano` label starts a model run, so it needs write, maintain or admin access to this repository, and you have the triage role. A maintainer can run it for you.',
+      '@triager, thanks for the interest! Adding the `frognano` label starts a model run, so it needs write, maintain or admin access to this repository, and you have the triage role. A maintainer can start the run by commenting `/frognano retry` here.',
     );
   });
 
@@ -257,7 +256,7 @@ describe('issue_comment.created commands', () => {
     await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { commentId: 11, user: 'stranger' }));
     expect(await h.queue.count()).toBe(0);
     expect(rec.bodies.map((b) => b.body.body)).toEqual([
-      '@stranger, thanks for the interest! frognano commands start or stop model runs, so they need write, maintain or admin access to this repository, and you have no write access. A maintainer can run it for you.',
+      '@stranger, thanks for the interest! frognano commands start or stop model runs, so they need write, maintain or admin access to this repository, and you have no write access. A maintainer can start the run by commenting `/frognano retry` here.',
     ]);
   });
 
@@ -318,7 +317,7 @@ describe('issue_comment.created commands', () => {
     nockEyes(12);
     nockPermission('Codertocat', 'write');
     nockReply(rec);
-    await receive(h.probot, 'issue_comment', commentPayload('/frognano dance please', { commentId: 12 }));
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano dance', { commentId: 12 }));
     const body = rec.bodies[0]!.body.body as string;
     expect(body).toContain("I don't know the command `/frognano dance`");
     expect(body).toContain('| `/frognano retry` |');
@@ -357,12 +356,12 @@ describe('issue_comment.created commands', () => {
     nockEyes(15);
     nockPermission('Codertocat', 'write');
     nockEditStatus(rec);
-    nockReply(rec);
     await receive(h.probot, 'issue_comment', commentPayload('/frognano cancel', { commentId: 15 }));
     expect(await h.queue.getJob(JOB1)).toBeUndefined();
+    // One message: the status comment (no reply saying the same again).
+    expect(rec.bodies).toHaveLength(1);
     expect(rec.bodies[0]!.body.body).toContain('frognano: cancelled');
     expect(rec.bodies[0]!.body.body).toContain('Cancelled by @Codertocat');
-    expect(rec.bodies[1]!.body.body).toBe('Cancelled attempt 1 before it started.');
   });
 
   test('/frognano cancel with nothing to cancel says so', async () => {
@@ -398,12 +397,11 @@ describe('issue_comment.created commands', () => {
       nockEyes(16);
       nockPermission('Codertocat', 'admin');
       nockEditStatus(rec);
-      nockReply(rec);
       await receive(h.probot, 'issue_comment', commentPayload('/frognano cancel', { commentId: 16 }));
       expect(await isCancelRequested(h.redis, JOB1)).toBe(true);
       expect(await (await h.queue.getJob(JOB1))!.getState()).toBe('active');
+      expect(rec.bodies).toHaveLength(1);
       expect(rec.bodies[0]!.body.body).toContain('Cancellation requested by @Codertocat');
-      expect(rec.bodies[1]!.body.body).toContain('Asked the runner to stop attempt 1');
       for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
       expect(heard.map((m) => JSON.parse(m))).toEqual([expect.objectContaining({ jobId: JOB1, by: 'Codertocat' })]);
     } finally {
@@ -520,16 +518,18 @@ describe('issue_comment.created commands', () => {
     expect(rec.bodies[0]!.body.body).toContain('This issue is closed');
   });
 
-  test('commands on a pull request frognano opened point to the issue', async () => {
+  test('/frognano status on a pull request frognano opened answers for its follow-up rounds', async () => {
     const rec = recorder();
     nockPullRequest(1, botPullRequest());
     nockPermission('Codertocat', 'write');
     nockEyes(21);
     nockReply(rec);
-    const p = commentPayload('/frognano retry', { commentId: 21 });
+    const p = commentPayload('/frognano status', { commentId: 21 });
     p.issue.pull_request = { url: `${API}${REPO}/pulls/1` };
     await receive(h.probot, 'issue_comment', p);
-    expect(rec.bodies[0]!.body.body).toBe('frognano commands work on issues, not on pull requests. Comment on the issue the pull request came from.');
+    expect(rec.bodies[0]!.body.body).toBe(
+      '@Codertocat No follow-up round has run on this pull request yet. Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to start one.',
+    );
   });
 
   test.each([

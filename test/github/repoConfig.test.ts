@@ -27,6 +27,10 @@ allowWorkflowChanges: true
       limits: { maxTurns: 40, wallTimeMinutes: 30, maxFilesChanged: 5, maxLinesChanged: 200 },
       forbiddenPaths: ['secrets/**', '*.lock'],
       allowWorkflowChanges: true,
+      setup: { network: false },
+      publishFailedAttempts: false,
+      followUp: { maxRounds: 5 },
+      approval: { allowTriggerApproval: false },
     });
   });
 
@@ -75,5 +79,45 @@ allowWorkflowChanges: true
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('.github/frognano.yml: follow-up, setup network, instructions', () => {
+  it('reads the conversation settings', () => {
+    const cfg = parseRepoConfig(`
+setup:
+  network: true
+publishFailedAttempts: true
+followUp:
+  maxRounds: 2
+approval:
+  allowTriggerApproval: true
+instructionsFile: docs/bot.md
+`);
+    expect(cfg).toMatchObject({
+      setup: { network: true },
+      publishFailedAttempts: true,
+      followUp: { maxRounds: 2 },
+      approval: { allowTriggerApproval: true },
+      instructionsFile: 'docs/bot.md',
+    });
+  });
+
+  it('defaults to no network, no partial pushes, five rounds and the two-person rule', () => {
+    expect(defaultRepoConfig()).toMatchObject({
+      setup: { network: false },
+      publishFailedAttempts: false,
+      followUp: { maxRounds: 5 },
+      approval: { allowTriggerApproval: false },
+    });
+    expect(defaultRepoConfig().instructionsFile).toBeUndefined();
+  });
+
+  it.each(['../secrets.md', '/etc/passwd', 'docs/../../x.md', '-rf'])('refuses the instructions path %s', (p) => {
+    expect(() => parseRepoConfig(`instructionsFile: '${p}'\n`)).toThrow(/`instructionsFile`: not a repository-relative file path/);
+  });
+
+  it('names a typo inside the new sections', () => {
+    expect(() => parseRepoConfig('setup:\n  networks: true\n')).toThrow(/`setup\.networks`: unknown setting/);
   });
 });

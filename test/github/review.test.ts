@@ -67,6 +67,7 @@ describe('handleReviewSubmitted (approval gate)', () => {
       .reply(200, { permission: 'write', role_name: 'write' })
       .get(`/repos/Codertocat/Hello-World/commits/${HEAD}/check-runs`)
       .query({ check_name: APPROVAL_CHECK_NAME, filter: 'latest' })
+      .times(2) // the two-person rule reads it, then completing the check finds it
       .reply(200, { total_count: 1, check_runs: [{ id: 77 }] })
       .patch('/repos/Codertocat/Hello-World/check-runs/77', (b) => b.status === 'completed' && b.conclusion === 'success' && b.output.title === 'Approved by @maintainer')
       .reply(200, {})
@@ -78,6 +79,38 @@ describe('handleReviewSubmitted (approval gate)', () => {
       .reply(200, []);
     await probot.receive({ id: '1', name: 'pull_request_review', payload: reviewPayload() } as never);
     expect(decisions).toEqual([{ action: 'approved', checkRunId: 77 }]);
+  });
+
+  it('two-person rule: the person who asked for the run cannot approve its head; someone else can', async () => {
+    token();
+    const checks = () =>
+      nock(API)
+        .get(`/repos/Codertocat/Hello-World/commits/${HEAD}/check-runs`)
+        .query({ check_name: APPROVAL_CHECK_NAME, filter: 'latest' })
+        .reply(200, { total_count: 1, check_runs: [{ id: 77, external_id: 'issue-7;not-by=maintainer' }] });
+    nock(API).get('/repos/Codertocat/Hello-World/collaborators/Maintainer/permission').reply(200, { permission: 'admin', role_name: 'admin' });
+    checks();
+    // The check keeps waiting (no status or conclusion sent) and says who must approve instead.
+    nock(API)
+      .patch('/repos/Codertocat/Hello-World/check-runs/77', (b) => b.status === undefined && b.conclusion === undefined && b.output.title === 'Waiting for a second maintainer' && b.output.summary.startsWith('Maintainer approved, but asked for the run'))
+      .reply(200, {});
+    await probot.receive({ id: '4', name: 'pull_request_review', payload: reviewPayload({ user: 'Maintainer' }) } as never);
+    expect(decisions).toEqual([{ action: 'ignored', why: '@Maintainer asked for the run that wrote this head; another maintainer must approve it' }]);
+
+    nock(API).get('/repos/Codertocat/Hello-World/collaborators/second/permission').reply(200, { permission: 'write', role_name: 'write' });
+    checks();
+    checks();
+    nock(API)
+      .patch('/repos/Codertocat/Hello-World/check-runs/77', (b) => b.conclusion === 'success' && b.output.title === 'Approved by @second')
+      .reply(200, {})
+      .post('/repos/Codertocat/Hello-World/labels')
+      .reply(201, {})
+      .post('/repos/Codertocat/Hello-World/issues/2/labels')
+      .reply(200, [])
+      .delete('/repos/Codertocat/Hello-World/issues/2/labels/frognano%3Aneeds-review')
+      .reply(200, []);
+    await probot.receive({ id: '5', name: 'pull_request_review', payload: reviewPayload({ user: 'second' }) } as never);
+    expect(decisions[1]).toEqual({ action: 'approved', checkRunId: 77 });
   });
 
   it('ignores a reviewer without write access', async () => {

@@ -64,6 +64,11 @@ export function recordGitHub(owner: string, repo: string, opts: { token: string;
       rec('POST').call(this, uri, body);
       return [200, []];
     })
+    .post(new RegExp(`^${r}/pulls/\\d+/requested_reviewers$`))
+    .reply(function (uri, body) {
+      rec('POST').call(this, uri, body);
+      return [201, {}];
+    })
     .post(`${r}/check-runs`)
     .reply(function (uri, body) {
       rec('POST').call(this, uri, body);

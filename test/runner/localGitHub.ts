@@ -22,6 +22,7 @@ export async function startLocalGitHub(owner: string, repo: string, opts: { toke
     ['POST', new RegExp(`^${r}/labels$`), () => [201, {}]],
     ['POST', new RegExp(`^${r}/issues/\\d+/labels$`), () => [200, []]],
     ['POST', new RegExp(`^${r}/check-runs$`), () => [201, { id: 321 }]],
+    ['POST', new RegExp(`^${r}/pulls/\\d+/requested_reviewers$`), () => [201, {}]],
   ];
   const unexpected: RecordedCall[] = [];
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {

@@ -1,0 +1,80 @@
+import { UnrecoverableError } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { AppCredentials, InstallationAccess } from '../github/client.js';
+import type { Identity } from '../github/git.js';
+import type { ModelBackend } from '../inference/types.js';
+import type { Sampling } from '../leaf/sampling.js';
+import type { FrognanoMetrics } from '../ops/metrics.js';
+import type { SandboxConfig } from '../sandbox/config.js';
+import type { Sandbox } from '../sandbox/types.js';
+
+/** What every job flow of the runner shares: its context, the job it is handed, how it fails or stops. */
+
+/** Why a job's AbortSignal fired: a maintainer's `/frognano cancel`, or the runner shutting down. */
+export type AbortCause = { kind: 'cancel'; by?: string } | { kind: 'shutdown' };
+
+/** Thrown when the runner shuts down mid-job: the worker hands the job back to the queue. */
+export class HandBackError extends Error {
+  constructor() {
+    super('the runner is shutting down; the job goes back to the queue');
+    this.name = 'HandBackError';
+  }
+}
+
+/** Everything one runner process shares across jobs. */
+export interface RunnerContext {
+  redis: Redis;
+  app: AppCredentials;
+  /** Base URL of git remotes (`https://github.com`; `file:///...` in tests). */
+  gitBaseUrl: string;
+  backend: ModelBackend;
+  sandbox: SandboxConfig;
+  /** Per-job scratch space (clones); each job gets its own directory, removed afterwards. */
+  workDir: string;
+  /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/`. */
+  trajectoryDir: string;
+  identity?: Identity;
+  /** `describeRunner()` line shown in the status comment. */
+  runnerDescription: string;
+  logger: Logger;
+  /** Runner-wide cap on turns: a repository may lower it, never raise it. */
+  maxTurns?: number;
+  /** Runner-wide cap on the agent's wall time. */
+  wallTimeMs?: number;
+  /** Overrides of upstream Leaf's eval sampling (FROGNANO_TEMPERATURE ...; src/leaf/sampling.ts). */
+  sampling?: Partial<Sampling>;
+  gitTimeoutMs?: number;
+  /** Tests shorten these. */
+  progressIntervals?: { jobEveryMs?: number; commentEveryMs?: number };
+  /** Swappable for tests that exercise the real thing through a different door (never a fake GitHub). */
+  createAccess?: (installationId: number, repo: string) => Promise<InstallationAccess>;
+  createSandbox?: (cfg: SandboxConfig, workspaceDir: string) => Promise<Sandbox>;
+  metrics?: FrognanoMetrics;
+}
+
+/** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */
+export interface JobHandle {
+  id?: string;
+  data: unknown;
+  updateProgress(p: object): Promise<unknown>;
+}
+
+export type FailureCategory = 'token' | 'clone' | 'config' | 'model' | 'sandbox' | 'publish' | 'unexpected';
+
+/**
+ * A failure whose reason is already phrased for the issue (src/runner/publicFailure.ts: no runner internals);
+ * the error behind it goes to the runner's log. UnrecoverableError so BullMQ never retries it.
+ */
+export class JobFailure extends UnrecoverableError {
+  constructor(
+    readonly reason: string,
+    /** Small fixed set, used as a metrics label (a free-text reason would explode the series count). */
+    readonly category: FailureCategory,
+    /** What actually went wrong, for the log only. */
+    readonly underlying?: unknown,
+  ) {
+    super(reason);
+    this.name = 'JobFailure';
+  }
+}
