@@ -30,29 +30,23 @@ import {
 import { checkGuardrails } from '../github/pullRequest.js';
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
 import { runningState, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
-import { solve } from '../leaf/solve.js';
 import { describeExit, endedInMalformedCalls } from '../leaf/trajectory.js';
 import { withJob } from '../ops/logger.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { jobIdFor, type FollowUp, type JobData, type JobResult } from '../queue/schema.js';
-import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
 import {
-  abortError,
   forgetSecretLater,
   installationAccessFor,
-  jobLimits,
   phaseCategory,
-  sandboxFor,
-  scrubStoredTrajectory,
   throwIfAborted,
   tokenExpiresSoon,
 } from './jobSupport.js';
 import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 import { ProgressReporter } from './progress.js';
 import { duringPhase, ownPublicReason, publicFailure, whereToLook } from './publicFailure.js';
-import { defang, visibleText } from '../github/untrusted.js';
-import { buildTaskContext } from './taskContext.js';
+import { defang } from '../github/untrusted.js';
+import { cancelledState, runFailure, solveForJob } from './solveJob.js';
 import { twoPersonRule } from './approval.js';
 
 type FollowUpData = JobData & { followUp: FollowUp };
@@ -109,50 +103,21 @@ export async function processFollowUp(job: JobHandle, data: FollowUpData, ctx: R
     }
     const { config, head, prUrl } = prepared;
 
-    const limits = jobLimits(ctx, config);
     const trajectoryDir = path.join(ctx.trajectoryDir, data.owner, data.repo, `pr-${f.pullNumber}-round-${f.round}`);
-    const sandboxCfg = sandboxFor(ctx.sandbox, config, jobId);
-    const makeSandbox = ctx.createSandbox ?? createSandbox;
-    const context = await buildTaskContext({ data, repoDir: prepared.baseDir, config, octokit: access.octokit, log });
-    reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
-    log.info({ head: head.headSha, requestedHead: f.headSha, sandbox: sandboxCfg.kind }, 'follow-up: solving');
-    const result = await solve({
-      sourceDir: head.dir,
-      sandboxFactory: (ws) =>
-        makeSandbox(sandboxCfg, ws).catch((e: unknown) => {
-          throw new JobFailure(ownPublicReason(e) ?? publicFailure.sandbox(jobId), 'sandbox', e);
-        }),
-      backend: ctx.backend,
-      // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
-      task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
-      limits,
-      sampling: ctx.sampling,
-      setupCommands: config.setupCommands,
-      setupNetwork: config.setup.network,
-      testCommands: config.testCommands,
-      outDir: trajectoryDir,
-      signal,
-      onEvent: (e) => {
-        reporter?.onEvent(e);
-        if (e.type === 'turn_end') {
-          ctx.metrics?.recordModelTurn({ backend: ctx.backend.info().backend, completionTokens: e.completionTokens, elapsedMs: e.generateMs, promptTokens: e.promptTokens });
-        }
-      },
+    log.info({ head: head.headSha, requestedHead: f.headSha }, 'follow-up: solving');
+    const result = await solveForJob({
+      ctx, data, config, jobId, sourceDir: head.dir, instructionsDir: prepared.baseDir, trajectoryDir, octokit: access.octokit, reporter, signal, log,
     });
-    await scrubStoredTrajectory(result, log);
     const t = result.trajectory;
     const runFacts = { exitReason: t.exit_reason, turns: t.n_steps, elapsedSeconds: (Date.now() - started) / 1000, trajectoryPath: result.trajectoryJsonPath };
 
-    if (t.exit_reason === 'cancelled' || signal.aborted) {
-      const cause = signal.reason as AbortCause | undefined;
-      if (cause?.kind === 'shutdown') throw abortError(signal);
-      final = { kind: 'cancelled', by: cause?.kind === 'cancel' ? cause.by : undefined };
+    const cancelled = cancelledState(t, signal);
+    if (cancelled) {
+      final = cancelled;
       return { outcome: 'cancelled', ...runFacts };
     }
-    if (t.exit_reason === 'llm_query_error' || t.exit_reason === 'tool_error') {
-      const model = t.exit_reason === 'llm_query_error';
-      throw new JobFailure(model ? publicFailure.model(jobId) : publicFailure.tool(jobId), model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
-    }
+    const failure = runFailure(t, jobId);
+    if (failure) throw failure;
     const octokit = access.octokit;
     const history = (headSha: string | null, result: string) =>
       recordRound(octokit, data, { round: `Follow-up ${f.round}`, trigger: `${f.source} by ${data.triggeredBy.login}`, headSha, result });

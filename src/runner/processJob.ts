@@ -24,12 +24,10 @@ import {
 } from '../github/pullRequest.js';
 import { loadRepoConfig, RepoConfigError, type RepoConfig } from '../github/repoConfig.js';
 import { runningState, upsertStatusComment, type IssueRef, type StatusMeta, type StatusState } from '../github/statusComment.js';
-import { defang, untrustedLine, visibleText } from '../github/untrusted.js';
-import { solve } from '../leaf/solve.js';
+import { defang, untrustedLine } from '../github/untrusted.js';
 import { describeExit, endedInMalformedCalls, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { JobDataSchema, jobIdFor, type JobData, type JobResult } from '../queue/schema.js';
-import { createSandbox } from '../sandbox/index.js';
 import { withJob } from '../ops/logger.js';
 import { redact } from '../util/redact.js';
 import { withCoAuthor } from '../github/coAuthor.js';
@@ -37,17 +35,14 @@ import { requestReview } from '../github/followUpPullRequest.js';
 import { processFollowUp } from './followUp.js';
 import { publishPartialWork } from './partialWork.js';
 import { ProgressReporter, type RunnerProgress } from './progress.js';
-import { buildTaskContext } from './taskContext.js';
+import { cancelledState, runFailure, solveForJob } from './solveJob.js';
 import { twoPersonRule } from './approval.js';
 import { duringPhase, ownPublicReason, publicFailure } from './publicFailure.js';
 import {
   abortError,
   forgetSecretLater,
   installationAccessFor,
-  jobLimits,
   phaseCategory,
-  sandboxFor,
-  scrubStoredTrajectory,
   throwIfAborted,
   tokenExpiresSoon,
 } from './jobSupport.js';
@@ -143,54 +138,22 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     }
 
     // 2. The agent works on a copy of the clone inside the sandbox; the clone itself stays pristine.
-    const limits = jobLimits(ctx, config);
     const trajectoryDir = path.join(ctx.trajectoryDir, data.owner, data.repo, `issue-${data.issueNumber}-attempt-${data.attempt}`);
-    const sandboxCfg = sandboxFor(ctx.sandbox, config, jobId);
-    const makeSandbox = ctx.createSandbox ?? createSandbox;
-    const context = await buildTaskContext({ data, repoDir: clone.dir, config, octokit: access.octokit, log });
-    reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
-    log.info({ base: clone.branch, head: clone.headSha, sandbox: sandboxCfg.kind }, 'solving');
-    const result = await solve({
-      sourceDir: clone.dir,
-      sandboxFactory: (ws) =>
-        makeSandbox(sandboxCfg, ws).catch((e: unknown) => {
-          throw new JobFailure(ownPublicReason(e) ?? publicFailure.sandbox(jobId), 'sandbox', e);
-        }),
-      backend: ctx.backend,
-      // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
-      task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
-      limits,
-      sampling: ctx.sampling,
-      setupCommands: config.setupCommands,
-      setupNetwork: config.setup.network,
-      testCommands: config.testCommands,
-      outDir: trajectoryDir,
-      signal,
-      onEvent: (e) => {
-        reporter?.onEvent(e);
-        if (e.type === 'turn_end') {
-          ctx.metrics?.recordModelTurn({ backend: ctx.backend.info().backend, completionTokens: e.completionTokens, elapsedMs: e.generateMs, promptTokens: e.promptTokens });
-        }
-      },
-    });
-    await scrubStoredTrajectory(result, log);
+    log.info({ base: clone.branch, head: clone.headSha }, 'solving');
+    const result = await solveForJob({ ctx, data, config, jobId, sourceDir: clone.dir, instructionsDir: clone.dir, trajectoryDir, octokit: access.octokit, reporter, signal, log });
     const t = result.trajectory;
     const runFacts = { exitReason: t.exit_reason, turns: t.n_steps, elapsedSeconds: (Date.now() - started) / 1000, trajectoryPath: result.trajectoryJsonPath };
 
-    if (t.exit_reason === 'cancelled' || signal.aborted) {
-      const cause = signal.reason as AbortCause | undefined;
-      if (cause?.kind === 'shutdown') throw abortError(signal);
-      final = { kind: 'cancelled', by: cause?.kind === 'cancel' ? cause.by : undefined };
+    const cancelled = cancelledState(t, signal);
+    if (cancelled) {
+      final = cancelled;
       return { outcome: 'cancelled', ...runFacts };
     }
     // publishFailedAttempts: keep a run's unfinished changes on a branch before reporting how it ended.
     const unfinished = t.exit_reason !== 'agent' || endedInMalformedCalls(t);
     const partial = unfinished ? await publishPartialWork({ data, cloneDir: clone.dir, patch: result.patch, config, auth, identity: ctx.identity, what: describeExit(t), gitTimeoutMs: ctx.gitTimeoutMs, log }) : null;
-    if (t.exit_reason === 'llm_query_error' || t.exit_reason === 'tool_error') {
-      const model = t.exit_reason === 'llm_query_error';
-      const reason = model ? publicFailure.model(jobId) : publicFailure.tool(jobId);
-      throw new JobFailure(partial ? `${reason}\n\n${partial}` : reason, model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
-    }
+    const failure = runFailure(t, jobId, partial);
+    if (failure) throw failure;
     if (unfinished) {
       const reason = `No pull request: ${describeExit(t)} (\`${t.exit_reason}\`, after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}) before the model said it was done.${partial ? ` ${partial}` : ''}`;
       final = { kind: 'no_patch', reason };
