@@ -1,19 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
-import type { Readable } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { MEASURE_SCRIPT, parseUsage, WorkspaceBudget, type WorkspaceUsage } from './budget.js';
 import { createJobCgroup, joinCgroupArgv, type JobCgroup } from './cgroup.js';
 import { BwrapSandboxConfigSchema, jobTimeLimitError, parseUser, type BwrapSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
-import { HostFilesSandbox } from './hostFilesSandbox.js';
-import { InsideFiles } from './insideFiles.js';
+import { InsideFilesSandbox } from './insideFiles.js';
 import { baseEnv } from './local.js';
 import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
 import { appendNote, runProcess } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, ReadFileOptions, Sandbox } from './types.js';
+import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -113,7 +111,7 @@ async function assertReachable(dir: string, user: { uid: number; gid: number }):
  * A root runner starts bwrap as the sandbox uid (setpriv) so that the process limit applies: the kernel never
  * enforces RLIMIT_NPROC for real uid 0, even inside a user namespace.
  */
-export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
+export class BwrapSandbox extends InsideFilesSandbox implements Sandbox {
   readonly kind = 'bwrap' as const;
   readonly workdir = BWRAP_WORKDIR;
   protected readonly files: HostFiles;
@@ -262,26 +260,6 @@ export class BwrapSandbox extends HostFilesSandbox implements Sandbox {
       throw jobTimeLimitError(this.cfg.jobTimeoutMs);
     }
     if (this.budget.exceeded) throw this.budget.exceeded;
-  }
-
-  /** File operations run inside the sandbox (see InsideFiles): the host never opens a path the model chose. */
-  private readonly inside = new InsideFiles((argv, o) => this.spawn(argv, o), BWRAP_WORKDIR);
-
-  override readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
-    return this.inside.readFile(p, options);
-  }
-
-  override openFileStream(p: string): Promise<Readable> {
-    return this.inside.openFileStream(p);
-  }
-
-  override async writeFile(p: string, data: string | Buffer): Promise<void> {
-    this.assertUsable();
-    await this.inside.writeFile(p, data);
-  }
-
-  override listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
-    return this.inside.listFiles(dir, limit);
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {

@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
-import { Writable, type Duplex, type Readable } from 'node:stream';
+import { Writable, type Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { DockerSandboxConfigSchema, jobTimeLimitError, parseUser, type DockerSandboxConfig } from './config.js';
 import { HostFiles } from './hostFiles.js';
-import { HostFilesSandbox } from './hostFilesSandbox.js';
-import { InsideFiles } from './insideFiles.js';
+import { InsideFilesSandbox } from './insideFiles.js';
 import { baseEnv } from './local.js';
 import { MEASURE_SCRIPT, parseUsage, WorkspaceBudget, type WorkspaceUsage } from './budget.js';
 import { chownTree, claimWorkspace, type WorkspaceOwner } from './ownership.js';
 import { appendNote, CappedBuffer, cancelledBeforeStart } from './process.js';
-import type { ExecOptions, ExecResult, FileEntry, ReadFileOptions, Sandbox } from './types.js';
+import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
 /** Labels on every sandbox container, so the reaper can find the ones a crashed runner left behind. */
 export const SANDBOX_LABEL = 'dev.frognano.sandbox';
@@ -268,7 +267,7 @@ function containerOptions(cfg: DockerSandboxConfig, hostDir: string, owner: Work
  * Commands are `docker exec`s, one at a time, each followed by a sweep that leaves no process of the sandbox user
  * running; file operations run inside the container too (InsideFiles), never on the host.
  */
-export class DockerSandbox extends HostFilesSandbox implements Sandbox {
+export class DockerSandbox extends InsideFilesSandbox implements Sandbox {
   readonly kind = 'docker' as const;
   readonly workdir = CONTAINER_WORKDIR;
   protected readonly files: HostFiles;
@@ -334,26 +333,6 @@ export class DockerSandbox extends HostFilesSandbox implements Sandbox {
     }
     if (this.broken) throw new Error(`sandbox stopped: ${this.broken}`);
     if (this.budget.exceeded) throw this.budget.exceeded;
-  }
-
-  /** File operations run inside the sandbox (see InsideFiles): the host never opens a path the model chose. */
-  private readonly inside = new InsideFiles((argv, o) => this.spawn(argv, o), CONTAINER_WORKDIR);
-
-  override readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
-    return this.inside.readFile(p, options);
-  }
-
-  override openFileStream(p: string): Promise<Readable> {
-    return this.inside.openFileStream(p);
-  }
-
-  override async writeFile(p: string, data: string | Buffer): Promise<void> {
-    this.assertUsable();
-    await this.inside.writeFile(p, data);
-  }
-
-  override listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
-    return this.inside.listFiles(dir, limit);
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {

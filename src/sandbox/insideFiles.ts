@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { FileTooLargeError, SandboxPathError, type ExecOptions, type ExecResult, type FileEntry, type ReadFileOptions } from './types.js';
 
 /**
@@ -221,5 +222,37 @@ export class InsideFiles {
     const a = await this.run(['list', dir, String(limit)], undefined, 64 * 1024 * 1024);
     const files = JSON.parse(a.payload) as Array<[string, number]>;
     return { files: files.map(([p, size]) => ({ path: p, size })), truncated: !a.eof };
+  }
+}
+
+/**
+ * A sandbox whose file operations run inside it (docker, bwrap): the workspace still lives on the host (HostFiles
+ * resolves the `cwd` the runner's own code passes), but every path the model may have chosen is opened by InsideFiles.
+ */
+export abstract class InsideFilesSandbox extends HostFilesSandbox {
+  abstract spawn(argv: string[], options?: ExecOptions): Promise<ExecResult>;
+
+  private insideFiles?: InsideFiles;
+
+  private get inside(): InsideFiles {
+    this.insideFiles ??= new InsideFiles((argv, o) => this.spawn(argv, o), this.workdir);
+    return this.insideFiles;
+  }
+
+  override readFile(p: string, options?: ReadFileOptions): Promise<Buffer> {
+    return this.inside.readFile(p, options);
+  }
+
+  override openFileStream(p: string): Promise<Readable> {
+    return this.inside.openFileStream(p);
+  }
+
+  override async writeFile(p: string, data: string | Buffer): Promise<void> {
+    this.assertUsable();
+    await this.inside.writeFile(p, data);
+  }
+
+  override listFiles(dir?: string, limit?: number): Promise<{ files: FileEntry[]; truncated: boolean }> {
+    return this.inside.listFiles(dir, limit);
   }
 }
