@@ -69,13 +69,36 @@ def absolute(value):
     return Path.cwd() / candidate
 
 
+_here = []
+_real_dirs = {}
+
+
+def real_path(name):
+    """os.path.realpath, with each directory's real path worked out once: a Glob shows thousands of files that share
+    a few directories. A name that is itself a link (or `.`/`..`) goes to realpath whole."""
+    head, tail = os.path.split(name)
+    if not head or tail in ("", ".", "..") or os.path.islink(name):
+        return os.path.realpath(name)
+    if head not in _real_dirs:
+        _real_dirs[head] = os.path.realpath(head)
+    return os.path.join(_real_dirs[head], tail)
+
+
 def shown(path):
-    """Relative to the working directory when the real path lies under it, else the path as given."""
-    here = Path.cwd().resolve()
-    try:
-        return path.resolve().relative_to(here).as_posix()
-    except ValueError:
-        return str(path)
+    """Relative to the working directory when the real path lies under it, else the path as given.
+
+    (Path.resolve() is os.path.realpath, and relative_to of a real path below another is the rest of the string;
+    computed this way a Glob over thousands of files costs a realpath each, not two Path objects and a cwd lookup.)"""
+    if not _here:
+        _here.append(os.path.realpath(os.getcwd()))
+    here = _here[0]
+    real = real_path(str(path))
+    if real == here:
+        return "."
+    prefix = here if here.endswith("/") else here + "/"
+    if real.startswith(prefix):
+        return real[len(prefix):]
+    return str(path)
 
 
 def target(args, key):
@@ -156,7 +179,7 @@ def tool_glob(args):
     files = sorted(
         shown(Path(hit))
         for hit in glob.glob(str(base / pattern), recursive=True)
-        if Path(hit).is_file()
+        if os.path.isfile(hit)
     )
     most = Limits.glob_files()
     if not files:

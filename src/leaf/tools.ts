@@ -55,11 +55,12 @@ const NO_PYTHON = 'the sandbox has no python3, which the Leaf tools run with (ru
 /**
  * Upstream's choice of interpreter (frognano/runtimes/python.py FIND_PYTHON: /usr/bin/python3, else python3 or python
  * on PATH), then the tool script. -I: neither the repository (the working directory) nor PYTHON* variables can
- * shadow the standard library the script imports.
+ * shadow the standard library the script imports. -S: no site-packages (the script needs only the standard library),
+ * which saves a few milliseconds on every tool call.
  */
 const FIND_PYTHON_AND_RUN =
   'p=$(test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3 || command -v python) || ' +
-  `{ echo '${NO_PYTHON}' >&2; exit 127; }; exec "$p" -I -c "$1"`;
+  `{ echo '${NO_PYTHON}' >&2; exit 127; }; exec "$p" -I -S -c "$1"`;
 
 const ERROR_OUTPUT = /^(?:[A-Z][A-Za-z]*(?:Error|Exception|Exit|Interrupt): |Unknown tool: |Tool runner exited with code |leaf tool_runner error: )/;
 
