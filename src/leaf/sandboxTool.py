@@ -13,6 +13,7 @@ texts, so tests/leaf/conformance keeps golden outputs recorded from it. Standard
 import glob
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -171,16 +172,44 @@ def tool_edit(args):
     return "Edited %s (%d replacement%s)." % (shown(path), done, "" if done == 1 else "s")
 
 
+class GlobTooLong(Exception):
+    pass
+
+
+def bounded_glob(pattern):
+    """glob.glob(pattern, recursive=True), as upstream, within a time and a size bound: `**` follows directory
+    links, so a symlink loop (a -> ., b -> .) or a search from / or /proc/self would otherwise run until the host's
+    120 s limit ends the whole run. (A deliberate difference: upstream's runner hangs there.)"""
+    seconds = Limits.number("FROGNANO_GLOB_SECONDS", 30)
+    most = Limits.number("FROGNANO_GLOB_SCAN_MAX", 200000)
+
+    def expire(signum, frame):
+        raise GlobTooLong("searched for more than %d seconds" % seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        hits = []
+        for hit in glob.iglob(pattern, recursive=True):
+            hits.append(hit)
+            if len(hits) > most:
+                raise GlobTooLong("matched more than %d paths" % most)
+        return hits
+    except GlobTooLong as why:
+        raise ValueError(
+            "Glob stopped: it %s (a symlink loop, or too large a tree); narrow the pattern or the path" % why
+        )
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def tool_glob(args):
     pattern = str(args.get("pattern") or "")
     if not pattern:
         raise ValueError("pattern is required")
     base = absolute(args.get("path") or ".")
-    files = sorted(
-        shown(Path(hit))
-        for hit in glob.glob(str(base / pattern), recursive=True)
-        if os.path.isfile(hit)
-    )
+    files = sorted(shown(Path(hit)) for hit in bounded_glob(str(base / pattern)) if os.path.isfile(hit))
     most = Limits.glob_files()
     if not files:
         return "No files matched."

@@ -253,6 +253,18 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
     }
   }, 240_000);
 
+  it('Glob over a symlink loop or from / answers within its bound instead of hanging the run', async () => {
+    await bash('ln -s . a && ln -s . b && echo x > f.txt');
+    const bounded = new ToolExecutor(sb, { runnerEnv: { FROGNANO_GLOB_SECONDS: '3' } });
+    for (const args of [{ pattern: '**/*' }, { pattern: '**/*canary*', path: '/' }, { pattern: '**/*', path: '/proc/self' }]) {
+      const started = Date.now();
+      const r = await bounded.execute({ name: 'Glob', arguments: args });
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect(r.output).toMatch(/^ValueError: Glob stopped: it (searched for more than 3 seconds|matched more than 200000 paths)/);
+    }
+    expect((await call('Glob', { pattern: '*.txt' })).output).toBe('f.txt');
+  }, 120_000);
+
   it('hard links: a host file cannot be linked into the workspace and changed through it', async () => {
     const passwdBefore = await fs.stat('/etc/passwd');
     const r = await bash(`ln ${outside}/secret.txt hl.txt; ln /etc/passwd pw.txt; ln /usr/bin/env envbin; ls -li`);
