@@ -254,7 +254,7 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
   }, 240_000);
 
   it('Glob over a symlink loop or from / answers within its bound instead of hanging the run', async () => {
-    await bash('ln -s . a && ln -s . b && echo x > f.txt');
+    await bash('ln -s . a && ln -s . b && echo x > glob-ok.dat');
     const bounded = new ToolExecutor(sb, { runnerEnv: { FROGNANO_GLOB_SECONDS: '3' } });
     for (const args of [{ pattern: '**/*' }, { pattern: '**/*canary*', path: '/' }, { pattern: '**/*', path: '/proc/self' }]) {
       const started = Date.now();
@@ -262,7 +262,8 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
       expect(Date.now() - started).toBeLessThan(20_000);
       expect(r.output).toMatch(/^ValueError: Glob stopped: it (searched for more than 3 seconds|matched more than 200000 paths)/);
     }
-    expect((await call('Glob', { pattern: '*.txt' })).output).toBe('f.txt');
+    // An ordinary Glob in the same workspace still answers as upstream's would.
+    expect((await call('Glob', { pattern: 'glob-ok*' })).output).toBe('glob-ok.dat');
   }, 120_000);
 
   it('hard links: a host file cannot be linked into the workspace and changed through it', async () => {
