@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { estimatePromptTokens, estimateTokens } from '../leaf/text.js';
+import { estimatePromptTokens, estimateTokens } from '../util/tokens.js';
 import { sleep } from './retry.js';
 import {
   ModelError,

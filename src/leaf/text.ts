@@ -1,5 +1,3 @@
-import type { ChatMessage, ToolSpec } from '../inference/types.js';
-
 /** Text helpers shared by the tools, the loop and the trajectory renderer. */
 
 /** Keeps the start and the end (where errors and results usually are) and elides the middle. */
@@ -33,17 +31,4 @@ export function codeFence(text: string, lang = ''): string {
   const longest = (text.match(/`+/g) ?? []).reduce((n, run) => Math.max(n, run.length), 0);
   const ticks = '`'.repeat(Math.max(3, longest + 1));
   return `${ticks}${lang}\n${text}\n${ticks}`;
-}
-
-/**
- * Rough token count: UTF-8 bytes / 4 (the usual fallback of chat harnesses). Used only where no
- * tokenizer is at hand: the replay backend, and the loop when a backend cannot count tokens itself.
- */
-export function estimateTokens(text: string): number {
-  return Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
-}
-
-/** The same estimate for a whole prompt: the messages and the tool specs as JSON. */
-export function estimatePromptTokens(messages: ChatMessage[], tools: ToolSpec[]): number {
-  return estimateTokens(JSON.stringify(messages)) + estimateTokens(JSON.stringify(tools));
 }
