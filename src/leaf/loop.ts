@@ -1,21 +1,18 @@
-import { randomUUID } from 'node:crypto';
-import { ContextOverflowError, type ChatMessage, type GenerateResult, type ModelBackend, type ToolCall, type ToolSpec } from '../inference/types.js';
+import { ContextOverflowError, type GenerateResult, type ModelBackend, type ToolCall, type ToolSpec } from '../inference/types.js';
 import type { Sandbox } from '../sandbox/types.js';
-import { safeListener, type LeafEvent, type LeafEventListener } from './events.js';
+import { errorText } from '../util/errors.js';
+import { ToolMessageCounter } from './contextTokens.js';
+import { Deadline } from './deadline.js';
+import { safeListener, type LeafEventListener } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
+import { assistantMessage, isContextOverflow, lengthExitReason, normalizeCalls, toolMessage } from './modelTurn.js';
 import { renderTaskMessage, SYSTEM_PROMPT } from './prompt.js';
+import { buildTrajectory, RunRecord } from './runRecord.js';
+import { RunEnded } from './runEnded.js';
 import { resolveSampling, type Sampling } from './sampling.js';
-import { summarizeToolCall, ToolAbortedError, ToolExecutor, ToolInfrastructureError, LEAF_TOOLS } from './tools.js';
-import { pyJsonDumps } from './pyJson.js';
-import type {
-  AssistantMessage,
-  ExitReason,
-  LeafTask,
-  StepFacts,
-  Trajectory,
-  TrajectoryMessage,
-  TrajectoryStep,
-} from './trajectory.js';
+import { summarizeToolCall } from './toolSummary.js';
+import { ToolAbortedError, ToolExecutor, ToolInfrastructureError, LEAF_TOOLS } from './tools.js';
+import type { AssistantMessage, LeafTask, StepFacts, Trajectory, TrajectoryMessage, TrajectoryStep } from './trajectoryFormat.js';
 
 export interface RunLeafOptions {
   sandbox: Sandbox;
@@ -37,135 +34,7 @@ export interface RunLeafOptions {
   toolEnv?: Record<string, string>;
 }
 
-/**
- * Upstream's words for a server that refused a prompt as too long (agent.py _is_context_overflow), plus
- * llama.cpp's; a backend that recognised it already throws ContextOverflowError.
- */
-export function isContextOverflow(err: unknown): boolean {
-  if (err instanceof ContextOverflowError) return true;
-  const m = (err instanceof Error ? err.message : String(err)).toLowerCase();
-  return (
-    ['context_length_exceeded', 'reduce the length', 'maximum context length', 'exceeds the available context size'].some((p) => m.includes(p)) ||
-    (m.includes('context length') && m.includes('exceed'))
-  );
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-/** Every call gets a non-empty id unique within the run: observations are matched by it. */
-function normalizeCalls(calls: ToolCall[] | undefined, turn: number, seen: Set<string>): ToolCall[] {
-  return (calls ?? []).map((c, i) => {
-    let id = typeof c.id === 'string' && c.id.trim() ? c.id : `call_${turn}_${i}`;
-    while (seen.has(id)) id = `${id}_${turn}`;
-    seen.add(id);
-    const args = c.arguments && typeof c.arguments === 'object' && !Array.isArray(c.arguments) ? c.arguments : {};
-    return { ...c, id, name: String(c.name ?? ''), arguments: args };
-  });
-}
-
-/** The assistant turn as upstream stores it (agent.py _message_dict): arguments as JSON text. */
-function assistantRecord(result: GenerateResult, calls: ToolCall[]): AssistantMessage {
-  const m: AssistantMessage = { role: 'assistant', content: result.message.content ? result.message.content : null };
-  if (calls.length) {
-    m.tool_calls = calls.map((c) => ({
-      id: c.id,
-      type: 'function',
-      function: { name: c.name, arguments: c.argumentsText ?? pyJsonDumps(c.arguments) },
-    }));
-  }
-  if (result.message.reasoning) m.reasoning_content = result.message.reasoning;
-  return m;
-}
-
-/** SWE-bench-style instance id (`owner__repo-12`), or `local`. */
-function defaultInstanceId(task: LeafTask): string {
-  if (!task.repo) return 'local';
-  const name = task.repo.replace('/', '__');
-  return task.issueNumber !== undefined ? `${name}-${task.issueNumber}` : name;
-}
-
-/**
- * Owns the run's abort signal: a cancel from outside, or the hard stop some time after the time budget (upstream
- * checks its time budget only between steps; a job must still end).
- */
-class Deadline {
-  readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
-  private readonly onOuter = () => this.controller.abort('cancelled');
-  readonly aborted: Promise<never>;
-
-  constructor(private readonly outer: AbortSignal | undefined, hardStopMs: number) {
-    if (outer?.aborted) this.controller.abort('cancelled');
-    else outer?.addEventListener('abort', this.onOuter, { once: true });
-    this.timer = setTimeout(() => this.controller.abort('max_time'), hardStopMs);
-    this.timer.unref?.();
-    this.aborted = new Promise<never>((_, reject) => {
-      const fail = () => reject(new ToolAbortedError());
-      if (this.signal.aborted) fail();
-      else this.signal.addEventListener('abort', fail, { once: true });
-    });
-    this.aborted.catch(() => undefined);
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** The exit reason of an abort. */
-  reason(): ExitReason {
-    return this.signal.reason === 'max_time' ? 'max_time' : 'cancelled';
-  }
-
-  /** Nothing the loop awaits may outlive a cancel or the hard stop. */
-  guard<T>(p: Promise<T>): Promise<T> {
-    return Promise.race([p, this.aborted]);
-  }
-
-  dispose(): void {
-    clearTimeout(this.timer);
-    this.outer?.removeEventListener('abort', this.onOuter);
-  }
-}
-
-/**
- * Upstream's accounting of what tool messages add to the context (agent.py _count_message_tokens): the tokens of
- * their compact JSON. Counted with the backend's tokenizer when it has one (a user message holding the JSON, less
- * an empty one), else upstream's last fallback, UTF-8 bytes / 4.
- */
-class ToolMessageCounter {
-  private baseline: number | undefined;
-  constructor(private readonly backend: ModelBackend) {}
-
-  async count(messages: TrajectoryMessage[]): Promise<number> {
-    if (!messages.length) return 0;
-    const serialized = JSON.stringify(messages);
-    if (this.backend.countTokens) {
-      try {
-        this.baseline ??= await this.backend.countTokens([{ role: 'user', content: '' }], []);
-        const n = await this.backend.countTokens([{ role: 'user', content: serialized }], []);
-        if (n > this.baseline) return n - this.baseline;
-      } catch {
-        /* the estimate below */
-      }
-    }
-    return Math.ceil(Buffer.byteLength(serialized, 'utf8') / 4);
-  }
-}
-
-interface RunState {
-  messages: TrajectoryMessage[];
-  /** The same conversation in the backends' shape. */
-  chat: ChatMessage[];
-  steps: TrajectoryStep[];
-  facts: StepFacts[];
-  nSteps: number;
-  contextTokens: number;
-  totalCompletion: number;
-  finalMessage: string;
-  error: string | null;
-}
+export { isContextOverflow } from './modelTurn.js';
 
 /**
  * The Leaf agent loop, as upstream's agent.py runs it: the model proposes tool calls, the harness runs them in
@@ -175,209 +44,236 @@ interface RunState {
  * what happened (exit_reason, error).
  */
 export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
-  const limits = resolveLimits(opts.limits);
-  const sampling = resolveSampling(opts.sampling);
-  const emit = safeListener(opts.onEvent);
-  const { backend } = opts;
-  const started = Date.now();
-  const info = backend.info();
-  const budget = Math.min(limits.contextTokens, info.contextLength && info.contextLength > 0 ? info.contextLength : Infinity);
-  const executor = new ToolExecutor(opts.sandbox, { runnerEnv: opts.toolEnv });
-  const counter = new ToolMessageCounter(backend);
-  const deadline = new Deadline(opts.signal, limits.wallTimeMs + limits.wallTimeGraceMs);
-  const tools: ToolSpec[] = LEAF_TOOLS;
-  const task = renderTaskMessage(opts.task, { baseCommit: opts.baseCommit, notes: opts.notes });
-  const s: RunState = {
-    messages: [
-      { role: 'system', content: SYSTEM_PROMPT },
-      { role: 'user', content: task },
-    ],
-    chat: [
-      { role: 'system', content: SYSTEM_PROMPT },
-      { role: 'user', content: task },
-    ],
-    steps: [],
-    facts: [],
-    nSteps: 0,
-    contextTokens: 0,
-    totalCompletion: 0,
-    finalMessage: '',
-    error: null,
-  };
-  const seenIds = new Set<string>();
-  let exitReason: ExitReason = 'max_turns';
+  return new LeafRun(opts).run();
+}
 
-  try {
-    for (let step = 0; step < limits.maxTurns; step++) {
-      if (deadline.signal.aborted) {
-        exitReason = deadline.reason();
-        break;
-      }
-      if (Date.now() - started >= limits.wallTimeMs) {
-        exitReason = 'max_time';
-        break;
-      }
-      s.nSteps++;
-      emit({ type: 'turn_start', turn: step + 1, maxTurns: limits.maxTurns, promptTokens: s.contextTokens });
-      const genStarted = Date.now();
-      let result: GenerateResult;
-      try {
-        result = await deadline.guard(
-          backend.generate(s.chat, tools, {
-            ...sampling,
-            maxNewTokens: limits.maxNewTokens,
-            signal: deadline.signal,
-            onRetry: (retry) => emit({ type: 'model_retry', turn: step + 1, retry }),
-          }),
-        );
-      } catch (err) {
-        if (deadline.signal.aborted) exitReason = deadline.reason();
-        else if (isContextOverflow(err)) {
-          exitReason = 'max_context_len';
-          // A prompt the server refused outright still says how full the context was (not "0 tokens").
-          if (err instanceof ContextOverflowError && err.promptTokens) s.contextTokens = Math.max(s.contextTokens, err.promptTokens);
-        }
-        else {
-          exitReason = 'llm_query_error';
-          s.error = errorText(err);
-        }
-        break;
-      }
-      if (result.finishReason === 'aborted' || deadline.signal.aborted) {
-        exitReason = deadline.reason();
-        break;
-      }
-      const outcome = await runStep(step, result, Date.now() - genStarted);
-      if (outcome) {
-        exitReason = outcome;
-        break;
-      }
+/** One model call and what came of it; its step and facts are filled in as its tool calls run. */
+interface Turn {
+  /** 1-based, as the events count. */
+  number: number;
+  result: GenerateResult;
+  generateMs: number;
+  calls: ToolCall[];
+  assistant: AssistantMessage;
+  step: TrajectoryStep;
+  facts: StepFacts;
+}
+
+/**
+ * One run, shaped as mini-swe-agent's DefaultAgent: `run()` repeats `step()` until something throws `RunEnded`;
+ * `step()` is `executeActions(query())`; `query()` checks every limit first, in this one place.
+ */
+class LeafRun {
+  private readonly limits: LeafLimits;
+  private readonly sampling: Required<Sampling>;
+  private readonly emit: LeafEventListener;
+  private readonly backend: ModelBackend;
+  private readonly startedAt: number;
+  private readonly info: ReturnType<ModelBackend['info']>;
+  /** min(configured context, the model's window when known). */
+  private readonly budget: number;
+  private readonly executor: ToolExecutor;
+  private readonly counter: ToolMessageCounter;
+  private readonly deadline: Deadline;
+  private readonly tools: ToolSpec[] = LEAF_TOOLS;
+  private readonly record = new RunRecord();
+  private readonly seenIds = new Set<string>();
+
+  constructor(private readonly opts: RunLeafOptions) {
+    this.limits = resolveLimits(opts.limits);
+    this.sampling = resolveSampling(opts.sampling);
+    this.emit = safeListener(opts.onEvent);
+    this.backend = opts.backend;
+    this.startedAt = Date.now();
+    this.info = this.backend.info();
+    const window = this.info.contextLength && this.info.contextLength > 0 ? this.info.contextLength : Infinity;
+    this.budget = Math.min(this.limits.contextTokens, window);
+    this.executor = new ToolExecutor(opts.sandbox, { runnerEnv: opts.toolEnv });
+    this.counter = new ToolMessageCounter(this.backend);
+    this.deadline = new Deadline(opts.signal, {
+      startedAt: this.startedAt,
+      budgetMs: this.limits.wallTimeMs,
+      graceMs: this.limits.wallTimeGraceMs,
+    });
+    const task = renderTaskMessage(opts.task, { baseCommit: opts.baseCommit, notes: opts.notes });
+    for (const message of [
+      { role: 'system' as const, content: SYSTEM_PROMPT },
+      { role: 'user' as const, content: task },
+    ]) {
+      this.record.record({ stored: message, wire: { ...message } });
     }
-  } finally {
-    deadline.dispose();
   }
 
-  async function runStep(step: number, result: GenerateResult, generateMs: number): Promise<ExitReason | undefined> {
-    const calls = normalizeCalls(result.message.tool_calls, step, seenIds);
-    const assistant = assistantRecord(result, calls);
-    const parseErrors = (result.parseErrors ?? []).filter((e) => typeof e === 'string' && e.trim());
-    s.messages.push(assistant);
-    s.chat.push({
-      role: 'assistant',
-      content: result.message.content ?? '',
-      ...(result.message.reasoning ? { reasoning: result.message.reasoning } : {}),
-      ...(calls.length ? { tool_calls: calls } : {}),
+  /** The one place that decides to stop: every ending arrives here as a RunEnded. */
+  async run(): Promise<Trajectory> {
+    let ended: RunEnded;
+    try {
+      for (;;) await this.step();
+    } catch (err) {
+      ended = err instanceof RunEnded ? err : this.unexpected(err);
+    } finally {
+      this.deadline.dispose();
+    }
+    this.record.error = ended.error;
+    const trajectory = buildTrajectory(this.record, ended.exitReason, {
+      task: this.opts.task,
+      instanceId: this.opts.instanceId,
+      sampling: this.sampling,
+      tools: this.tools,
+      startedAt: this.startedAt,
+      model: { backend: this.info.backend, model: this.info.model },
+      budget: this.budget,
+      configuredContextTokens: this.limits.contextTokens,
     });
-    s.totalCompletion += result.completionTokens;
-    s.contextTokens = result.promptTokens + result.completionTokens;
+    this.emit({
+      type: 'finished',
+      exitReason: trajectory.exit_reason,
+      turns: trajectory.n_steps,
+      elapsedSec: trajectory.elapsed_sec,
+      contextTokens: this.record.contextTokens,
+      error: this.record.error,
+    });
+    return trajectory;
+  }
+
+  private async step(): Promise<void> {
+    const [result, generateMs] = await this.query();
+    const turn = this.beginTurn(result, generateMs);
+    try {
+      await this.executeActions(turn);
+    } finally {
+      // Upstream drops a step whose tool harness failed; keeping the calls that did run tells a reader more.
+      this.record.addStep(turn.step, turn.facts);
+      this.emitTurnEnd(turn);
+    }
+  }
+
+  /** Every limit, then one model call. */
+  private async query(): Promise<[GenerateResult, number]> {
+    this.checkLimits();
+    const turn = ++this.record.nSteps;
+    this.emit({ type: 'turn_start', turn, maxTurns: this.limits.maxTurns, promptTokens: this.record.contextTokens });
+    const started = Date.now();
+    let result: GenerateResult;
+    try {
+      result = await this.deadline.guard(
+        this.backend.generate(this.record.wire, this.tools, {
+          ...this.sampling,
+          maxNewTokens: this.limits.maxNewTokens,
+          signal: this.deadline.signal,
+          onRetry: (retry) => this.emit({ type: 'model_retry', turn, retry }),
+        }),
+      );
+    } catch (err) {
+      throw this.queryFailure(err);
+    }
+    if (result.finishReason === 'aborted') throw this.deadline.ended();
+    this.deadline.throwIfAborted();
+    return [result, Date.now() - started];
+  }
+
+  /**
+   * In upstream's order at a step boundary: the context used up by the last step's observations, the turn
+   * limit, then a cancel, the hard stop or the time budget (checked before each step, as upstream).
+   */
+  private checkLimits(): void {
+    if (this.budget > 0 && this.record.contextTokens >= this.budget) throw new RunEnded('max_context_len');
+    if (this.record.nSteps >= this.limits.maxTurns) throw new RunEnded('max_turns');
+    this.deadline.check();
+  }
+
+  private queryFailure(err: unknown): RunEnded {
+    if (this.deadline.signal.aborted) return this.deadline.ended();
+    if (!isContextOverflow(err)) return new RunEnded('llm_query_error', errorText(err));
+    // A prompt the server refused outright still says how full the context was (not "0 tokens").
+    if (err instanceof ContextOverflowError && err.promptTokens) {
+      this.record.contextTokens = Math.max(this.record.contextTokens, err.promptTokens);
+    }
+    return new RunEnded('max_context_len');
+  }
+
+  /** Records the model's answer and opens its step. */
+  private beginTurn(result: GenerateResult, generateMs: number): Turn {
+    const number = this.record.nSteps;
+    const calls = normalizeCalls(result.message.tool_calls, number - 1, this.seenIds);
+    const assistant = assistantMessage(result, calls);
+    this.record.record(assistant);
+    this.record.totalCompletion += result.completionTokens;
+    this.record.contextTokens = result.promptTokens + result.completionTokens;
     const facts: StepFacts = {
       finish_reason: result.finishReason,
       prompt_tokens: result.promptTokens,
       completion_tokens: result.completionTokens,
       generate_ms: generateMs,
       tools_ms: 0,
-      parse_errors: parseErrors,
+      parse_errors: (result.parseErrors ?? []).filter((e) => typeof e === 'string' && e.trim()),
       observations: [],
     };
-    const endTurn = () =>
-      emit({
-        type: 'turn_end',
-        turn: step + 1,
-        maxTurns: limits.maxTurns,
-        promptTokens: result.promptTokens,
-        completionTokens: result.completionTokens,
-        toolCalls: calls.length,
-        parseErrors: parseErrors.length,
-        finishReason: result.finishReason,
-        generateMs,
-      });
+    const step: TrajectoryStep = { step: number - 1, assistant: assistant.stored, observations: [] };
+    return { number, result, generateMs, calls, assistant: assistant.stored, step, facts };
+  }
 
-    const truncated = result.finishReason === 'length';
-    if (!calls.length || truncated) {
+  /** Runs the turn's tool calls in order; a turn without any (or cut off) ends the run. */
+  private async executeActions(turn: Turn): Promise<void> {
+    const truncated = turn.result.finishReason === 'length';
+    if (!turn.calls.length || truncated) {
       // A cut-off turn may hold half a tool call; upstream runs none of it.
-      s.finalMessage = assistant.content ?? '';
-      s.steps.push({ step, assistant, observations: [] });
-      s.facts.push(facts);
-      endTurn();
-      return truncated ? lengthExitReason(result) : 'agent';
+      this.record.finalMessage = turn.assistant.content ?? '';
+      throw new RunEnded(truncated ? lengthExitReason(turn.result, this.budget, this.limits.maxNewTokens) : 'agent');
     }
-
     const toolsStarted = Date.now();
-    const observations: TrajectoryStep['observations'] = [];
     const toolMessages: TrajectoryMessage[] = [];
-    for (const call of calls) {
-      emit({ type: 'tool_start', turn: step + 1, callId: call.id, name: call.name, summary: summarizeToolCall(call) });
-      let out;
-      try {
-        out = await deadline.guard(executor.execute(call, deadline.signal));
-      } catch (err) {
-        // Upstream drops the step here; keeping the calls that did run tells a reader more.
-        s.steps.push({ step, assistant, observations });
-        s.facts.push(facts);
-        endTurn();
-        if (err instanceof ToolAbortedError || deadline.signal.aborted) return deadline.reason();
-        s.error = err instanceof ToolInfrastructureError ? err.message : errorText(err);
-        return 'tool_error';
-      }
-      const message: TrajectoryMessage = { role: 'tool', tool_call_id: call.id, content: out.output };
-      s.messages.push(message);
-      s.chat.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: out.output });
-      toolMessages.push(message);
-      observations.push({ tool: call.name, observation: out.output });
-      facts.observations.push({ tool_call_id: call.id, is_error: out.isError, elapsed_ms: out.elapsedMs });
-      emit({ type: 'tool_end', turn: step + 1, callId: call.id, name: call.name, elapsedMs: out.elapsedMs, isError: out.isError, outputChars: out.output.length });
+    for (const call of turn.calls) toolMessages.push(await this.executeAction(turn, call));
+    turn.facts.tools_ms = Date.now() - toolsStarted;
+    this.record.contextTokens += await this.deadline.guard(this.counter.count(toolMessages)).catch(() => 0);
+  }
+
+  private async executeAction(turn: Turn, call: ToolCall): Promise<TrajectoryMessage> {
+    this.emit({ type: 'tool_start', turn: turn.number, callId: call.id, name: call.name, summary: summarizeToolCall(call) });
+    let out;
+    try {
+      out = await this.deadline.guard(this.executor.execute(call, this.deadline.signal));
+    } catch (err) {
+      throw this.toolFailure(err);
     }
-    facts.tools_ms = Date.now() - toolsStarted;
-    s.steps.push({ step, assistant, observations });
-    s.facts.push(facts);
-    s.contextTokens += await deadline.guard(counter.count(toolMessages)).catch(() => 0);
-    endTurn();
-    if (budget > 0 && s.contextTokens >= budget) return 'max_context_len';
-    return undefined;
+    const message = toolMessage(call, out.output);
+    this.record.record(message);
+    turn.step.observations.push({ tool: call.name, observation: out.output });
+    turn.facts.observations.push({ tool_call_id: call.id, is_error: out.isError, elapsed_ms: out.elapsedMs });
+    this.emit({
+      type: 'tool_end',
+      turn: turn.number,
+      callId: call.id,
+      name: call.name,
+      elapsedMs: out.elapsedMs,
+      isError: out.isError,
+      outputChars: out.output.length,
+    });
+    return message.stored;
   }
 
-  /** Upstream's reading of a turn cut off by a length limit (agent.py _length_exit_reason). */
-  function lengthExitReason(result: GenerateResult): ExitReason {
-    const cap = limits.maxNewTokens ?? 0;
-    if (budget > 0 && result.promptTokens + result.completionTokens >= budget) return 'max_context_len';
-    if (cap && result.completionTokens >= cap) return 'max_tokens_per_turn';
-    return 'max_context_len';
+  private toolFailure(err: unknown): RunEnded {
+    if (err instanceof ToolAbortedError || this.deadline.signal.aborted) return this.deadline.ended();
+    return new RunEnded('tool_error', err instanceof ToolInfrastructureError ? err.message : errorText(err));
   }
 
-  const trajectory: Trajectory = {
-    trajectory_format: 'leaf-function-calling',
-    trajectory_id: randomUUID().replace(/-/g, ''),
-    instance_id: opts.instanceId ?? defaultInstanceId(opts.task),
-    seed: sampling.seed,
-    messages: s.messages,
-    tools,
-    steps: s.steps,
-    n_steps: s.nSteps,
-    exit_reason: exitReason,
-    error: s.error,
-    final_message: s.finalMessage,
-    context_tokens: s.contextTokens,
-    elapsed_sec: (Date.now() - started) / 1000,
-    output_patch: '',
-    partial: false,
-    frognano: {
-      task: opts.task,
-      model: { backend: info.backend, model: info.model },
-      sampling: { ...sampling },
-      started_at: new Date(started).toISOString(),
-      total_completion_tokens: s.totalCompletion,
-      context_budget: Number.isFinite(budget) ? budget : limits.contextTokens,
-      steps: s.facts,
-    },
-  };
-  const finished: LeafEvent = {
-    type: 'finished',
-    exitReason: trajectory.exit_reason,
-    turns: trajectory.n_steps,
-    elapsedSec: trajectory.elapsed_sec,
-    contextTokens: s.contextTokens,
-    error: s.error,
-  };
-  emit(finished);
-  return trajectory;
+  /** A throw that is no run ending (a bug): the run still ends with a trajectory, never an exception. */
+  private unexpected(err: unknown): RunEnded {
+    if (this.deadline.signal.aborted) return this.deadline.ended();
+    return new RunEnded('tool_error', errorText(err));
+  }
+
+  private emitTurnEnd(turn: Turn): void {
+    this.emit({
+      type: 'turn_end',
+      turn: turn.number,
+      maxTurns: this.limits.maxTurns,
+      promptTokens: turn.result.promptTokens,
+      completionTokens: turn.result.completionTokens,
+      toolCalls: turn.calls.length,
+      parseErrors: turn.facts.parse_errors.length,
+      finishReason: turn.result.finishReason,
+      generateMs: turn.generateMs,
+    });
+  }
 }

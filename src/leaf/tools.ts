@@ -1,7 +1,6 @@
 import type { ToolCall } from '../inference/types.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { PythonError, runnerTimeoutSeconds, sandboxToolScript } from './sandboxTool.js';
-import { oneLine } from './text.js';
 
 export { LEAF_TOOLS, TOOL_NAMES, type ToolName } from './toolSpecs.js';
 
@@ -63,29 +62,6 @@ const FIND_PYTHON_AND_RUN =
   `{ echo '${NO_PYTHON}' >&2; exit 127; }; exec "$p" -I -S -c "$1"`;
 
 const ERROR_OUTPUT = /^(?:[A-Z][A-Za-z]*(?:Error|Exception|Exit|Interrupt): |Unknown tool: |Tool runner exited with code |leaf tool_runner error: )/;
-
-/** One line describing a call, for progress events and trajectory summaries. */
-export function summarizeToolCall(call: Pick<ToolCall, 'name' | 'arguments'>): string {
-  const a = call.arguments ?? {};
-  const pick = (k: string) => (typeof a[k] === 'string' ? (a[k] as string) : a[k] === undefined ? '' : JSON.stringify(a[k]));
-  let s: string;
-  switch (call.name) {
-    case 'Read':
-    case 'Write':
-    case 'Edit':
-      s = pick('file_path') || pick('path');
-      break;
-    case 'Glob':
-      s = pick('pattern') + (a.path ? ` in ${pick('path')}` : '');
-      break;
-    case 'Bash':
-      s = pick('command');
-      break;
-    default:
-      s = JSON.stringify(a);
-  }
-  return oneLine(s, 120);
-}
 
 export class ToolExecutor {
   private readonly opts: Required<ToolExecutorOptions>;

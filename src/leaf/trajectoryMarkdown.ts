@@ -1,6 +1,6 @@
-import { summarizeToolCall } from './tools.js';
 import { codeFence, elideMiddle } from './text.js';
-import { callArguments, describeExit, redactDeep, stepFacts, type StepFacts, type Trajectory, type TrajectoryStep } from './trajectory.js';
+import { summarizeToolCall } from './toolSummary.js';
+import { callArguments, describeExit, redactDeep, stepFacts, type StepFacts, type Trajectory, type TrajectoryStep } from './trajectoryFormat.js';
 
 /**
  * Renders a trajectory as Markdown for a pull request body or comment (GitHub allows 65,536 chars).
