@@ -34,8 +34,6 @@ export interface RunLeafOptions {
   toolEnv?: Record<string, string>;
 }
 
-export { isContextOverflow } from './modelTurn.js';
-
 /**
  * The Leaf agent loop, as upstream's agent.py runs it: the model proposes tool calls, the harness runs them in
  * the sandbox in order and returns every observation as a `tool` message, until the model answers without a
@@ -173,8 +171,8 @@ class LeafRun {
   }
 
   /**
-   * In upstream's order at a step boundary: the context used up by the last step's observations, the turn
-   * limit, then a cancel, the hard stop or the time budget (checked before each step, as upstream).
+   * Upstream's order at a step boundary: the context the last step's observations used up (upstream checks it at
+   * the end of that step; nothing happens in between), the turn limit, a cancel or hard stop, the time budget.
    */
   private checkLimits(): void {
     if (this.budget > 0 && this.record.contextTokens >= this.budget) throw new RunEnded('max_context_len');
@@ -229,7 +227,8 @@ class LeafRun {
   }
 
   private async executeAction(turn: Turn, call: ToolCall): Promise<TrajectoryMessage> {
-    this.emit({ type: 'tool_start', turn: turn.number, callId: call.id, name: call.name, summary: summarizeToolCall(call) });
+    const summary = summarizeToolCall(call);
+    this.emit({ type: 'tool_start', turn: turn.number, callId: call.id, name: call.name, summary });
     let out;
     try {
       out = await this.deadline.guard(this.executor.execute(call, this.deadline.signal));

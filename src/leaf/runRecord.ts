@@ -61,7 +61,7 @@ function defaultInstanceId(task: LeafTask): string {
   return task.issueNumber !== undefined ? `${name}-${task.issueNumber}` : name;
 }
 
-/** The run as upstream's trajectory document (key order as upstream writes it), this project's facts under `frognano`. */
+/** The run as upstream's trajectory document (keys in upstream's order); this project's facts under `frognano`. */
 export function buildTrajectory(record: RunRecord, exitReason: ExitReason, run: RunDescription): Trajectory {
   const { sampling, budget } = run;
   return {
