@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Probot } from 'probot';
 
 /**
  * The slices of GitHub webhook payloads the app relies on. Anything that does not match is logged
@@ -47,4 +48,12 @@ export function isBot(user: { login: string; type: string }): boolean {
 
 export function isPullRequest(issue: { pull_request?: unknown }): boolean {
   return issue.pull_request !== undefined && issue.pull_request !== null;
+}
+
+/** The payload's slice, or null (logged) when it does not match: a malformed delivery is ignored, not a crash. */
+export function parsePayload<T>(schema: z.ZodType<T>, payload: unknown, log: Probot['log'], id: string, event: string): T | null {
+  const r = schema.safeParse(payload);
+  if (r.success) return r.data;
+  log.warn({ delivery: id, event, issues: r.error.issues.slice(0, 5).map((i) => `${i.path.join('.')}: ${i.message}`) }, 'ignoring malformed webhook payload');
+  return null;
 }
