@@ -18,9 +18,18 @@ import { announceQueued, metaFor, refreshStatus } from './statusUpdates.js';
  */
 
 /** On the bot's pull request the reply speaks of rounds. */
-export async function replyStatus(deps: HandlerDeps, d: Delivery, key: IssueKey, issueUrl: string | undefined, user: string, onPullRequest = false): Promise<void> {
+export async function replyStatus(
+  deps: HandlerDeps,
+  d: Delivery,
+  key: IssueKey,
+  issueUrl: string | undefined,
+  user: string,
+  onPullRequest = false,
+): Promise<void> {
   const { queue, redis, label } = deps;
-  const reply = onPullRequest ? msg.roundStatusText : (a: number | null, s: string | null, u: string | undefined) => msg.statusReplyText(a, s, u, label);
+  const reply = onPullRequest
+    ? msg.roundStatusText
+    : (a: number | null, s: string | null, u: string | undefined) => msg.statusReplyText(a, s, u, label);
   const attempt = await currentAttempt(redis, key);
   if (attempt === null) return void (await postComment(d.octokit, key, `@${user} ${reply(null, null, undefined)}`));
   const job = await queue.getJob(jobIdFor({ ...key, attempt }));
@@ -31,7 +40,13 @@ export async function replyStatus(deps: HandlerDeps, d: Delivery, key: IssueKey,
 }
 
 /** A new attempt on an open issue, unless one is queued or running; `guidance` is the writer's words for the task. */
-export async function startRetry(deps: HandlerDeps, d: Delivery, p: IssueCommentCreatedPayload, key: IssueKey, guidance = ''): Promise<void> {
+export async function startRetry(
+  deps: HandlerDeps,
+  d: Delivery,
+  p: IssueCommentCreatedPayload,
+  key: IssueKey,
+  guidance = '',
+): Promise<void> {
   if (p.issue.state !== 'open') return void (await postComment(d.octokit, key, msg.closedIssueText()));
   const { queue, redis } = deps;
   const outcome = await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
@@ -44,7 +59,8 @@ export async function startRetry(deps: HandlerDeps, d: Delivery, p: IssueComment
       }
     }
     const attempt = await nextAttempt(redis, key);
-    const data = { ...jobData(p, key, attempt, 'comment', d.id, deps.now(), p.comment.id), ...(guidance ? { guidance } : {}) };
+    const base = jobData(p, key, attempt, 'comment', d.id, deps.now(), p.comment.id);
+    const data = { ...base, ...(guidance ? { guidance } : {}) };
     const statusUrl = await announceQueued(deps, d.octokit, key, p.issue.html_url, attempt, p.comment.user.login, d.log);
     const { created, job } = await enqueueJob(queue, data);
     d.log.info({ jobId: job.id, created, attempt }, 'retry: enqueued');
@@ -58,7 +74,13 @@ export async function startRetry(deps: HandlerDeps, d: Delivery, p: IssueComment
 }
 
 /** Withdraws a queued job, or asks the runner to stop a running one. */
-export async function cancelAttempt(deps: HandlerDeps, d: Delivery, key: IssueKey, issueUrl: string | undefined, user: string): Promise<void> {
+export async function cancelAttempt(
+  deps: HandlerDeps,
+  d: Delivery,
+  key: IssueKey,
+  issueUrl: string | undefined,
+  user: string,
+): Promise<void> {
   const { queue, redis } = deps;
   const attempt = await currentAttempt(redis, key);
   if (attempt === null) return void (await postComment(d.octokit, key, msg.nothingToCancelText(null)));
@@ -68,7 +90,8 @@ export async function cancelAttempt(deps: HandlerDeps, d: Delivery, key: IssueKe
   const state = await job.getState();
   if (!isUnfinishedState(state)) {
     const st = await statusOfJob(queue, redis, job);
-    return void (await postComment(d.octokit, key, msg.nothingToCancelText(attempt, st ? summarizeStatus(st) : undefined)));
+    const text = msg.nothingToCancelText(attempt, st ? summarizeStatus(st) : undefined);
+    return void (await postComment(d.octokit, key, text));
   }
   if (state !== 'active') {
     try {

@@ -37,7 +37,8 @@ export interface Delivery {
 }
 
 export function handlerDeps(deps: AppDeps): HandlerDeps {
-  return { queue: deps.queue, redis: deps.redis, label: deps.label ?? DEFAULT_LABEL, now: deps.now ?? (() => new Date()) };
+  const { queue, redis } = deps;
+  return { queue, redis, label: deps.label ?? DEFAULT_LABEL, now: deps.now ?? (() => new Date()) };
 }
 
 export function labelFromEnv(env: NodeJS.ProcessEnv = process.env): string {

@@ -1,9 +1,8 @@
-import { z } from 'zod';
 import { parseBotBranch } from '../github/botBranch.js';
 import { postComment } from '../github/comments.js';
 import { fetchIssueText } from '../github/issues.js';
 import { notBotPullRequestReason } from '../github/pullRequest.js';
-import { PullRequestSlice } from '../github/pullRequestFetch.js';
+import type { PullRequestSlice } from '../github/pullRequestFetch.js';
 import { getUserPermission } from '../github/permissions.js';
 import { fetchReviewComments } from '../github/reviewFeedback.js';
 import { upsertStatusComment, type IssueRef } from '../github/statusComment.js';
@@ -15,7 +14,7 @@ import { cancelAttempt, replyStatus } from './attemptCommands.js';
 import { parseCommand } from './commands.js';
 import type { Delivery, HandlerDeps } from './deps.js';
 import * as msg from './messages.js';
-import type { IssueCommentCreatedPayload } from './payloads.js';
+import type { IssueCommentCreatedPayload, ReviewSubmittedPayload } from './payloads.js';
 import { refreshStatus } from './statusUpdates.js';
 
 /**
@@ -23,17 +22,6 @@ import { refreshStatus } from './statusUpdates.js';
  * submitted review that contains `/frognano` (in its text or an inline comment). Decides and enqueues; the
  * runner does the work (src/runner/followUp.ts).
  */
-
-const User = z.object({ login: z.string().min(1), id: z.number().int().nonnegative(), type: z.string() });
-
-export const ReviewSubmittedPayload = z.object({
-  action: z.literal('submitted'),
-  review: z.object({ id: z.number().int().positive(), body: z.string().nullable().optional(), state: z.string(), user: User.nullable() }),
-  pull_request: PullRequestSlice,
-  repository: z.object({ name: z.string().min(1), owner: z.object({ login: z.string().min(1) }), default_branch: z.string().min(1) }),
-  installation: z.object({ id: z.number().int().positive() }),
-});
-export type ReviewSubmittedPayload = z.infer<typeof ReviewSubmittedPayload>;
 
 export type FollowUpDecision =
   | { action: 'queued'; round: number; jobId: string; statusUrl?: string }
@@ -132,7 +120,11 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
  * `/frognano`, by someone with write access, queues a round with the review's inline comments. Each
  * review is handled once (redeliveries do nothing).
  */
-export async function handleReviewFollowUp(deps: HandlerDeps, d: Delivery, p: ReviewSubmittedPayload): Promise<FollowUpDecision> {
+export async function handleReviewFollowUp(
+  deps: HandlerDeps,
+  d: Delivery,
+  p: ReviewSubmittedPayload,
+): Promise<FollowUpDecision> {
   const owner = p.repository.owner.login;
   const repo = p.repository.name;
   const { review, pull_request: pr } = p;
@@ -192,7 +184,11 @@ export function pullRequestCommand(body: string | null | undefined): PullRequest
 }
 
 /** `/frognano <what to change>` from a writer in a comment on the bot's PR (permission already checked). */
-export async function handleCommentFollowUp(deps: HandlerDeps, d: Delivery, o: RoundAsk & { body: string; commentId: number }): Promise<FollowUpDecision> {
+export async function handleCommentFollowUp(
+  deps: HandlerDeps,
+  d: Delivery,
+  o: RoundAsk & { body: string; commentId: number },
+): Promise<FollowUpDecision> {
   const notTarget = notFollowUpTarget(o.pr);
   if (notTarget) return { action: 'ignored', why: notTarget };
   const feedback = o.body.replace(/^[ \t]*\/frognano(?:[ \t]+retry\b)?[ \t]*/im, '').trim();
@@ -234,7 +230,9 @@ async function askForRound(deps: HandlerDeps, d: Delivery, { p, key, pr }: Comma
     deliveryId: d.id,
   });
   d.log.info({ decision }, 'pull request comment: follow-up');
-  if (decision.action === 'ignored') return void (await postComment(d.octokit, key, msg.followUpRefusedText(decision.why)));
+  if (decision.action === 'ignored') {
+    return void (await postComment(d.octokit, key, msg.followUpRefusedText(decision.why)));
+  }
   if (decision.action === 'busy') {
     const statusUrl = await refreshStatus(deps, d.octokit, key, p.issue.html_url, decision.round);
     return void (await postComment(d.octokit, key, msg.roundBusyText(decision.round, statusUrl)));

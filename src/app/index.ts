@@ -1,12 +1,12 @@
-import type { Probot } from 'probot';
+import type { Context, Probot } from 'probot';
 import { issueSlug } from '../queue/attempts.js';
 import { parseCommand } from './commands.js';
-import { handlerDeps, type AppDeps, type AppOctokit } from './deps.js';
-import { handleReviewFollowUp, ReviewSubmittedPayload } from './followUp.js';
+import { handlerDeps, type AppDeps, type AppOctokit, type Delivery, type Log } from './deps.js';
+import { handleReviewFollowUp } from './followUp.js';
 import { onIssueCommand } from './issueCommands.js';
 import { issueKey } from './jobData.js';
 import { isTriggerLabel, onLabeled } from './label.js';
-import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, parsePayload } from './payloads.js';
+import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, parsePayload, ReviewSubmittedPayload } from './payloads.js';
 
 export { DEFAULT_LABEL, labelFromEnv, type AppDeps } from './deps.js';
 
@@ -21,17 +21,20 @@ export function createFrognanoApp(appDeps: AppDeps) {
     app.on('issues.labeled', async (context) => {
       const p = parsePayload(IssueLabeledPayload, context.payload, app.log, context.id, 'issues.labeled');
       if (!p || !isTriggerLabel(p, deps.label)) return;
-      const log = app.log.child({ delivery: context.id, issue: `${p.repository.owner.login}/${p.repository.name}#${p.issue.number}` });
-      const decision = await onLabeled(deps, { id: context.id, octokit: context.octokit as unknown as AppOctokit, log }, p);
+      const issue = `${p.repository.owner.login}/${p.repository.name}#${p.issue.number}`;
+      const log = app.log.child({ delivery: context.id, issue });
+      const decision = await onLabeled(deps, delivery(context, log), p);
       if (decision.action === 'ignored') log.info(`ignoring ${decision.why}`);
     });
 
     // A review on the bot's pull request that contains /frognano asks for a follow-up round (src/app/followUp.ts).
     app.on('pull_request_review.submitted', async (context) => {
-      const p = parsePayload(ReviewSubmittedPayload, context.payload, app.log, context.id, 'pull_request_review.submitted');
+      const event = 'pull_request_review.submitted';
+      const p = parsePayload(ReviewSubmittedPayload, context.payload, app.log, context.id, event);
       if (!p) return;
-      const log = app.log.child({ delivery: context.id, pr: `${p.repository.owner.login}/${p.repository.name}#${p.pull_request.number}` });
-      const decision = await handleReviewFollowUp(deps, { id: context.id, octokit: context.octokit as unknown as AppOctokit, log }, p);
+      const pr = `${p.repository.owner.login}/${p.repository.name}#${p.pull_request.number}`;
+      const log = app.log.child({ delivery: context.id, pr });
+      const decision = await handleReviewFollowUp(deps, delivery(context, log), p);
       if (decision.action === 'ignored') log.debug({ why: decision.why }, 'review: no follow-up');
       else log.info({ decision }, 'review: follow-up');
     });
@@ -44,9 +47,14 @@ export function createFrognanoApp(appDeps: AppDeps) {
       if (!command) return;
       const key = issueKey(p);
       const log = app.log.child({ delivery: context.id, issue: issueSlug(key), command: command.kind });
-      await onIssueCommand(deps, { id: context.id, octokit: context.octokit as unknown as AppOctokit, log }, { p, key, command });
+      await onIssueCommand(deps, delivery(context, log), { p, key, command });
     });
   };
+}
+
+/** The delivery as handlers see it: Probot's client narrowed to what src/github takes. */
+function delivery(context: Context, log: Log): Delivery {
+  return { id: context.id, octokit: context.octokit as unknown as AppOctokit, log };
 }
 
 export default createFrognanoApp;

@@ -40,7 +40,9 @@ const ISSUE_COMMANDS: Record<Command['kind'], IssueCommandHandler> = {
  */
 export async function onIssueCommand(deps: HandlerDeps, d: Delivery, c: CommandComment): Promise<void> {
   const claimKey = `frognano:comment:${issueSlug(c.key)}:${c.p.comment.id}`;
-  if (!(await claimOnce(deps.redis, claimKey, HANDLED_TTL_SECONDS))) return void d.log.info('comment already handled (redelivery)');
+  if (!(await claimOnce(deps.redis, claimKey, HANDLED_TTL_SECONDS))) {
+    return void d.log.info('comment already handled (redelivery)');
+  }
   try {
     await handleCommand(deps, d, c);
   } catch (err) {
@@ -64,8 +66,8 @@ async function handleCommand(deps: HandlerDeps, d: Delivery, c: CommandComment):
     const text = msg.refusalText(user, perm.role, 'command', deps.label);
     return refuseOutsider(deps.redis, d.octokit, key, text, d.log.child({ user, role: perm.role }));
   }
-  await addCommentReaction(d.octokit, { owner: key.owner, repo: key.repo, commentId: p.comment.id }, 'eyes').catch((err: unknown) =>
-    d.log.warn({ err }, 'could not add the eyes reaction'),
+  await addCommentReaction(d.octokit, { owner: key.owner, repo: key.repo, commentId: p.comment.id }, 'eyes').catch(
+    (err: unknown) => d.log.warn({ err }, 'could not add the eyes reaction'),
   );
   if (pr) return onPullRequestCommand(deps, d, { p, key, pr });
   await ISSUE_COMMANDS[c.command.kind](deps, d, c);

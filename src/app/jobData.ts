@@ -2,7 +2,9 @@ import type { IssueKey } from '../queue/attempts.js';
 import { clampIssueBody, type JobData } from '../queue/schema.js';
 import type { IssueCommentCreatedPayload, IssueLabeledPayload } from './payloads.js';
 
-export function issueKey(p: { repository: { owner: { login: string }; name: string }; issue: { number: number } }): IssueKey {
+type IssuePayload = { repository: { owner: { login: string }; name: string }; issue: { number: number } };
+
+export function issueKey(p: IssuePayload): IssueKey {
   return { owner: p.repository.owner.login, repo: p.repository.name, issueNumber: p.issue.number };
 }
 

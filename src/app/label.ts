@@ -43,7 +43,12 @@ export async function onLabeled(deps: HandlerDeps, d: Delivery, p: IssueLabeledP
   return withRedisLock(deps.redis, `frognano:issue-lock:${issueSlug(key)}`, () => queueFirstAttempt(deps, d, p, key));
 }
 
-async function queueFirstAttempt(deps: HandlerDeps, d: Delivery, p: IssueLabeledPayload, key: IssueKey): Promise<LabelDecision> {
+async function queueFirstAttempt(
+  deps: HandlerDeps,
+  d: Delivery,
+  p: IssueLabeledPayload,
+  key: IssueKey,
+): Promise<LabelDecision> {
   const { queue, redis } = deps;
   const { attempt, fresh } = await labelAttempt(redis, key);
   const jobId = jobIdFor({ ...key, attempt });

@@ -14,9 +14,17 @@ export function outsiderAnsweredKey(key: IssueKey): string {
  * otherwise anyone could make the bot comment (or react) as often as they like. The mark stays in Redis
  * beside the issue's other keys; it is dropped again only when the answer could not be posted.
  */
-export async function refuseOutsider(redis: Redis, octokit: StatusOctokit, key: IssueKey, text: string, log: Log): Promise<void> {
+export async function refuseOutsider(
+  redis: Redis,
+  octokit: StatusOctokit,
+  key: IssueKey,
+  text: string,
+  log: Log,
+): Promise<void> {
   const mark = outsiderAnsweredKey(key);
-  if ((await redis.set(mark, new Date().toISOString(), 'NX')) !== 'OK') return void log.info('not answering: an outsider was already answered on this issue');
+  if ((await redis.set(mark, new Date().toISOString(), 'NX')) !== 'OK') {
+    return void log.info('not answering: an outsider was already answered on this issue');
+  }
   log.info('answering an outsider (once per issue)');
   try {
     await postComment(octokit, key, text);

@@ -30,7 +30,8 @@ export async function announceQueued(
 ): Promise<string | undefined> {
   try {
     const position = (await deps.queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
-    const res = await upsertStatusComment(octokit, deps.redis, key, { kind: 'queued', position }, metaFor(deps, key, attempt, triggeredBy));
+    const meta = metaFor(deps, key, attempt, triggeredBy);
+    const res = await upsertStatusComment(octokit, deps.redis, key, { kind: 'queued', position }, meta);
     return res.url ?? (issueUrl ? `${issueUrl}#issuecomment-${res.id}` : undefined);
   } catch (err) {
     log.warn({ err }, 'could not write the status comment');
@@ -45,7 +46,13 @@ export async function announceQueued(
  * belong to the runner, which knows more (turns, summary), so they are left as they are.
  * Returns a link to the status comment either way, when one exists.
  */
-export async function refreshStatus(deps: HandlerDeps, octokit: StatusOctokit, key: IssueKey, issueUrl: string | undefined, attempt: number) {
+export async function refreshStatus(
+  deps: HandlerDeps,
+  octokit: StatusOctokit,
+  key: IssueKey,
+  issueUrl: string | undefined,
+  attempt: number,
+): Promise<string | undefined> {
   const { queue, redis } = deps;
   const res = await updateStatusComment(octokit, redis, key, async () => {
     const job = await queue.getJob(jobIdFor({ ...key, attempt }));
@@ -65,7 +72,13 @@ function appOwns(state: StatusState): boolean {
 }
 
 /** On the bot's pull request the attempt number is a follow-up round: the comment says "round N". */
-export function metaFor(deps: HandlerDeps, key: IssueKey, attempt: number, triggeredBy?: string, followUp = false): StatusMeta {
+export function metaFor(
+  deps: HandlerDeps,
+  key: IssueKey,
+  attempt: number,
+  triggeredBy?: string,
+  followUp = false,
+): StatusMeta {
   const base = { jobId: jobIdFor({ ...key, attempt }), triggeredBy, updatedAt: deps.now() };
   return followUp ? { ...base, round: attempt } : { ...base, attempt };
 }

@@ -10,6 +10,7 @@ export async function fetchIssueText(
   repo: string,
   issueNumber: number,
 ): Promise<{ title: string; body: string | null | undefined }> {
-  const { data: issue } = await octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}', { owner, repo, issue_number: issueNumber });
+  const route = 'GET /repos/{owner}/{repo}/issues/{issue_number}';
+  const { data: issue } = await octokit.request(route, { owner, repo, issue_number: issueNumber });
   return { title: String(issue?.title ?? ''), body: issue?.body as string | null | undefined };
 }

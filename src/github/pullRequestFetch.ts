@@ -21,7 +21,13 @@ export interface PullRequestOctokit {
 }
 
 /** A pull request by number (an issue_comment payload's `issue.pull_request` carries only links). */
-export async function fetchPullRequest(octokit: PullRequestOctokit, owner: string, repo: string, pullNumber: number): Promise<PullRequestSlice> {
-  const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}', { owner, repo, pull_number: pullNumber });
+export async function fetchPullRequest(
+  octokit: PullRequestOctokit,
+  owner: string,
+  repo: string,
+  pullNumber: number,
+): Promise<PullRequestSlice> {
+  const route = 'GET /repos/{owner}/{repo}/pulls/{pull_number}';
+  const { data } = await octokit.request(route, { owner, repo, pull_number: pullNumber });
   return PullRequestSlice.parse(data);
 }
