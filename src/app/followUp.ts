@@ -1,16 +1,21 @@
-import type { Redis } from 'ioredis';
-import { z } from 'zod';
 import { parseBotBranch } from '../github/botBranch.js';
+import { postComment } from '../github/comments.js';
+import { fetchIssueText } from '../github/issues.js';
 import { notBotPullRequestReason } from '../github/pullRequest.js';
-import { getUserPermission, type PermissionOctokit } from '../github/permissions.js';
+import type { PullRequestSlice } from '../github/pullRequestFetch.js';
+import { getUserPermission } from '../github/permissions.js';
 import { fetchReviewComments } from '../github/reviewFeedback.js';
-import { upsertStatusComment, type IssueRef, type StatusOctokit } from '../github/statusComment.js';
-import { issueSlug } from '../queue/attempts.js';
+import { upsertStatusComment, type IssueRef } from '../github/statusComment.js';
+import { issueSlug, type IssueKey } from '../queue/attempts.js';
 import { enqueueFollowUp, pullRequestKey, type FollowUpRequest } from '../queue/followUps.js';
-import { claimOnce } from '../queue/lock.js';
-import type { FrognanoQueue } from '../queue/queue.js';
+import { claimOnce, HANDLED_TTL_SECONDS } from '../queue/lock.js';
 import { clampIssueBody, clampText, jobIdFor, MAX_FEEDBACK_CHARS, type InlineComment } from '../queue/schema.js';
+import { cancelAttempt, replyStatus } from './attemptCommands.js';
 import { parseCommand } from './commands.js';
+import type { Delivery, HandlerDeps } from './deps.js';
+import * as msg from './messages.js';
+import type { IssueCommentCreatedPayload, ReviewSubmittedPayload } from './payloads.js';
+import { refreshStatus } from './statusUpdates.js';
 
 /**
  * Follow-up rounds on the bot's own draft pull request: a writer's `/frognano <what to change>` comment, or a
@@ -18,41 +23,31 @@ import { parseCommand } from './commands.js';
  * runner does the work (src/runner/followUp.ts).
  */
 
-const HANDLED_TTL_SECONDS = 7 * 24 * 3600;
-
-const User = z.object({ login: z.string().min(1), id: z.number().int().nonnegative(), type: z.string() });
-const PullRequest = z.object({
-  number: z.number().int().positive(),
-  state: z.string(),
-  html_url: z.string().optional(),
-  user: z.object({ type: z.string().optional() }).nullable().optional(),
-  head: z.object({ ref: z.string(), sha: z.string(), repo: z.object({ full_name: z.string() }).nullable().optional() }),
-  base: z.object({ ref: z.string(), repo: z.object({ full_name: z.string() }) }),
-});
-export type PullRequestSlice = z.infer<typeof PullRequest>;
-
-export const ReviewSubmittedPayload = z.object({
-  action: z.literal('submitted'),
-  review: z.object({ id: z.number().int().positive(), body: z.string().nullable().optional(), state: z.string(), user: User.nullable() }),
-  pull_request: PullRequest,
-  repository: z.object({ name: z.string().min(1), owner: z.object({ login: z.string().min(1) }), default_branch: z.string().min(1) }),
-  installation: z.object({ id: z.number().int().positive() }),
-});
-export type ReviewSubmittedPayload = z.infer<typeof ReviewSubmittedPayload>;
-
 export type FollowUpDecision =
   | { action: 'queued'; round: number; jobId: string; statusUrl?: string }
   | { action: 'busy'; round: number; jobId: string }
   | { action: 'ignored'; why: string };
 
-export interface FollowUpDeps {
-  queue: FrognanoQueue;
-  redis: Redis;
-  now?: () => Date;
-  log?: { warn(obj: object, msg: string): void };
+/** Who asks for a round on which pull request: the same for a comment and a review. */
+export interface RoundAsk {
+  owner: string;
+  repo: string;
+  installationId: number;
+  defaultBranch: string;
+  pr: PullRequestSlice;
+  by: { login: string; id: number };
+  deliveryId: string;
 }
 
-type Octokit = StatusOctokit & PermissionOctokit;
+/** A round request as the queue takes it: the ask, and what it says. */
+interface RoundRequest extends RoundAsk {
+  source: 'comment' | 'review';
+  feedback: string;
+  inlineComments?: InlineComment[];
+  omittedComments?: number;
+  reviewId?: number;
+  commentId?: number;
+}
 
 /** Why this is not an open pull request the bot opened from one of its attempt branches, or null. */
 export function notFollowUpTarget(pr: PullRequestSlice): string | null {
@@ -63,74 +58,29 @@ export function notFollowUpTarget(pr: PullRequestSlice): string | null {
   return null;
 }
 
-/** The reply when a writer's request on the bot's PR cannot start a round. */
-export function followUpRefusedText(why: string): string {
-  return `I did not start a follow-up round: ${why.replace(/[`@]/g, '')}.`;
-}
-
-/** `/frognano status` on the bot's pull request. */
-export function roundStatusText(round: number | null, summary: string | null, statusUrl?: string): string {
-  if (round === null) return 'No follow-up round has run on this pull request yet. Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to start one.';
-  if (summary === null) return `Round ${round} finished long enough ago that its record has expired.`;
-  return `Round ${round}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
-}
-
-export function roundBusyText(round: number, statusUrl?: string): string {
-  const link = statusUrl ? ` ([status](${statusUrl}))` : '';
-  return `Round ${round} on this pull request is still queued or running${link}, so I did not start another. Comment \`/frognano cancel\` first to replace it.`;
-}
-
 /** True when the text has a `/frognano` command line by the app's command rules (not in code or quotes). */
 export function mentionsCommand(text: string | null | undefined): boolean {
   return parseCommand(text) !== null;
-}
-
-/** The pull request behind an issue_comment payload (`issue.pull_request` carries only links). */
-export async function fetchPullRequest(octokit: Octokit, owner: string, repo: string, pullNumber: number): Promise<PullRequestSlice> {
-  const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}', { owner, repo, pull_number: pullNumber });
-  return PullRequest.parse(data);
 }
 
 /**
  * Queues the next round for a pull request (one at a time). The status comment on the PR says "queued"
  * before the job exists, so it is the first thing a maintainer sees even when a runner starts at once.
  */
-export async function requestFollowUp(
-  deps: FollowUpDeps,
-  octokit: Octokit,
-  o: {
-    owner: string;
-    repo: string;
-    installationId: number;
-    defaultBranch: string;
-    pr: PullRequestSlice;
-    by: { login: string; id: number };
-    source: 'comment' | 'review';
-    feedback: string;
-    inlineComments?: InlineComment[];
-    omittedComments?: number;
-    reviewId?: number;
-    commentId?: number;
-    deliveryId: string;
-  },
-): Promise<FollowUpDecision> {
+export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRequest): Promise<FollowUpDecision> {
   const origin = parseBotBranch(o.pr.head.ref);
   if (!origin) return { action: 'ignored', why: `branch ${o.pr.head.ref} is not a frognano branch` };
   if (!/^[0-9a-f]{40}$/.test(o.pr.head.sha)) return { action: 'ignored', why: 'the pull request head is not a commit sha' };
-  const { data: issue } = await octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}', {
-    owner: o.owner,
-    repo: o.repo,
-    issue_number: origin.issueNumber,
-  });
-  const now = deps.now ?? (() => new Date());
+  const issue = await fetchIssueText(d.octokit, o.owner, o.repo, origin.issueNumber);
+  const { now } = deps;
   const prRef: IssueRef = { owner: o.owner, repo: o.repo, issueNumber: o.pr.number };
   const req: FollowUpRequest = {
     installationId: o.installationId,
     owner: o.owner,
     repo: o.repo,
     issueNumber: origin.issueNumber,
-    title: String(issue?.title ?? '').slice(0, 1024),
-    body: clampIssueBody(issue?.body as string | null | undefined),
+    title: issue.title.slice(0, 1024),
+    body: clampIssueBody(issue.body),
     defaultBranch: o.defaultBranch,
     triggeredBy: { login: o.by.login, id: o.by.id },
     attempt: origin.attempt,
@@ -155,8 +105,9 @@ export async function requestFollowUp(
     const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
     // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
     const position = (await deps.queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
-    const up = await upsertStatusComment(octokit, deps.redis, prRef, { kind: 'queued', position }, { round, jobId, triggeredBy: o.by.login, updatedAt: now() }).catch(
-      (err: unknown) => void deps.log?.warn({ err }, 'could not write the status comment'),
+    const meta = { round, jobId, triggeredBy: o.by.login, updatedAt: now() };
+    const up = await upsertStatusComment(d.octokit, deps.redis, prRef, { kind: 'queued', position }, meta).catch(
+      (err: unknown) => void d.log.warn({ err }, 'could not write the status comment'),
     );
     statusUrl = up?.url;
   });
@@ -169,7 +120,11 @@ export async function requestFollowUp(
  * `/frognano`, by someone with write access, queues a round with the review's inline comments. Each
  * review is handled once (redeliveries do nothing).
  */
-export async function handleReviewFollowUp(deps: FollowUpDeps, octokit: Octokit, p: ReviewSubmittedPayload, deliveryId: string): Promise<FollowUpDecision> {
+export async function handleReviewFollowUp(
+  deps: HandlerDeps,
+  d: Delivery,
+  p: ReviewSubmittedPayload,
+): Promise<FollowUpDecision> {
   const owner = p.repository.owner.login;
   const repo = p.repository.name;
   const { review, pull_request: pr } = p;
@@ -181,16 +136,16 @@ export async function handleReviewFollowUp(deps: FollowUpDeps, octokit: Octokit,
   // The command may sit in the review's text or only in one of its inline comments (a single-comment review).
   let inline: { comments: InlineComment[]; omitted: number } | null = null;
   if (!mentionsCommand(review.body)) {
-    inline = await fetchReviewComments(octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
+    inline = await fetchReviewComments(d.octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
     if (!inline.comments.some((c) => mentionsCommand(c.body))) return { action: 'ignored', why: 'the review does not contain /frognano' };
   }
   const claimKey = `frognano:review:${issueSlug(pullRequestKey(owner, repo, pr.number))}:${review.id}`;
   if (!(await claimOnce(deps.redis, claimKey, HANDLED_TTL_SECONDS))) return { action: 'ignored', why: 'review already handled (redelivery)' };
   try {
-    const perm = await getUserPermission(octokit, owner, repo, reviewer.login);
+    const perm = await getUserPermission(d.octokit, owner, repo, reviewer.login);
     if (!perm.allowed) return { action: 'ignored', why: `@${reviewer.login} has ${perm.role} access; write access is needed` };
-    inline ??= await fetchReviewComments(octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
-    return await requestFollowUp(deps, octokit, {
+    inline ??= await fetchReviewComments(d.octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
+    return await requestFollowUp(deps, d, {
       owner,
       repo,
       installationId: p.installation.id,
@@ -202,7 +157,7 @@ export async function handleReviewFollowUp(deps: FollowUpDeps, octokit: Octokit,
       inlineComments: inline.comments,
       omittedComments: inline.omitted,
       reviewId: review.id,
-      deliveryId,
+      deliveryId: d.id,
     });
   } catch (err) {
     await deps.redis.del(claimKey); // let GitHub's redelivery try again
@@ -230,22 +185,56 @@ export function pullRequestCommand(body: string | null | undefined): PullRequest
 
 /** `/frognano <what to change>` from a writer in a comment on the bot's PR (permission already checked). */
 export async function handleCommentFollowUp(
-  deps: FollowUpDeps,
-  octokit: Octokit,
-  o: {
-    owner: string;
-    repo: string;
-    installationId: number;
-    defaultBranch: string;
-    pr: PullRequestSlice;
-    by: { login: string; id: number };
-    body: string;
-    commentId: number;
-    deliveryId: string;
-  },
+  deps: HandlerDeps,
+  d: Delivery,
+  o: RoundAsk & { body: string; commentId: number },
 ): Promise<FollowUpDecision> {
   const notTarget = notFollowUpTarget(o.pr);
   if (notTarget) return { action: 'ignored', why: notTarget };
   const feedback = o.body.replace(/^[ \t]*\/frognano(?:[ \t]+retry\b)?[ \t]*/im, '').trim();
-  return requestFollowUp(deps, octokit, { ...o, source: 'comment', feedback });
+  return requestFollowUp(deps, d, { ...o, source: 'comment', feedback });
+}
+
+type PullRequestCommandHandler = (deps: HandlerDeps, d: Delivery, c: CommandOnPullRequest) => Promise<void>;
+
+/** A writer's command comment on the bot's pull request (permission already checked). */
+export interface CommandOnPullRequest {
+  p: IssueCommentCreatedPayload;
+  key: IssueKey;
+  pr: PullRequestSlice;
+}
+
+/** On the bot's pull request: status and cancel act on its current round; anything else asks for a round. */
+const PULL_REQUEST_COMMANDS: Record<PullRequestCommand['kind'], PullRequestCommandHandler> = {
+  status: (deps, d, { p, key }) => replyStatus(deps, d, key, p.issue.html_url, p.comment.user.login, true),
+  cancel: (deps, d, { p, key }) => cancelAttempt(deps, d, key, p.issue.html_url, p.comment.user.login),
+  help: async (deps, d, { key }) => postComment(d.octokit, key, msg.helpText(deps.label)),
+  followUp: askForRound,
+};
+
+export async function onPullRequestCommand(deps: HandlerDeps, d: Delivery, c: CommandOnPullRequest): Promise<void> {
+  const kind = pullRequestCommand(c.p.comment.body)?.kind ?? 'help';
+  await PULL_REQUEST_COMMANDS[kind](deps, d, c);
+}
+
+async function askForRound(deps: HandlerDeps, d: Delivery, { p, key, pr }: CommandOnPullRequest): Promise<void> {
+  const decision = await handleCommentFollowUp(deps, d, {
+    owner: key.owner,
+    repo: key.repo,
+    installationId: p.installation.id,
+    defaultBranch: p.repository.default_branch,
+    pr,
+    by: { login: p.comment.user.login, id: p.comment.user.id },
+    body: p.comment.body ?? '',
+    commentId: p.comment.id,
+    deliveryId: d.id,
+  });
+  d.log.info({ decision }, 'pull request comment: follow-up');
+  if (decision.action === 'ignored') {
+    return void (await postComment(d.octokit, key, msg.followUpRefusedText(decision.why)));
+  }
+  if (decision.action === 'busy') {
+    const statusUrl = await refreshStatus(deps, d.octokit, key, p.issue.html_url, decision.round);
+    return void (await postComment(d.octokit, key, msg.roundBusyText(decision.round, statusUrl)));
+  }
 }

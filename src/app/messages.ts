@@ -1,4 +1,4 @@
-/** Every reply the app posts on an issue, in one place so the wording stays consistent. */
+/** Every reply the app posts on an issue or on the bot's pull request, in one place so the wording stays consistent. */
 
 export function helpText(label: string, unknown?: string): string {
   const intro = unknown
@@ -59,4 +59,23 @@ export function statusReplyText(attempt: number | null, summary: string | null, 
   if (attempt === null) return `frognano has not run on this issue yet. Add the \`${label}\` label to start.`;
   if (summary === null) return `Attempt ${attempt} finished long enough ago that its record has expired. Comment \`/frognano retry\` to run again.`;
   return `Attempt ${attempt}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
+}
+
+// ---- on the bot's pull request: follow-up rounds ----
+
+/** The reply when a writer's request on the bot's PR cannot start a round. */
+export function followUpRefusedText(why: string): string {
+  return `I did not start a follow-up round: ${why.replace(/[`@]/g, '')}.`;
+}
+
+/** `/frognano status` on the bot's pull request. */
+export function roundStatusText(round: number | null, summary: string | null, statusUrl?: string): string {
+  if (round === null) return 'No follow-up round has run on this pull request yet. Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to start one.';
+  if (summary === null) return `Round ${round} finished long enough ago that its record has expired.`;
+  return `Round ${round}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
+}
+
+export function roundBusyText(round: number, statusUrl?: string): string {
+  const link = statusUrl ? ` ([status](${statusUrl}))` : '';
+  return `Round ${round} on this pull request is still queued or running${link}, so I did not start another. Comment \`/frognano cancel\` first to replace it.`;
 }

@@ -151,105 +151,122 @@ function visibleLineStarts(lines: Line[]): string[] {
   return out;
 }
 
-export function paragraphLineStarts(markdown: string): string[] {
-  const out: string[] = [];
-  let paragraph: Line[] = [];
-  let fence: { char: string; len: number } | null = null;
-  let html: RegExp | 'blank' | null = null;
-  let container: Container | null = null;
+/** Where the scan stands between lines. */
+interface Scan {
+  out: string[];
+  /** The top-level paragraph being read. */
+  paragraph: Line[];
+  /** The open code fence, if any. */
+  fence: { char: string; len: number } | null;
+  /** The open HTML block's end condition, if any. */
+  html: RegExp | 'blank' | null;
+  container: Container | null;
   /** The previous line was paragraph text inside the container: a plain next line continues it lazily. */
-  let lazy = false;
+  lazy: boolean;
+}
 
-  const flush = () => {
-    if (paragraph.length) out.push(...visibleLineStarts(paragraph));
-    paragraph = [];
-  };
-
+export function paragraphLineStarts(markdown: string): string[] {
+  const s: Scan = { out: [], paragraph: [], fence: null, html: null, container: null, lazy: false };
   for (const raw of markdown.split(/\r\n|\r|\n/)) {
     const l = measure(raw);
-    const blank = l.rest === '';
-
-    if (fence) {
-      const close = new RegExp(`^\\${fence.char}{${fence.len},}[ \\t]*$`);
-      if (l.indent <= 3 && close.test(l.rest)) fence = null;
+    if (s.fence || s.html) {
+      closeCodeOrHtml(s, l, raw);
       continue;
     }
-    if (html) {
-      if (html === 'blank' ? blank : html.test(raw)) html = null;
-      continue;
+    if (s.container) {
+      const inside = s.container.kind === 'quote' ? continuesQuote(s, l) : continuesList(s, s.container, l);
+      if (inside) continue;
+      s.container = null;
+      s.lazy = false;
     }
-
-    if (container) {
-      if (container.kind === 'quote') {
-        if (l.indent <= 3 && l.rest.startsWith('>')) {
-          lazy = isParagraphText(measure(stripQuoteMarkers(l.rest)));
-          continue;
-        }
-        if (lazy && !blank && !startsBlock(l)) continue;
-      } else {
-        if (blank) {
-          lazy = false;
-          continue;
-        }
-        if (l.indent >= container.contentIndent) {
-          lazy = isParagraphText({ indent: l.indent - container.contentIndent, rest: l.rest });
-          continue;
-        }
-        const item = l.indent <= 3 && !THEMATIC_BREAK.test(l.rest) ? LIST_MARKER.exec(l.rest) : null;
-        if (item) {
-          container = { kind: 'list', contentIndent: listContentIndent(l, item) };
-          lazy = isParagraphText(measure(l.rest.slice(item[0].length)));
-          continue;
-        }
-        if (lazy && !startsBlock(l)) continue;
-      }
-      container = null;
-      lazy = false;
-    }
-
-    if (blank) {
-      flush();
-      continue;
-    }
-    if (l.indent >= 4) {
-      // Inside a paragraph: a continuation line. Otherwise: an indented code block.
-      if (paragraph.length) paragraph.push(l);
-      continue;
-    }
-    const fenceOpen = FENCE_OPEN.exec(l.rest);
-    if (fenceOpen) {
-      flush();
-      const run = fenceOpen[1] ?? fenceOpen[2]!;
-      fence = { char: run[0]!, len: run.length };
-      continue;
-    }
-    const htmlEnd = htmlBlockEnd(l.rest, paragraph.length > 0);
-    if (htmlEnd) {
-      flush();
-      if (htmlEnd === 'blank' || !endsOnSameLine(l.rest, htmlEnd)) html = htmlEnd;
-      continue;
-    }
-    if (l.rest.startsWith('>')) {
-      flush();
-      container = { kind: 'quote' };
-      lazy = isParagraphText(measure(stripQuoteMarkers(l.rest)));
-      continue;
-    }
-    if (ATX_HEADING.test(l.rest) || THEMATIC_BREAK.test(l.rest)) {
-      flush();
-      continue;
-    }
-    const item = LIST_MARKER.exec(l.rest);
-    if (item) {
-      flush();
-      container = { kind: 'list', contentIndent: listContentIndent(l, item) };
-      lazy = isParagraphText(measure(l.rest.slice(item[0].length)));
-      continue;
-    }
-    paragraph.push(l);
+    readTopLevelLine(s, l);
   }
-  flush();
-  return out;
+  flush(s);
+  return s.out;
+}
+
+function flush(s: Scan): void {
+  if (s.paragraph.length) s.out.push(...visibleLineStarts(s.paragraph));
+  s.paragraph = [];
+}
+
+/** Inside a code fence or an HTML block nothing counts; this line may close it. */
+function closeCodeOrHtml(s: Scan, l: Line, raw: string): void {
+  if (s.fence) {
+    const close = new RegExp(`^\\${s.fence.char}{${s.fence.len},}[ \\t]*$`);
+    if (l.indent <= 3 && close.test(l.rest)) s.fence = null;
+  } else if (s.html === 'blank' ? l.rest === '' : s.html!.test(raw)) {
+    s.html = null;
+  }
+}
+
+/** True when the line belongs to the open block quote (a `>` line, or a lazy continuation). */
+function continuesQuote(s: Scan, l: Line): boolean {
+  if (l.indent <= 3 && l.rest.startsWith('>')) {
+    s.lazy = isParagraphText(measure(stripQuoteMarkers(l.rest)));
+    return true;
+  }
+  return s.lazy && l.rest !== '' && !startsBlock(l);
+}
+
+/** True when the line belongs to the open list (item content, a blank, a next item, or a lazy continuation). */
+function continuesList(s: Scan, list: { contentIndent: number }, l: Line): boolean {
+  if (l.rest === '') {
+    s.lazy = false;
+    return true;
+  }
+  if (l.indent >= list.contentIndent) {
+    s.lazy = isParagraphText({ indent: l.indent - list.contentIndent, rest: l.rest });
+    return true;
+  }
+  const item = l.indent <= 3 && !THEMATIC_BREAK.test(l.rest) ? LIST_MARKER.exec(l.rest) : null;
+  if (item) {
+    openListItem(s, l, item);
+    return true;
+  }
+  return s.lazy && !startsBlock(l);
+}
+
+function openListItem(s: Scan, l: Line, item: RegExpExecArray): void {
+  s.container = { kind: 'list', contentIndent: listContentIndent(l, item) };
+  s.lazy = isParagraphText(measure(l.rest.slice(item[0].length)));
+}
+
+/** A line outside any container: paragraph text, or the start of a block that ends the paragraph. */
+function readTopLevelLine(s: Scan, l: Line): void {
+  if (l.rest === '') return flush(s);
+  if (l.indent >= 4) {
+    // Inside a paragraph: a continuation line. Otherwise: an indented code block.
+    if (s.paragraph.length) s.paragraph.push(l);
+    return;
+  }
+  const fenceOpen = FENCE_OPEN.exec(l.rest);
+  if (fenceOpen) {
+    flush(s);
+    const run = fenceOpen[1] ?? fenceOpen[2]!;
+    s.fence = { char: run[0]!, len: run.length };
+    return;
+  }
+  const htmlEnd = htmlBlockEnd(l.rest, s.paragraph.length > 0);
+  if (htmlEnd) {
+    flush(s);
+    if (htmlEnd === 'blank' || !endsOnSameLine(l.rest, htmlEnd)) s.html = htmlEnd;
+    return;
+  }
+  if (l.rest.startsWith('>')) {
+    flush(s);
+    s.container = { kind: 'quote' };
+    s.lazy = isParagraphText(measure(stripQuoteMarkers(l.rest)));
+    return;
+  }
+  if (ATX_HEADING.test(l.rest) || THEMATIC_BREAK.test(l.rest)) return flush(s);
+  const item = LIST_MARKER.exec(l.rest);
+  if (item) {
+    flush(s);
+    openListItem(s, l, item);
+    return;
+  }
+  s.paragraph.push(l);
 }
 
 /** `> > text` -> `text` (nested quotes are all quote). */

@@ -1,6 +1,6 @@
 import type { Context } from 'probot';
 import { approvalCounts, approvalRuleFor, secondApprovalOutput } from '../github/approvalRule.js';
-import { APPROVAL_CHECK_NAME, completeApprovalCheck } from '../github/checks.js';
+import { APPROVAL_CHECK_NAME, completeApprovalCheck, setCheckOutput } from '../github/checks.js';
 import type { GitHubClient } from '../github/client.js';
 import { getUserPermission } from '../github/permissions.js';
 import { labelApproved, notBotPullRequestReason } from '../github/pullRequest.js';
@@ -42,7 +42,7 @@ export async function handleReviewSubmitted(context: Context<'pull_request_revie
     const rule = await approvalRuleFor(octokit, { owner, repo, headSha: pr.head.sha, checkName: APPROVAL_CHECK_NAME });
     if (!approvalCounts(rule, login)) {
       // The check keeps waiting, and says why, so the approver is not left wondering.
-      if (rule.checkRunId) await octokit.rest.checks.update({ owner, repo, check_run_id: rule.checkRunId, output: secondApprovalOutput(login) });
+      if (rule.checkRunId) await setCheckOutput(octokit, { owner, repo, checkRunId: rule.checkRunId }, secondApprovalOutput(login));
       return { action: 'ignored', why: `@${login} asked for the run that wrote this head; another maintainer must approve it` };
     }
     const checkRunId = await completeApprovalCheck(octokit, { owner, repo, headSha: pr.head.sha, approvedBy: login, detailsUrl: pr.html_url });

@@ -85,3 +85,12 @@ export async function completeApprovalCheck(
   });
   return created.id;
 }
+
+/** Rewrites what a check run says, leaving its status alone (the approval check that keeps waiting says why). */
+export async function setCheckOutput(
+  octokit: GitHubClient,
+  o: { owner: string; repo: string; checkRunId: number },
+  output: { title: string; summary: string },
+): Promise<void> {
+  await octokit.rest.checks.update({ owner: o.owner, repo: o.repo, check_run_id: o.checkRunId, output });
+}

@@ -1,27 +1,13 @@
-import { z } from 'zod';
 import type { GitHubClient } from './client.js';
 import { GITHUB_BODY_LIMIT, NEEDS_REVIEW_LABEL, APPROVED_LABEL, labelNeedsReview } from './pullRequest.js';
 import { defang } from './untrusted.js';
 
+/** The runner's name for fetchPullRequest (src/github/pullRequestFetch.ts). */
+export { fetchPullRequest as getPullRequest } from './pullRequestFetch.js';
+
 /** REST calls of a follow-up round on the bot's own pull request. */
 
 export const NEEDS_HUMAN_LABEL = 'frognano:needs-human';
-
-const PullRequest = z.object({
-  number: z.number(),
-  state: z.string(),
-  html_url: z.string(),
-  user: z.object({ type: z.string().optional() }).nullable().optional(),
-  body: z.string().nullable().optional(),
-  head: z.object({ ref: z.string(), sha: z.string(), repo: z.object({ full_name: z.string() }).nullable() }),
-  base: z.object({ ref: z.string(), repo: z.object({ full_name: z.string() }) }),
-});
-export type PullRequestInfo = z.infer<typeof PullRequest>;
-
-export async function getPullRequest(octokit: GitHubClient, owner: string, repo: string, pullNumber: number): Promise<PullRequestInfo> {
-  const { data } = await octokit.rest.pulls.get({ owner, repo, pull_number: pullNumber });
-  return PullRequest.parse(data);
-}
 
 function status(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : undefined;

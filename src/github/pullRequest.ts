@@ -176,15 +176,6 @@ export function notBotPullRequestReason(pr: PullRequestOrigin): string | null {
   return null;
 }
 
-/** The pull request behind an issue-shaped payload (`issue.pull_request` carries only links). */
-export async function fetchPullRequestOrigin(
-  octokit: { request(route: string, params?: Record<string, unknown>): Promise<{ data: any }> },
-  ref: { owner: string; repo: string; number: number },
-): Promise<PullRequestOrigin> {
-  const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}', { owner: ref.owner, repo: ref.repo, pull_number: ref.number });
-  return data as PullRequestOrigin;
-}
-
 /** Creates the label when the repository lacks it (422 = it exists already). */
 export async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, name: string): Promise<void> {
   const spec = LABELS[name] ?? { color: 'ededed', description: '' };

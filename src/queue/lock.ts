@@ -21,6 +21,9 @@ export async function withRedisLock<T>(redis: Redis, key: string, fn: () => Prom
   }
 }
 
+/** How long a handled delivery, comment or review is remembered, so redeliveries do nothing. */
+export const HANDLED_TTL_SECONDS = 7 * 24 * 3600;
+
 /** True the first time `key` is claimed within `ttlSeconds`; used to handle each webhook delivery once. */
 export async function claimOnce(redis: Redis, key: string, ttlSeconds: number): Promise<boolean> {
   return (await redis.set(key, '1', 'EX', ttlSeconds, 'NX')) === 'OK';
