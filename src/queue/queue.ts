@@ -29,14 +29,18 @@ export interface EnqueueResult {
 /**
  * Validates the payload and adds it under its deterministic id. A redelivered webhook or a second
  * label maps onto the same id, so BullMQ keeps the first job; we read the stored job back to tell
- * the caller whether it was theirs.
+ * the caller whether it was theirs. `delayMs` adds it held (delayed): the fair share promotes it (fairShare/).
  */
-export async function enqueueJob(queue: FrognanoQueue, data: JobData): Promise<EnqueueResult> {
+export async function enqueueJob(
+  queue: FrognanoQueue,
+  data: JobData,
+  opts: { delayMs?: number } = {},
+): Promise<EnqueueResult> {
   const parsed = JobDataSchema.parse(data);
   const jobId = jobIdFor(parsed);
   const existing = await queue.getJob(jobId);
   if (existing) return { created: false, job: existing };
-  const added = await queue.add(QUEUE_NAME, parsed, { jobId });
+  const added = await queue.add(QUEUE_NAME, parsed, { jobId, ...(opts.delayMs ? { delay: opts.delayMs } : {}) });
   const stored = await queue.getJob(jobId);
   if (!stored) return { created: true, job: added }; // already processed and removed: it was ours
   const ours = stored.data.enqueuedAt === parsed.enqueuedAt && stored.data.deliveryId === parsed.deliveryId;

@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { Worker } from 'bullmq';
+import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
+import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
+import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ns = `fn-test-fair-${randomUUID().slice(0, 8)}`;
+let conn: Redis;
+let redis: Redis;
+let queue: FrognanoQueue;
+let slots = 0;
+let fair: FairShare;
+
+let issue = 0;
+function data(owner: string, repo: string, over: Partial<JobData> = {}): JobData {
+  issue += 1;
+  return {
+    installationId: 1,
+    owner,
+    repo,
+    issueNumber: issue,
+    title: 't',
+    body: 'b',
+    defaultBranch: 'main',
+    triggeredBy: { login: 'octocat', id: 1 },
+    attempt: 1,
+    trigger: 'label',
+    enqueuedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+function followUp(owner: string, repo: string): JobData {
+  const d = data(owner, repo);
+  return {
+    ...d,
+    trigger: 'comment',
+    followUp: {
+      pullNumber: d.issueNumber, headBranch: 'frognano/1-1', headSha: 'a'.repeat(40), baseBranch: 'main', round: 1,
+      feedback: 'more', inlineComments: [], omittedComments: 0, source: 'comment',
+    },
+  };
+}
+
+/** Adds jobs in order; returns their ids with a short name `repo#n` for readable expectations. */
+async function add(list: JobData[]): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  for (const d of list) {
+    const { job } = await fair.enqueue(d);
+    names.set(job.id!, `${d.repo}${d.followUp ? '!' : ''}`);
+  }
+  await new Promise((r) => setTimeout(r, 20)); // enqueue's own kick (slots 0: a no-op) settles
+  return names;
+}
+
+beforeAll(() => {
+  conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  queue = createQueue(conn, { prefix: `${ns}-bull` });
+  fair = new FairShare(queue, redis, { slots: () => slots });
+});
+afterAll(async () => {
+  await queue.obliterate({ force: true });
+  await queue.close();
+  const keys = await conn.keys(`${ns}*`);
+  if (keys.length) await conn.del(...keys);
+  await Promise.all([conn.quit(), redis.quit()]);
+});
+beforeEach(async () => {
+  slots = 0;
+  await queue.obliterate({ force: true });
+  const keys = await conn.keys(`${ns}*`);
+  if (keys.length) await conn.del(...keys);
+});
+
+describe('fair share order', () => {
+  test('installations by weight, then repositories round robin; positions match the dispatch order', async () => {
+    await fair.setWeights(new Map([['acme', 2]]));
+    const names = await add([
+      ...['x', 'x', 'x'].map((r) => data('acme', r)),
+      ...['y', 'y', 'y'].map((r) => data('acme', r)),
+      ...['z', 'z', 'z'].map((r) => data('beta', r)),
+    ]);
+    expect(await queue.getJobCountByTypes('delayed')).toBe(9);
+    expect(await fair.backlog()).toBe(9);
+    const predicted = new Map<string, number | undefined>();
+    for (const id of names.keys()) predicted.set(id, await fair.position(id));
+
+    slots = 100;
+    const moved = await fair.dispatch();
+    expect(moved.map((m) => names.get(m.jobId))).toEqual(['x', 'z', 'y', 'x', 'z', 'y', 'x', 'z', 'y']);
+    moved.forEach((m, i) => expect(predicted.get(m.jobId)).toBe(i + 1));
+    expect(await queue.getJobCountByTypes('waiting')).toBe(9);
+    expect(await fair.backlog()).toBe(0);
+  });
+
+  test('a burst from one repository does not starve a repository that comes later', async () => {
+    const names = await add(Array.from({ length: 20 }, () => data('acme', 'big')));
+    slots = 2;
+    await fair.dispatch();
+    const late = await add([data('acme', 'small'), data('beta', 'other')]);
+    const lateIds = [...late.keys()];
+    // beta was idle: it starts at the line's virtual time and goes next; acme's small repo right after.
+    expect(await fair.position(lateIds[1]!)).toBe(3);
+    expect(await fair.position(lateIds[0]!)).toBe(4);
+    expect(names.size).toBe(20);
+  });
+
+  test('follow-up rounds go ahead of fresh issues', async () => {
+    const names = await add([data('acme', 'x'), data('beta', 'y'), followUp('beta', 'y'), followUp('acme', 'x')]);
+    slots = 10;
+    const moved = await fair.dispatch();
+    expect(moved.map((m) => names.get(m.jobId))).toEqual(['x!', 'y!', 'x', 'y']);
+  });
+
+  test('positionIfAdded is the place a job gets once added', async () => {
+    await add([data('acme', 'x'), data('acme', 'x'), data('beta', 'y')]);
+    const next = data('gamma', 'z');
+    const predicted = await fair.positionIfAdded(next);
+    const { job } = await fair.enqueue(next);
+    expect(await fair.position(job.id!)).toBe(predicted);
+    expect(predicted).toBe(3);
+  });
+
+  test('a cancelled held job leaves the line; a removed job that was picked is passed over', async () => {
+    const names = await add([data('acme', 'x'), data('acme', 'x'), data('beta', 'y')]);
+    const [first, second, third] = [...names.keys()];
+    expect(await fair.position(third!)).toBe(2);
+    await (await queue.getJob(first!))!.remove();
+    expect(await fair.forget(first!)).toBe(true);
+    expect(await fair.position(second!)).toBe(1);
+    expect(await fair.position(third!)).toBe(2);
+    await (await queue.getJob(second!))!.remove(); // not forgotten: the dispatcher meets it and passes over
+    slots = 10;
+    expect((await fair.dispatch()).map((m) => m.jobId)).toEqual([second, third]);
+    expect((await queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([third]);
+  });
+});
+
+describe('dispatcher concurrency', () => {
+  test('two dispatchers at once never exceed the slots, lose or duplicate a job', async () => {
+    const other = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const fair2 = new FairShare(queue, other, { slots: () => slots });
+    const worker = new Worker(QUEUE_NAME, null, { connection: conn, prefix: `${ns}-bull`, autorun: false });
+    try {
+      const ids = [...(await add(Array.from({ length: 30 }, (_, i) => data(`o${i % 3}`, `r${i % 5}`)))).keys()];
+      slots = 3;
+      const done: string[] = [];
+      while (done.length < ids.length) {
+        await Promise.all([fair.dispatch(), fair2.dispatch(), fair.dispatch(), fair2.dispatch()]);
+        const counts = await queue.getJobCounts('waiting', 'active');
+        expect(counts.waiting! + counts.active!).toBeLessThanOrEqual(3);
+        const job = await worker.getNextJob('tok', { block: false });
+        expect(job).toBeDefined();
+        await job!.moveToCompleted({ outcome: 'no_patch', exitReason: 'x', turns: 0, elapsedSeconds: 0 }, 'tok', false);
+        done.push(job!.id!);
+      }
+      expect(new Set(done).size).toBe(ids.length);
+      expect(new Set(done)).toEqual(new Set(ids));
+      expect(await fair.backlog()).toBe(0);
+    } finally {
+      await worker.close();
+      await other.quit();
+    }
+  });
+});
