@@ -3,9 +3,10 @@ import { summarizeStatus, updateStatusComment } from '../github/statusComment.js
 import { currentAttempt, issueSlug, nextAttempt, type IssueKey } from '../queue/attempts.js';
 import { requestCancel } from '../queue/cancel.js';
 import { withRedisLock } from '../queue/lock.js';
-import { enqueueJob, isUnfinishedState } from '../queue/queue.js';
+import { isUnfinishedState } from '../queue/queue.js';
 import { jobIdFor } from '../queue/schema.js';
 import type { Delivery, HandlerDeps } from './deps.js';
+import { enqueue } from './enqueue.js';
 import { jobData } from './jobData.js';
 import { statusOfJob } from './jobStatus.js';
 import * as msg from './messages.js';
@@ -33,7 +34,7 @@ export async function replyStatus(
   const attempt = await currentAttempt(redis, key);
   if (attempt === null) return void (await postComment(d.octokit, key, `@${user} ${reply(null, null, undefined)}`));
   const job = await queue.getJob(jobIdFor({ ...key, attempt }));
-  const state = job ? await statusOfJob(queue, redis, job) : null;
+  const state = job ? await statusOfJob(queue, redis, job, deps.fairShare) : null;
   const statusUrl = state ? await refreshStatus(deps, d.octokit, key, issueUrl, attempt) : undefined;
   const summary = state ? summarizeStatus(state, onPullRequest ? attempt : undefined) : null;
   await postComment(d.octokit, key, `@${user} ${reply(attempt, summary, statusUrl)}`);
@@ -54,15 +55,15 @@ export async function startRetry(
     if (cur !== null) {
       const job = await queue.getJob(jobIdFor({ ...key, attempt: cur }));
       if (job && isUnfinishedState(await job.getState())) {
-        const state = await statusOfJob(queue, redis, job);
+        const state = await statusOfJob(queue, redis, job, deps.fairShare);
         return { kind: 'busy' as const, attempt: cur, summary: state ? summarizeStatus(state) : 'in progress' };
       }
     }
     const attempt = await nextAttempt(redis, key);
     const base = jobData(p, key, attempt, 'comment', d.id, deps.now(), p.comment.id);
     const data = { ...base, ...(guidance ? { guidance } : {}) };
-    const statusUrl = await announceQueued(deps, d.octokit, key, p.issue.html_url, attempt, p.comment.user.login, d.log);
-    const { created, job } = await enqueueJob(queue, data);
+    const statusUrl = await announceQueued(deps, d.octokit, key, p.issue.html_url, data, d.log);
+    const { created, job } = await enqueue(deps, data);
     d.log.info({ jobId: job.id, created, attempt }, 'retry: enqueued');
     return { kind: 'queued' as const, attempt, summary: '', statusUrl };
   });
@@ -89,13 +90,14 @@ export async function cancelAttempt(
   if (!job) return void (await postComment(d.octokit, key, msg.nothingToCancelText(attempt)));
   const state = await job.getState();
   if (!isUnfinishedState(state)) {
-    const st = await statusOfJob(queue, redis, job);
+    const st = await statusOfJob(queue, redis, job, deps.fairShare);
     const text = msg.nothingToCancelText(attempt, st ? summarizeStatus(st) : undefined);
     return void (await postComment(d.octokit, key, text));
   }
   if (state !== 'active') {
     try {
       await job.remove();
+      await deps.fairShare?.forget(jobId);
       d.log.info({ jobId }, 'cancel: removed queued job');
       // One message: the status comment says it was cancelled, and by whom (the 👀 acknowledged the command).
       await updateStatusComment(d.octokit, redis, key, async () => ({

@@ -2,6 +2,7 @@ import type { Probot } from 'probot';
 import type { Redis } from 'ioredis';
 import type { PermissionOctokit } from '../github/permissions.js';
 import type { StatusOctokit } from '../github/statusComment.js';
+import type { FairShare } from '../queue/fairShare/dispatcher.js';
 import type { FrognanoQueue } from '../queue/queue.js';
 
 export const DEFAULT_LABEL = 'frognano';
@@ -15,6 +16,8 @@ export interface AppDeps {
   label?: string;
   /** Clock, injectable for tests. */
   now?: () => Date;
+  /** Fair share between installations and repositories; without it jobs go straight into the queue (FIFO). */
+  fairShare?: FairShare;
 }
 
 /** What every handler is given: the app's dependencies with their defaults filled in. */
@@ -23,6 +26,7 @@ export interface HandlerDeps {
   redis: Redis;
   label: string;
   now: () => Date;
+  fairShare?: FairShare;
 }
 
 export type Log = Probot['log'];
@@ -37,8 +41,8 @@ export interface Delivery {
 }
 
 export function handlerDeps(deps: AppDeps): HandlerDeps {
-  const { queue, redis } = deps;
-  return { queue, redis, label: deps.label ?? DEFAULT_LABEL, now: deps.now ?? (() => new Date()) };
+  const { queue, redis, fairShare } = deps;
+  return { queue, redis, fairShare, label: deps.label ?? DEFAULT_LABEL, now: deps.now ?? (() => new Date()) };
 }
 
 export function labelFromEnv(env: NodeJS.ProcessEnv = process.env): string {

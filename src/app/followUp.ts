@@ -13,6 +13,7 @@ import { clampIssueBody, clampText, jobIdFor, MAX_FEEDBACK_CHARS, type InlineCom
 import { cancelAttempt, replyStatus } from './attemptCommands.js';
 import { parseCommand } from './commands.js';
 import type { Delivery, HandlerDeps } from './deps.js';
+import { enqueue, positionForNewJob } from './enqueue.js';
 import * as msg from './messages.js';
 import type { IssueCommentCreatedPayload, ReviewSubmittedPayload } from './payloads.js';
 import { refreshStatus } from './statusUpdates.js';
@@ -104,13 +105,13 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
   const res = await enqueueFollowUp(deps.queue, deps.redis, req, async (round) => {
     const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
     // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
-    const position = (await deps.queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
+    const position = await positionForNewJob(deps, { ...req, followUp: { ...req.followUp, round } });
     const meta = { round, jobId, triggeredBy: o.by.login, updatedAt: now() };
     const up = await upsertStatusComment(d.octokit, deps.redis, prRef, { kind: 'queued', position }, meta).catch(
       (err: unknown) => void d.log.warn({ err }, 'could not write the status comment'),
     );
     statusUrl = up?.url;
-  });
+  }, (data) => enqueue(deps, data));
   if (res.kind === 'busy') return { action: 'busy', round: res.round, jobId: res.job.id! };
   return { action: 'queued', round: res.round, jobId: res.job.id!, statusUrl };
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { JobResultSchema } from '../queue/schema.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { isStalledFailure, stalledFailureText } from '../queue/stalled.js';
+import type { FairShare } from '../queue/fairShare/dispatcher.js';
 import { queuePosition, isPendingState, type FrognanoJob, type FrognanoQueue } from '../queue/queue.js';
 import { runningState, type StatusState } from '../github/statusComment.js';
 
@@ -21,10 +22,16 @@ function readProgress(p: unknown): RunnerProgress {
   return { runner: str(o.runner), turn: num(o.turn), maxTurns: num(o.maxTurns), detail: str(o.detail) };
 }
 
-/** Translates a BullMQ job's live state into what the status comment shows. */
-export async function statusOfJob(queue: FrognanoQueue, redis: Redis, job: FrognanoJob): Promise<StatusState | null> {
+/** Translates a BullMQ job's live state into what the status comment shows (a held job's place: fair order). */
+export async function statusOfJob(
+  queue: FrognanoQueue,
+  redis: Redis,
+  job: FrognanoJob,
+  fair?: FairShare,
+): Promise<StatusState | null> {
   const state = await job.getState();
   const id = job.id!;
+  if (state === 'delayed' && fair) return { kind: 'queued', position: await fair.position(id) };
   if (isPendingState(state)) return { kind: 'queued', position: await queuePosition(queue, id) };
   if (state === 'active') {
     return runningState(readProgress(job.progress), await getCancelRequest(redis, id));

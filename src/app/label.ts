@@ -1,9 +1,9 @@
 import { getUserPermission } from '../github/permissions.js';
 import { forgetFreshAttempt, issueSlug, labelAttempt, type IssueKey } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
-import { enqueueJob } from '../queue/queue.js';
 import { jobIdFor } from '../queue/schema.js';
 import type { Delivery, HandlerDeps } from './deps.js';
+import { enqueue } from './enqueue.js';
 import { issueKey, jobData } from './jobData.js';
 import * as msg from './messages.js';
 import { refuseOutsider } from './outsiders.js';
@@ -61,10 +61,10 @@ async function queueFirstAttempt(
     return { action: 'existing', jobId, state };
   }
   const data = jobData(p, key, attempt, 'label', d.id, deps.now());
-  await announceQueued(deps, d.octokit, key, p.issue.html_url, attempt, p.sender.login, d.log);
+  await announceQueued(deps, d.octokit, key, p.issue.html_url, data, d.log);
   let enqueued;
   try {
-    enqueued = await enqueueJob(queue, data);
+    enqueued = await enqueue(deps, data);
   } catch (err) {
     await forgetFreshAttempt(redis, key); // let GitHub's redelivery start it
     throw err;

@@ -8,8 +8,9 @@ import {
   type StatusState,
 } from '../github/statusComment.js';
 import type { IssueKey } from '../queue/attempts.js';
-import { jobIdFor } from '../queue/schema.js';
+import { jobIdFor, type JobData } from '../queue/schema.js';
 import type { HandlerDeps, Log } from './deps.js';
+import { positionForNewJob } from './enqueue.js';
 import { statusOfJob } from './jobStatus.js';
 
 /** The states of the status comment the app writes; the runner writes the rest. */
@@ -24,13 +25,12 @@ export async function announceQueued(
   octokit: StatusOctokit,
   key: IssueKey,
   issueUrl: string | undefined,
-  attempt: number,
-  triggeredBy: string,
+  data: JobData,
   log: Log,
 ): Promise<string | undefined> {
   try {
-    const position = (await deps.queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
-    const meta = metaFor(deps, key, attempt, triggeredBy);
+    const position = await positionForNewJob(deps, data);
+    const meta = metaFor(deps, key, data.attempt, data.triggeredBy.login);
     const res = await upsertStatusComment(octokit, deps.redis, key, { kind: 'queued', position }, meta);
     return res.url ?? (issueUrl ? `${issueUrl}#issuecomment-${res.id}` : undefined);
   } catch (err) {
@@ -57,7 +57,7 @@ export async function refreshStatus(
   const res = await updateStatusComment(octokit, redis, key, async () => {
     const job = await queue.getJob(jobIdFor({ ...key, attempt }));
     if (!job) return null;
-    const state = await statusOfJob(queue, redis, job);
+    const state = await statusOfJob(queue, redis, job, deps.fairShare);
     if (!state || !appOwns(state)) return null;
     return { state, meta: metaFor(deps, key, attempt, job.data.triggeredBy.login, !!job.data.followUp) };
   });

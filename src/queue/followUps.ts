@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { currentAttempt, issueSlug, nextAttempt, type IssueKey } from './attempts.js';
 import { withRedisLock } from './lock.js';
-import { enqueueJob, isUnfinishedState, type FrognanoJob, type FrognanoQueue } from './queue.js';
+import { enqueueJob, isUnfinishedState, type EnqueueResult, type FrognanoJob, type FrognanoQueue } from './queue.js';
 import { JobDataSchema, jobIdFor, type FollowUp, type JobData } from './schema.js';
 
 /**
@@ -22,13 +22,15 @@ export type FollowUpEnqueued =
 
 /**
  * `beforeEnqueue` runs under the PR's lock once the round number is known and before the job exists (the
- * app writes the "queued" status comment there, so a runner that starts at once never races it).
+ * app writes the "queued" status comment there, so a runner that starts at once never races it). `enqueue` adds
+ * the job (default: straight into the queue; the app passes its fair share's).
  */
 export async function enqueueFollowUp(
   queue: FrognanoQueue,
   redis: Redis,
   req: FollowUpRequest,
   beforeEnqueue?: (round: number) => Promise<void>,
+  enqueue: (data: JobData) => Promise<EnqueueResult> = (data) => enqueueJob(queue, data),
 ): Promise<FollowUpEnqueued> {
   const key = pullRequestKey(req.owner, req.repo, req.followUp.pullNumber);
   // Bad input is refused before a round number is spent on it.
@@ -41,7 +43,7 @@ export async function enqueueFollowUp(
     }
     const round = await nextAttempt(redis, key);
     await beforeEnqueue?.(round);
-    const { created, job } = await enqueueJob(queue, { ...req, followUp: { ...req.followUp, round } });
+    const { created, job } = await enqueue({ ...req, followUp: { ...req.followUp, round } });
     return { kind: 'queued' as const, round, job, created };
   });
 }
