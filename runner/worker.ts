@@ -6,6 +6,7 @@ import { QUEUE_NAME, type JobData, type JobResult } from '../src/queue/schema.js
 import { isStalledFailure } from '../src/queue/stalled.js';
 import { HandBackError, JobFailure, processJob, type AbortCause, type RunnerContext } from '../src/runner/processJob.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
+import { startJobUsage } from './jobUsage.js';
 
 export interface RunnerWorkerOptions {
   /** BullMQ connection (a dedicated ioredis with maxRetriesPerRequest: null). */
@@ -53,8 +54,9 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
     });
     await o.registration?.setCurrentJob(id).catch(() => undefined);
     const started = Date.now();
+    const usage = startJobUsage(o.ctx, job.data);
     try {
-      const result = await processJob(job, o.ctx, controller.signal);
+      const result = await processJob(job, usage.ctx, controller.signal);
       o.ctx.metrics?.recordJobFinished({ status: 'completed', outcome: result.outcome, durationSeconds: (Date.now() - started) / 1000, turns: result.turns });
       return result;
     } catch (e) {
@@ -67,6 +69,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
       o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: category, durationSeconds: (Date.now() - started) / 1000 });
       throw e;
     } finally {
+      await usage.end();
       active.delete(id);
       await stopListening();
       await o.registration?.setCurrentJob(null).catch(() => undefined);

@@ -11,6 +11,7 @@ import { jobData } from './jobData.js';
 import { statusOfJob } from './jobStatus.js';
 import * as msg from './messages.js';
 import type { IssueCommentCreatedPayload } from './payloads.js';
+import { refuseOverQuota } from './quotaGate.js';
 import { announceQueued, metaFor, refreshStatus } from './statusUpdates.js';
 
 /**
@@ -59,6 +60,8 @@ export async function startRetry(
         return { kind: 'busy' as const, attempt: cur, summary: state ? summarizeStatus(state) : 'in progress' };
       }
     }
+    // Over quota: the refusal comment is the answer (once per period).
+    if (await refuseOverQuota(deps, d, key)) return { kind: 'over_quota' as const };
     const attempt = await nextAttempt(redis, key);
     const base = jobData(p, key, attempt, 'comment', d.id, deps.now(), p.comment.id);
     const data = { ...base, ...(guidance ? { guidance } : {}) };
@@ -67,6 +70,7 @@ export async function startRetry(
     d.log.info({ jobId: job.id, created, attempt }, 'retry: enqueued');
     return { kind: 'queued' as const, attempt, summary: '', statusUrl };
   });
+  if (outcome.kind === 'over_quota') return;
   if (outcome.kind === 'busy') {
     const statusUrl = await refreshStatus(deps, d.octokit, key, p.issue.html_url, outcome.attempt);
     return void (await postComment(d.octokit, key, msg.busyText(outcome.attempt, outcome.summary, statusUrl)));

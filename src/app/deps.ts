@@ -2,7 +2,9 @@ import type { Probot } from 'probot';
 import type { Redis } from 'ioredis';
 import type { PermissionOctokit } from '../github/permissions.js';
 import type { StatusOctokit } from '../github/statusComment.js';
+import type { FrognanoMetrics } from '../ops/metrics.js';
 import type { FairShare } from '../queue/fairShare/dispatcher.js';
+import type { QuotasConfig } from '../queue/quotas/schema.js';
 import type { FrognanoQueue } from '../queue/queue.js';
 
 export const DEFAULT_LABEL = 'frognano';
@@ -18,6 +20,9 @@ export interface AppDeps {
   now?: () => Date;
   /** Fair share between installations and repositories; without it jobs go straight into the queue (FIFO). */
   fairShare?: FairShare;
+  /** The operator's quotas as last read (FROGNANO_QUOTAS_FILE); null or absent: no quotas. */
+  quotas?: () => QuotasConfig | null;
+  metrics?: FrognanoMetrics;
 }
 
 /** What every handler is given: the app's dependencies with their defaults filled in. */
@@ -27,6 +32,8 @@ export interface HandlerDeps {
   label: string;
   now: () => Date;
   fairShare?: FairShare;
+  quotas?: () => QuotasConfig | null;
+  metrics?: FrognanoMetrics;
 }
 
 export type Log = Probot['log'];
@@ -41,8 +48,8 @@ export interface Delivery {
 }
 
 export function handlerDeps(deps: AppDeps): HandlerDeps {
-  const { queue, redis, fairShare } = deps;
-  return { queue, redis, fairShare, label: deps.label ?? DEFAULT_LABEL, now: deps.now ?? (() => new Date()) };
+  const { queue, redis, fairShare, quotas, metrics } = deps;
+  return { queue, redis, fairShare, quotas, metrics, label: deps.label ?? DEFAULT_LABEL, now: deps.now ?? (() => new Date()) };
 }
 
 export function labelFromEnv(env: NodeJS.ProcessEnv = process.env): string {

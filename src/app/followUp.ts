@@ -16,6 +16,7 @@ import type { Delivery, HandlerDeps } from './deps.js';
 import { enqueue, positionForNewJob } from './enqueue.js';
 import * as msg from './messages.js';
 import type { IssueCommentCreatedPayload, ReviewSubmittedPayload } from './payloads.js';
+import { refuseOverQuota } from './quotaGate.js';
 import { refreshStatus } from './statusUpdates.js';
 
 /**
@@ -27,6 +28,7 @@ import { refreshStatus } from './statusUpdates.js';
 export type FollowUpDecision =
   | { action: 'queued'; round: number; jobId: string; statusUrl?: string }
   | { action: 'busy'; round: number; jobId: string }
+  | { action: 'over_quota'; quota: string }
   | { action: 'ignored'; why: string };
 
 /** Who asks for a round on which pull request: the same for a comment and a review. */
@@ -72,6 +74,8 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
   const origin = parseBotBranch(o.pr.head.ref);
   if (!origin) return { action: 'ignored', why: `branch ${o.pr.head.ref} is not a frognano branch` };
   if (!/^[0-9a-f]{40}$/.test(o.pr.head.sha)) return { action: 'ignored', why: 'the pull request head is not a commit sha' };
+  const refusal = await refuseOverQuota(deps, d, pullRequestKey(o.owner, o.repo, o.pr.number));
+  if (refusal) return { action: 'over_quota', quota: refusal.quota };
   const issue = await fetchIssueText(d.octokit, o.owner, o.repo, origin.issueNumber);
   const { now } = deps;
   const prRef: IssueRef = { owner: o.owner, repo: o.repo, issueNumber: o.pr.number };

@@ -8,12 +8,14 @@ import { issueKey, jobData } from './jobData.js';
 import * as msg from './messages.js';
 import { refuseOutsider } from './outsiders.js';
 import { isBot, isPullRequest, type IssueLabeledPayload } from './payloads.js';
+import { refuseOverQuota } from './quotaGate.js';
 import { announceQueued } from './statusUpdates.js';
 
 export type LabelDecision =
   | { action: 'ignored'; why: string }
   | { action: 'refused'; role: string }
   | { action: 'existing'; jobId: string; state: string }
+  | { action: 'over_quota'; quota: string }
   | { action: 'queued'; jobId: string; created: boolean };
 
 /** True when the label added is the trigger label (compared case-insensitively, like GitHub does). */
@@ -59,6 +61,11 @@ async function queueFirstAttempt(
     const state = existing ? await existing.getState() : 'gone';
     d.log.info({ jobId, state }, 'label: this issue already has an attempt; not enqueuing again');
     return { action: 'existing', jobId, state };
+  }
+  const refusal = await refuseOverQuota(deps, d, key);
+  if (refusal) {
+    await forgetFreshAttempt(redis, key); // a label after the reset starts it
+    return { action: 'over_quota', quota: refusal.quota };
   }
   const data = jobData(p, key, attempt, 'label', d.id, deps.now());
   await announceQueued(deps, d.octokit, key, p.issue.html_url, data, d.log);

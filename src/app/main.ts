@@ -8,6 +8,7 @@
 import './loadDotEnv.js';
 import { run, type Probot, type ApplicationFunctionOptions } from 'probot';
 import type { Redis } from 'ioredis';
+import { startSharedService, type SharedService } from './fairShareSetup.js';
 import { createFrognanoApp, labelFromEnv } from './index.js';
 import { handleReviewSubmitted } from './review.js';
 import { capProbotWebhookBodies } from './webhookBody.js';
@@ -18,7 +19,7 @@ import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
 import { maskUrlPassword } from '../util/redact.js';
 
-let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue } | undefined;
+let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; shared: SharedService } | undefined;
 
 /** Runs only when Probot has credentials (never in setup mode), so setup needs no Redis. */
 async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
@@ -31,8 +32,11 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   const prefix = queuePrefixFromEnv();
   const queue = createQueue(queueConnection, { prefix });
   const label = labelFromEnv();
+  // Fair share and quotas (docs/operating-at-scale.md); BullMQ's event stream needs a connection of its own.
+  const shared = await startSharedService({ queue, redis, events: createRedisConnection(url), prefix, log: app.log });
+  const { fairShare, quotas } = shared;
 
-  await createFrognanoApp({ queue, redis, label })(app);
+  await createFrognanoApp({ queue, redis, label, fairShare, quotas, metrics })(app);
   // The approval gate on frognano's draft pull requests (src/app/review.ts).
   app.on('pull_request_review.submitted', async (context) => {
     await handleReviewSubmitted(context);
@@ -42,7 +46,7 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   options.addHandler?.(opsHandler);
   // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
   metrics.bindQueue(queue);
-  resources = { redis, queueConnection, queue };
+  resources = { redis, queueConnection, queue, shared };
   app.log.info(`frognano: triggering on label "${label}", queue in Redis ${maskUrlPassword(url)} (key prefix ${prefix ?? 'bull'})`);
 }
 
@@ -57,6 +61,7 @@ async function main(): Promise<void> {
       await server.stop();
       if (resources) {
         metrics.bindQueue(null);
+        await resources.shared.stop();
         await resources.queue.close();
         await Promise.all([resources.redis.quit(), resources.queueConnection.quit()]);
       }

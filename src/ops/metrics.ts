@@ -44,6 +44,11 @@ export class FrognanoMetrics {
   readonly tokensPerSecond: Histogram<'backend'>;
   readonly modelTokens: Counter<'backend' | 'kind'>;
   readonly turnsPerJob: Histogram;
+  /** Per installation (account login): what quotas count, and the asks they refused. */
+  readonly installationRuns: Counter<'installation'>;
+  readonly installationRunnerSeconds: Counter<'installation'>;
+  readonly installationTokens: Counter<'installation'>;
+  readonly quotaRefusals: Counter<'installation' | 'quota'>;
   private readonly failureReasons = new Set<string>();
   private queue: QueueCounts | null = null;
   private refreshing: Promise<void> | null = null;
@@ -112,6 +117,30 @@ export class FrognanoMetrics {
       buckets: [1, 2, 5, 10, 20, 30, 50, 75, 100],
       registers,
     });
+    this.installationRuns = new Counter({
+      name: 'frognano_installation_runs_total',
+      help: 'Jobs that ended on a runner, by installation (account login).',
+      labelNames: ['installation'],
+      registers,
+    });
+    this.installationRunnerSeconds = new Counter({
+      name: 'frognano_installation_runner_seconds_total',
+      help: 'Seconds jobs held a runner, by installation (the runner-seconds quotas count).',
+      labelNames: ['installation'],
+      registers,
+    });
+    this.installationTokens = new Counter({
+      name: 'frognano_installation_generated_tokens_total',
+      help: 'Tokens the model generated, by installation.',
+      labelNames: ['installation'],
+      registers,
+    });
+    this.quotaRefusals = new Counter({
+      name: 'frognano_quota_refusals_total',
+      help: 'Asks refused because a quota was used up, by installation and quota.',
+      labelNames: ['installation', 'quota'],
+      registers,
+    });
   }
 
   /** Have /metrics read the queue counts from this queue on every scrape (null stops it). */
@@ -169,6 +198,26 @@ export class FrognanoMetrics {
     if (t.completionTokens > 0) this.modelTokens.inc({ backend, kind: 'completion' }, t.completionTokens);
     const prompt = t.prefillTokens ?? t.promptTokens;
     if (prompt !== undefined && prompt > 0) this.modelTokens.inc({ backend, kind: 'prompt' }, prompt);
+  }
+
+  /** A job ended on a runner after holding it `seconds`. */
+  recordInstallationRun(installation: string, seconds: number): void {
+    this.installationRuns.inc({ installation });
+    if (Number.isFinite(seconds) && seconds > 0) this.installationRunnerSeconds.inc({ installation }, seconds);
+  }
+
+  recordQuotaRefusal(installation: string, quota: string): void {
+    this.quotaRefusals.inc({ installation, quota });
+  }
+
+  /** These metrics, with model turns also counted for `installation` (one job's view, for its pipeline). */
+  forInstallation(installation: string): FrognanoMetrics {
+    const view = Object.create(this) as FrognanoMetrics;
+    view.recordModelTurn = (t: ModelTurn) => {
+      this.recordModelTurn(t);
+      if (t.completionTokens > 0) this.installationTokens.inc({ installation }, t.completionTokens);
+    };
+    return view;
   }
 
   /** Prometheus text exposition of everything in this registry. */

@@ -1,0 +1,70 @@
+import type { ConnectionOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { listRunners } from '../ops/runnerRegistry.js';
+import { FairShare } from '../queue/fairShare/dispatcher.js';
+import { startDispatchLoop } from '../queue/fairShare/loop.js';
+import type { FrognanoQueue } from '../queue/queue.js';
+import { weightsOf, type QuotasConfig } from '../queue/quotas/schema.js';
+import type { Log } from './deps.js';
+import { quotasFileFromEnv, watchQuotasFile } from './quotaFile.js';
+
+/**
+ * Model slots the dispatcher fills: FROGNANO_MODEL_SLOTS when set (the runners' total concurrency), else one per
+ * live registered runner (FROGNANO_CONCURRENCY is 1 per GPU by default), and at least one, so a runner that
+ * scales up from zero finds a job.
+ */
+export async function modelSlots(redis: Redis, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const fixed = Number.parseInt(env.FROGNANO_MODEL_SLOTS ?? '', 10);
+  if (Number.isInteger(fixed) && fixed > 0) return fixed;
+  return Math.max(1, (await listRunners(redis)).length);
+}
+
+export interface SharedService {
+  fairShare?: FairShare;
+  quotas: () => QuotasConfig | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * The app's side of a shared service: the quotas file (FROGNANO_QUOTAS_FILE; none: no quotas) and the fair-share
+ * dispatcher (off with FROGNANO_FAIR_SHARE=off: jobs then go straight into the queue, first come first served).
+ * `redis` must be a plain connection (no keyPrefix); `events` is a dedicated one for BullMQ's event stream (it blocks).
+ */
+export async function startSharedService(o: {
+  queue: FrognanoQueue;
+  redis: Redis;
+  events: ConnectionOptions;
+  prefix?: string;
+  log: Log;
+  env?: NodeJS.ProcessEnv;
+}): Promise<SharedService> {
+  const env = o.env ?? process.env;
+  const path = quotasFileFromEnv(env);
+  let fairShare: FairShare | undefined;
+  const watch = path
+    ? watchQuotasFile(path, {
+        onChange: (cfg) => {
+          o.log.info({ path }, 'quotas file changed; new limits apply');
+          void fairShare?.setWeights(weightsOf(cfg)).catch((err: unknown) => o.log.warn({ err }, 'could not store weights'));
+        },
+        onError: (err) => o.log.error({ err: err.message }, 'quotas file unreadable; keeping the previous version'),
+      })
+    : undefined;
+  let stopLoop = async () => {};
+  if (env.FROGNANO_FAIR_SHARE?.trim().toLowerCase() !== 'off') {
+    fairShare = new FairShare(o.queue, o.redis, {
+      slots: () => modelSlots(o.redis, env),
+      onError: (err) => o.log.warn({ err }, 'fair-share dispatch failed; the next event or tick retries'),
+    });
+    await fairShare.setWeights(weightsOf(watch?.current() ?? null));
+    stopLoop = startDispatchLoop(fairShare, { connection: o.events, prefix: o.prefix });
+  }
+  return {
+    fairShare,
+    quotas: () => watch?.current() ?? null,
+    async stop() {
+      watch?.stop();
+      await stopLoop();
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { QuotasFileSchema, type QuotasConfig } from '../queue/quotas/schema.js';
+
+/** The operator's quotas file, read at start and again whenever it changes (docs/operating-at-scale.md, "Quotas"). */
+
+export function quotasFileFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.FROGNANO_QUOTAS_FILE?.trim() || undefined;
+}
+
+/** Parses the file's text; an unknown key, a bad value or bad YAML throws an error that names the file. */
+export function parseQuotasFile(text: string, path: string): QuotasConfig {
+  let raw: unknown;
+  try {
+    raw = parse(text) ?? {};
+  } catch (err) {
+    throw new Error(`${path}: not valid YAML: ${(err as Error).message}`);
+  }
+  const parsed = QuotasFileSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(`${path}: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+export interface QuotasFileWatch {
+  /** The last version that parsed (a broken edit keeps the one before it). */
+  current(): QuotasConfig;
+  stop(): void;
+}
+
+/**
+ * Reads the file now (throwing if it is missing or wrong: the app should not start with quotas it cannot read),
+ * then polls its mtime: fs.watch misses the symlink swap a Kubernetes ConfigMap update does.
+ */
+export function watchQuotasFile(
+  path: string,
+  o: { onChange?: (cfg: QuotasConfig) => void; onError?: (err: Error) => void; intervalMs?: number } = {},
+): QuotasFileWatch {
+  let cfg = parseQuotasFile(readFileSync(path, 'utf8'), path);
+  const listener = (cur: Stats, prev: Stats) => {
+    if (cur.mtimeMs === prev.mtimeMs && cur.size === prev.size && cur.ino === prev.ino) return;
+    try {
+      cfg = parseQuotasFile(readFileSync(path, 'utf8'), path);
+      o.onChange?.(cfg);
+    } catch (err) {
+      o.onError?.(err as Error);
+    }
+  };
+  watchFile(path, { interval: o.intervalMs ?? 2000, persistent: false }, listener);
+  return { current: () => cfg, stop: () => unwatchFile(path, listener) };
+}
