@@ -40,7 +40,10 @@ export function watchQuotasFile(
   const listener = (cur: Stats, prev: Stats) => {
     if (cur.mtimeMs === prev.mtimeMs && cur.size === prev.size && cur.ino === prev.ino) return;
     try {
-      cfg = parseQuotasFile(readFileSync(path, 'utf8'), path);
+      const text = readFileSync(path, 'utf8');
+      // An empty read while the app runs is most likely a write in progress (truncate, then write): wait for more.
+      if (!text.trim()) return;
+      cfg = parseQuotasFile(text, path);
       o.onChange?.(cfg);
     } catch (err) {
       o.onError?.(err as Error);

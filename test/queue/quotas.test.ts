@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -66,15 +66,20 @@ describe('quotas file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fn-quotas-'));
     const path = join(dir, 'quotas.yaml');
     writeFileSync(path, 'defaults: { runsPerHour: 1 }\n');
+    // As a ConfigMap update or an editor does it: a new file renamed over the old one.
+    const replace = (text: string) => {
+      writeFileSync(`${path}.new`, text);
+      renameSync(`${path}.new`, path);
+    };
     const errors: string[] = [];
     let changed = 0;
     const watch = watchQuotasFile(path, { intervalMs: 20, onChange: () => changed++, onError: (e) => errors.push(e.message) });
     try {
       expect(watch.current().defaults.runsPerHour).toBe(1);
-      writeFileSync(path, 'defaults: { runsPerHour: 7, x: 1 }\n');
+      replace('defaults: { runsPerHour: 7, x: 1 }\n');
       await waitFor(() => errors.length > 0);
       expect(watch.current().defaults.runsPerHour).toBe(1);
-      writeFileSync(path, 'defaults: { runsPerHour: 7 }\n\n');
+      replace('defaults: { runsPerHour: 7 }\n');
       await waitFor(() => changed > 0);
       expect(watch.current().defaults.runsPerHour).toBe(7);
     } finally {
