@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import nock from 'nock';
 import { Redis } from 'ioredis';
 import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
-import { createFrognanoApp } from '../../src/app/index.js';
+import { createFrognanoApp, type AppDeps } from '../../src/app/index.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const API = 'https://api.github.com';
@@ -80,7 +80,12 @@ export interface Harness {
   reset(): Promise<void>;
 }
 
-export async function createHarness(name: string, privateKey = testPrivateKey()): Promise<Harness> {
+/** `extra`: more app dependencies (fair share, quotas), made from the harness's queue and plain connection. */
+export async function createHarness(
+  name: string,
+  privateKey = testPrivateKey(),
+  extra?: (queue: FrognanoQueue, raw: Redis) => Partial<AppDeps>,
+): Promise<Harness> {
   const ns = `fn-test-${name}-${randomUUID().slice(0, 8)}`;
   const keyPrefix = `${ns}:`;
   const queueConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
@@ -94,7 +99,7 @@ export async function createHarness(name: string, privateKey = testPrivateKey())
     Octokit: TestOctokit,
     log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
   });
-  await probot.load(createFrognanoApp({ queue, redis }));
+  await probot.load(createFrognanoApp({ queue, redis, ...extra?.(queue, raw) }));
   const reset = async () => {
     await queue.obliterate({ force: true });
     const keys = await raw.keys(`${keyPrefix}*`);
