@@ -19,6 +19,8 @@ export async function modelSlots(redis: Redis, env: NodeJS.ProcessEnv = process.
   return Math.max(1, (await listRunners(redis)).length);
 }
 
+const SLOTS_TTL_MS = 5000;
+
 export interface SharedService {
   fairShare?: FairShare;
   quotas: () => QuotasConfig | null;
@@ -52,8 +54,13 @@ export async function startSharedService(o: {
     : undefined;
   let stopLoop = async () => {};
   if (env.FROGNANO_FAIR_SHARE?.trim().toLowerCase() !== 'off') {
+    let slots = { value: 1, at: 0 };
     fairShare = new FairShare(o.queue, o.redis, {
-      slots: () => modelSlots(o.redis, env),
+      // Read at most every few seconds: listing runners costs round trips a freed slot would wait on.
+      slots: async () => {
+        if (Date.now() - slots.at > SLOTS_TTL_MS) slots = { value: await modelSlots(o.redis, env), at: Date.now() };
+        return slots.value;
+      },
       onError: (err) => o.log.warn({ err }, 'fair-share dispatch failed; the next event or tick retries'),
     });
     await fairShare.setWeights(weightsOf(watch?.current() ?? null));

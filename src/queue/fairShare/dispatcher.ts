@@ -1,9 +1,8 @@
-import { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { enqueueJob, type EnqueueResult, type FrognanoQueue } from '../queue.js';
 import type { JobData } from '../schema.js';
 import { fairOrder, type ClassLine } from './order.js';
-import { FORGET, HOLD, PICK, SNAPSHOT, STRIDE } from './scripts.js';
+import { FORGET, HOLD, PICK, runScript, SNAPSHOT, STRIDE } from './scripts.js';
 import { serviceClassOf, tenantOf } from './tenants.js';
 
 /**
@@ -47,6 +46,7 @@ export class FairShare {
   readonly root: string;
   private running: Promise<void> | null = null;
   private again = false;
+  private recoveredAt = 0;
 
   /** `redis`: a plain connection (no ioredis keyPrefix: keys are built inside Lua) to the queue's Redis. */
   constructor(
@@ -93,12 +93,12 @@ export class FairShare {
   async hold(data: JobData, jobId: string): Promise<boolean> {
     const t = tenantOf(data);
     const args = [this.root, serviceClassOf(data), t.installation, t.repository, jobId];
-    return (await this.redis.eval(HOLD, 0, ...args)) === 1;
+    return (await runScript(this.redis, HOLD, [], args)) === 1;
   }
 
   /** Takes a job out of line (it was cancelled); true when it was in line. */
   async forget(jobId: string): Promise<boolean> {
-    return (await this.redis.eval(FORGET, 0, this.root, jobId)) === 1;
+    return (await runScript(this.redis, FORGET, [], [this.root, jobId])) === 1;
   }
 
   /** Installation weights from the quotas file; installations not named weigh 1. */
@@ -116,13 +116,15 @@ export class FairShare {
    */
   async dispatch(): Promise<Dispatched[]> {
     const redis = this.redis;
-    await this.promoteStalePicks(redis);
+    // Off the hot path (a freed slot waits on every round trip here): a dead dispatcher's picks are rare.
+    if (Date.now() - this.recoveredAt > STALE_PICK_MS / 6) await this.promoteStalePicks(redis);
     const slots = await this.opts.slots();
     const k = this.queue.keys;
     const moved: Dispatched[] = [];
     for (;;) {
-      const picked = (await redis.eval(PICK, 4, k.wait, k.active, k.prioritized, this.dispatchingKey(),
-        this.root, String(slots), String(Date.now()), String(STRIDE))) as [string, string, string] | null;
+      const keys = [k.wait!, k.active!, k.prioritized!, this.dispatchingKey()];
+      const args = [this.root, String(slots), String(Date.now()), String(STRIDE)];
+      const picked = (await runScript(redis, PICK, keys, args)) as [string, string, string] | null;
       if (!picked) return moved;
       const [jobId, installation, repository] = picked;
       await this.promote(redis, jobId);
@@ -170,24 +172,28 @@ export class FairShare {
     return wait + prioritized + picked;
   }
 
-  /** Delayed -> waiting. A job removed meanwhile (cancelled) or already promoted is simply passed over. */
+  /**
+   * Delayed -> waiting. A job removed meanwhile (cancelled) or already promoted is passed over; one still delayed
+   * after an error (Redis unreachable) stays marked as picked, for the next dispatcher to promote.
+   */
   private async promote(redis: Redis, jobId: string): Promise<void> {
     try {
-      const job = await Job.fromId(this.queue, jobId);
-      if (job && (await job.isDelayed())) await job.promote();
-    } finally {
-      await redis.zrem(this.dispatchingKey(), jobId);
+      await this.queue.getBackend().promote(jobId);
+    } catch (err) {
+      if ((await this.queue.getJobState(jobId)) === 'delayed') throw err;
     }
+    await redis.zrem(this.dispatchingKey(), jobId);
   }
 
   private async promoteStalePicks(redis: Redis): Promise<void> {
+    this.recoveredAt = Date.now();
     const stale = await redis.zrangebyscore(this.dispatchingKey(), 0, Date.now() - STALE_PICK_MS);
     for (const jobId of stale) await this.promote(redis, jobId).catch(() => undefined);
   }
 
   private async snapshot(installation = '', repository = '') {
-    const raw = (await this.redis.eval(SNAPSHOT, 0, this.root, String(SNAPSHOT_JOBS_PER_REPO),
-      installation, repository)) as string;
+    const args = [this.root, String(SNAPSHOT_JOBS_PER_REPO), installation, repository];
+    const raw = (await runScript(this.redis, SNAPSHOT, [], args)) as string;
     const snap = JSON.parse(raw) as Snapshot;
     const weights = new Map<string, number>();
     const w = list<string>(snap.weights);

@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
 /**
  * The fair-share state lives in Redis and changes only inside these Lua scripts, so every change is atomic
  * and any number of app replicas (and runners) may run them at once.
@@ -14,6 +17,17 @@
  * Dynamic keys are built from `root`, as BullMQ builds job keys from its prefix: on a Redis Cluster the
  * BullMQ prefix must carry a hash tag (`{bull}`) so the queue's keys and these share one slot.
  */
+
+/** Runs a script by its SHA1 (sent in full only the first time a Redis server sees it). */
+export async function runScript(redis: Redis, script: string, keys: string[], args: string[]): Promise<unknown> {
+  const sha = createHash('sha1').update(script).digest('hex');
+  try {
+    return await redis.evalsha(sha, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
+    return redis.eval(script, keys.length, ...keys, ...args);
+  }
+}
 
 /**
  * Pass a weight-1 tenant advances per job; a tenant of weight w advances floor(STRIDE / w). Integer passes keep
