@@ -85,6 +85,23 @@ describe('fair share in the app', () => {
     expect(order.indexOf(JOB1)).toBe(1);
   });
 
+  test('/frognano status on a held job gives its place in fair order', async () => {
+    await fair.enqueue(jobFor('Acme', 'x', 1));
+    await fair.enqueue(jobFor('Acme', 'x', 2));
+    nockPermission('Codertocat', 'write');
+    nock(API).get(`${REPO}/issues/1/comments`).query(true).reply(200, []);
+    nockCreateComment(1, []);
+    await receive(h.probot, 'issues', labeledPayload());
+    const replies: string[] = [];
+    nockPermission('Codertocat', 'write');
+    nock(API).post(`${REPO}/issues/comments/79/reactions`).reply(201, { id: 1 });
+    nock(API).patch(`${REPO}/issues/comments/9001`).reply(200, { id: 9001 });
+    nockCreateComment(1, replies, 9002);
+    await receive(h.probot, 'issue_comment', commentPayload('/frognano status', { commentId: 79 }));
+    // Acme and Codertocat alternate: Acme's first, then this one, ahead of Acme's second.
+    expect(replies[0]).toContain('queued (2nd in line)');
+  });
+
   test('/frognano cancel withdraws a job still held in line', async () => {
     nockPermission('Codertocat', 'write');
     nock(API).get(`${REPO}/issues/1/comments`).query(true).reply(200, []);

@@ -5,6 +5,7 @@ import { Worker } from 'bullmq';
 import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
 import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
+import { fairShareBacklog } from '../../src/queue/fairShare/backlog.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ns = `fn-test-fair-${randomUUID().slice(0, 8)}`;
@@ -86,6 +87,7 @@ describe('fair share order', () => {
     ]);
     expect(await queue.getJobCountByTypes('delayed')).toBe(9);
     expect(await fair.backlog()).toBe(9);
+    expect(await fairShareBacklog(redis, `${ns}-bull`)).toBe(9); // what a backlog metric reads
     const predicted = new Map<string, number | undefined>();
     for (const id of names.keys()) predicted.set(id, await fair.position(id));
 

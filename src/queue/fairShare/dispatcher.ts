@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { enqueueJob, type EnqueueResult, type FrognanoQueue } from '../queue.js';
 import type { JobData } from '../schema.js';
+import { fairShareBacklog, fairShareRoot } from './backlog.js';
 import { fairOrder, type ClassLine } from './order.js';
 import { FORGET, HOLD, PICK, runScript, SNAPSHOT, STRIDE } from './scripts.js';
 import { serviceClassOf, tenantOf } from './tenants.js';
@@ -54,7 +55,7 @@ export class FairShare {
     private readonly redis: Redis,
     private readonly opts: FairShareOptions,
   ) {
-    this.root = `${queue.opts.prefix ?? 'bull'}:${queue.name}:fs`;
+    this.root = fairShareRoot(queue.opts.prefix);
   }
 
   /**
@@ -132,9 +133,9 @@ export class FairShare {
     }
   }
 
-  /** Held jobs (the backlog the fair share still holds; BullMQ's own counts do not include them as waiting). */
-  async backlog(): Promise<number> {
-    return this.redis.hlen(`${this.root}:where`);
+  /** Held jobs (see fairShareBacklog). */
+  backlog(): Promise<number> {
+    return fairShareBacklog(this.redis, this.queue.opts.prefix);
   }
 
   /** 1-based place in line of a held job (after the jobs already waiting in the queue), or undefined. */
