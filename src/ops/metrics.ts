@@ -117,24 +117,20 @@ export class FrognanoMetrics {
       buckets: [1, 2, 5, 10, 20, 30, 50, 75, 100],
       registers,
     });
-    this.installationRuns = new Counter({
-      name: 'frognano_installation_runs_total',
-      help: 'Jobs that ended on a runner, by installation (account login).',
-      labelNames: ['installation'],
-      registers,
-    });
-    this.installationRunnerSeconds = new Counter({
-      name: 'frognano_installation_runner_seconds_total',
-      help: 'Seconds jobs held a runner, by installation (the runner-seconds quotas count).',
-      labelNames: ['installation'],
-      registers,
-    });
-    this.installationTokens = new Counter({
-      name: 'frognano_installation_generated_tokens_total',
-      help: 'Tokens the model generated, by installation.',
-      labelNames: ['installation'],
-      registers,
-    });
+    const perInstallation = (name: string, help: string) =>
+      new Counter({ name, help, labelNames: ['installation'] as const, registers });
+    this.installationRuns = perInstallation(
+      'frognano_installation_runs_total',
+      'Jobs that ended on a runner, by installation (account login).',
+    );
+    this.installationRunnerSeconds = perInstallation(
+      'frognano_installation_runner_seconds_total',
+      'Seconds jobs held a runner, by installation (the runner-seconds quotas count).',
+    );
+    this.installationTokens = perInstallation(
+      'frognano_installation_generated_tokens_total',
+      'Tokens the model generated, by installation.',
+    );
     this.quotaRefusals = new Counter({
       name: 'frognano_quota_refusals_total',
       help: 'Asks refused because a quota was used up, by installation and quota.',

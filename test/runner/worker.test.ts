@@ -11,6 +11,8 @@ import { STALLED_FAILED_REASON, stalledFailureText } from '../../src/queue/stall
 import { upsertStatusComment } from '../../src/github/statusComment.js';
 import { statusOfJob } from '../../src/app/jobStatus.js';
 import { FrognanoMetrics } from '../../src/ops/metrics.js';
+import { tenantOf } from '../../src/queue/fairShare/tenants.js';
+import { runnerSecondsUsed } from '../../src/queue/quotas/store.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
@@ -132,6 +134,13 @@ describe('runner worker', () => {
     expect(exposition).toContain('frognano_jobs_completed_total{outcome="pull_request"} 1');
     expect(exposition).toMatch(/frognano_model_tokens_total\{backend="replay",kind="completion"\} \d+/);
     expect(exposition).toContain('frognano_turns_per_job_count 1');
+    const installation = owner.toLowerCase();
+    expect(exposition).toContain(`frognano_installation_runs_total{installation="${installation}"} 1`);
+    expect(exposition).toMatch(new RegExp(`frognano_installation_generated_tokens_total\\{installation="${installation}"\\} [1-9]`));
+    // The runner-seconds ledger counts both runners' time on the job (the handed-back run held a runner too).
+    const used = await runnerSecondsUsed(redis, tenantOf({ owner, repo: REPO }), 'day');
+    expect(used.repository).toBeGreaterThan(0);
+    expect(used.installation).toBe(used.repository);
     expect((await queue.getJob(id))!.returnvalue).toMatchObject({ outcome: 'pull_request', branch: 'frognano/issue-7' });
     expect(gitIn(remote.bare, 'show', 'refs/heads/frognano/issue-7:hello.txt')).toBe('hello\n');
     expect(gh.statusBodies().at(-1)).toContain('draft pull request #5 opened');

@@ -94,12 +94,12 @@ export class FairShare {
   async hold(data: JobData, jobId: string): Promise<boolean> {
     const t = tenantOf(data);
     const args = [this.root, serviceClassOf(data), t.installation, t.repository, jobId];
-    return (await runScript(this.redis, HOLD, [], args)) === 1;
+    return (await runScript(this.redis, HOLD, [this.routeKey()], args)) === 1;
   }
 
   /** Takes a job out of line (it was cancelled); true when it was in line. */
   async forget(jobId: string): Promise<boolean> {
-    return (await runScript(this.redis, FORGET, [], [this.root, jobId])) === 1;
+    return (await runScript(this.redis, FORGET, [this.routeKey()], [this.root, jobId])) === 1;
   }
 
   /** Installation weights from the quotas file; installations not named weigh 1. */
@@ -160,6 +160,11 @@ export class FairShare {
     return (await this.waitingCount()) + fairOrder(classes, weights).indexOf(probe) + 1;
   }
 
+  /** Scripts that build all their keys from root still name one, so a Redis Cluster routes them to its slot. */
+  private routeKey(): string {
+    return `${this.root}:where`;
+  }
+
   private dispatchingKey(): string {
     return `${this.root}:dispatching`;
   }
@@ -194,7 +199,7 @@ export class FairShare {
 
   private async snapshot(installation = '', repository = '') {
     const args = [this.root, String(SNAPSHOT_JOBS_PER_REPO), installation, repository];
-    const raw = (await runScript(this.redis, SNAPSHOT, [], args)) as string;
+    const raw = (await runScript(this.redis, SNAPSHOT, [this.routeKey()], args)) as string;
     const snap = JSON.parse(raw) as Snapshot;
     const weights = new Map<string, number>();
     const w = list<string>(snap.weights);
