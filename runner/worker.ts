@@ -6,6 +6,7 @@ import { QUEUE_NAME, type JobData, type JobResult } from '../src/queue/schema.js
 import { isStalledFailure } from '../src/queue/stalled.js';
 import { HandBackError, JobFailure, processJob, type AbortCause, type RunnerContext } from '../src/runner/processJob.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
+import { createHandOff } from './handOff.js';
 import { startJobUsage } from './jobUsage.js';
 
 export interface RunnerWorkerOptions {
@@ -44,6 +45,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   /** Status-comment writes for jobs BullMQ gave up on; shutdown waits for them. */
   const reports = new Set<Promise<void>>();
   const log = o.ctx.logger;
+  const handOff = createHandOff({ connection: o.connection, redis: o.ctx.redis, prefix: o.prefix, logger: log });
 
   const processor = async (job: Job<JobData, JobResult, string>, token?: string): Promise<JobResult> => {
     const id = job.id ?? 'unknown';
@@ -70,6 +72,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
       throw e;
     } finally {
       await usage.end();
+      await handOff.jobEnding(id);
       active.delete(id);
       await stopListening();
       await o.registration?.setCurrentJob(null).catch(() => undefined);
@@ -120,6 +123,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
         clearTimeout(timer);
       }
       await Promise.all([...reports]);
+      await handOff.close();
     },
   };
 }

@@ -142,6 +142,28 @@ describe('fair share order', () => {
   });
 });
 
+describe('hand-off by the runner', () => {
+  test('an active job marked ending frees its slot once, for the slots the app last counted', async () => {
+    const runnerSide = new FairShare(queue, redis, {});
+    const worker = new Worker(QUEUE_NAME, null, { connection: conn, prefix: `${ns}-bull`, autorun: false });
+    try {
+      const [a, b, c] = [...(await add([data('acme', 'x'), data('beta', 'y'), data('gamma', 'z')])).keys()];
+      slots = 1;
+      expect((await fair.dispatch()).map((m) => m.jobId)).toEqual([a]); // stores slots = 1 for the runners
+      expect((await worker.getNextJob('tok', { block: false }))?.id).toBe(a);
+      expect(await runnerSide.dispatch()).toEqual([]); // a holds the only slot
+      await runnerSide.handOff(a!);
+      expect((await queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([b]);
+      await runnerSide.handOff(a!); // the same job again: no second slot
+      expect(await fair.dispatch()).toEqual([]);
+      expect((await queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([b]);
+      expect(await fair.position(c!)).toBe(2);
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
 describe('dispatcher concurrency', () => {
   test('two dispatchers at once never exceed the slots, lose or duplicate a job', async () => {
     const other = new Redis(REDIS_URL, { maxRetriesPerRequest: null });

@@ -21,8 +21,11 @@ const STALE_PICK_MS = 30_000;
 const SNAPSHOT_JOBS_PER_REPO = 1000;
 
 export interface FairShareOptions {
-  /** Model slots: the runners' total concurrency (read on each dispatch, so it can follow the fleet). */
-  slots: () => number | Promise<number>;
+  /**
+   * Model slots: the runners' total concurrency (read on each dispatch, so it can follow the fleet). Absent (a
+   * runner's hand-off): the count the app last used, stored in Redis.
+   */
+  slots?: () => number | Promise<number>;
   /** A dispatch started by kick() failed (Redis down): the next kick or tick tries again. */
   onError?: (err: unknown) => void;
 }
@@ -119,18 +122,30 @@ export class FairShare {
     const redis = this.redis;
     // Off the hot path (a freed slot waits on every round trip here): a dead dispatcher's picks are rare.
     if (Date.now() - this.recoveredAt > STALE_PICK_MS / 6) await this.promoteStalePicks(redis);
-    const slots = await this.opts.slots();
-    const k = this.queue.keys;
+    const slots = this.opts.slots ? String(await this.opts.slots()) : '';
     const moved: Dispatched[] = [];
-    for (;;) {
-      const keys = [k.wait!, k.active!, k.prioritized!, this.dispatchingKey()];
-      const args = [this.root, String(slots), String(Date.now()), String(STRIDE)];
-      const picked = (await runScript(redis, PICK, keys, args)) as [string, string, string] | null;
-      if (!picked) return moved;
-      const [jobId, installation, repository] = picked;
-      await this.promote(redis, jobId);
-      moved.push({ jobId, installation, repository });
-    }
+    for (let next = await this.pickOne(slots); next; next = await this.pickOne(slots)) moved.push(next);
+    return moved;
+  }
+
+  /** One pick and its promotion; `ending`: an active job to mark as ending in the same step. */
+  private async pickOne(slots: string, ending = ''): Promise<Dispatched | null> {
+    const k = this.queue.keys;
+    const keys = [k.wait!, k.active!, k.prioritized!, this.dispatchingKey(), `${this.root}:ending`];
+    const args = [this.root, slots, String(Date.now()), String(STRIDE), ending];
+    const picked = (await runScript(this.redis, PICK, keys, args)) as [string, string, string] | null;
+    if (!picked) return null;
+    const [jobId, installation, repository] = picked;
+    await this.promote(this.redis, jobId);
+    return { jobId, installation, repository };
+  }
+
+  /**
+   * The runner of active job `jobId` is done with the model: its slot may go to the next job now, so BullMQ hands
+   * that job over in the same call that finishes this one (no extra round trips between two jobs on a runner).
+   */
+  async handOff(jobId: string): Promise<Dispatched | null> {
+    return this.pickOne(this.opts.slots ? String(await this.opts.slots()) : '', jobId);
   }
 
   /** Held jobs (see fairShareBacklog). */

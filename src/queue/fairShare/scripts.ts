@@ -14,6 +14,8 @@ import type { Redis } from 'ioredis';
  *   `where`               hash job id -> `class|installation|repository` (for removal)
  *   `weights`             hash installation -> weight (written by the app from the quotas file)
  *   `dispatching`         zset job id -> ms: picked, not yet promoted; counted as a used slot
+ *   `ending`              zset job id -> ms: active jobs whose runner has finished the model work (hand-off)
+ *   `slots`               the model slots the app last counted (a runner's hand-off uses it)
  * Dynamic keys are built from `root`, as BullMQ builds job keys from its prefix: on a Redis Cluster the
  * BullMQ prefix must carry a hash tag (`{bull}`) so the queue's keys and these share one slot.
  */
@@ -88,15 +90,38 @@ return 1
 `;
 
 /**
- * KEYS: BullMQ wait, active, prioritized, then our dispatching zset. ARGV: root, slots, now (ms), stride.
- * Picks the next job by fair share when fewer than `slots` jobs are waiting or running, and marks it as
- * dispatching (so it counts as a used slot until the caller has promoted it). Returns {jobId, inst, repo}
- * or false.
+ * Active jobs marked as ending (their runner is done with the model and about to report) free their slot early,
+ * so the next job is already waiting when the runner asks BullMQ for it. A mark counts only while its job is
+ * still active, and for a minute at most (a runner that died right after marking).
  */
-export const PICK = `${RETIRE}
-local root, slots, now, stride = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+const ENDING = `
+local function endingCount(endingKey, activeKey, cutoff)
+  local n = 0
+  local marks = redis.call('ZRANGE', endingKey, 0, -1, 'WITHSCORES')
+  for i = 1, #marks, 2 do
+    if tonumber(marks[i + 1]) < cutoff or not redis.call('LPOS', activeKey, marks[i]) then
+      redis.call('ZREM', endingKey, marks[i])
+    else
+      n = n + 1
+    end
+  end
+  return n
+end
+`;
+
+/**
+ * KEYS: BullMQ wait, active, prioritized, then our dispatching and ending zsets. ARGV: root, slots ('' = the
+ * count the app last stored), now (ms), stride, and optionally an active job to mark as ending first. Picks the next job by fair share when fewer than `slots` jobs are
+ * waiting or running (less those ending), and marks it as dispatching (so it counts as a used slot until the
+ * caller has promoted it). Returns {jobId, inst, repo} or false.
+ */
+export const PICK = `${RETIRE}${ENDING}
+local root, now, stride = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
+local slots = tonumber(ARGV[2])
+if ARGV[5] and ARGV[5] ~= '' then redis.call('ZADD', KEYS[5], now, ARGV[5]) end
+if slots then redis.call('SET', root .. ':slots', slots) else slots = tonumber(redis.call('GET', root .. ':slots') or '1') end
 local used = redis.call('LLEN', KEYS[1]) + redis.call('LLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])
-  + redis.call('ZCARD', KEYS[4])
+  + redis.call('ZCARD', KEYS[4]) - endingCount(KEYS[5], KEYS[2], now - 60000)
 if used >= slots then return false end
 for _, class in ipairs({'c0', 'c1'}) do
   local c = root .. ':' .. class
