@@ -4,7 +4,7 @@
  * and llama.cpp's `llama-server --jinja` (recorded from a real server, scripts/record-llama-server.sh), replayed from
  * a real HTTP server, one test per case the client must survive.
  */
-import { OpenAIBackend, type OpenAIBackendOptions } from '../../src/inference/openai.js';
+import { OpenAIBackend, type OpenAIBackendOptions } from '../../src/inference/openai/index.js';
 import type { RetryInfo } from '../../src/inference/retry.js';
 import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
 import { ScriptedServer, loadFixture, replay, router, type HttpFixture } from './modelServerReplay.js';
