@@ -68,20 +68,29 @@ export interface MaxTokensChoice {
 }
 
 /**
- * The request's max_tokens: the per-turn cap, clamped to what the context leaves. Omitted when there is no cap
- * and the prompt size is only estimated (the server then fills the rest of the context itself).
+ * The request's max_tokens. Upstream Leaf sends none unless max_tokens_per_turn is set (its eval sets null), and
+ * the server then stops at its own context end. So: the per-turn cap when there is one, clamped to what the
+ * context leaves; with no cap, none, unless the usable context ends before the server's (an operator setting below
+ * it, or a server whose context is unknown) and the prompt was counted exactly: then what that context leaves.
+ * Throws ContextOverflowError when the prompt alone fills the context.
  */
 export function chooseMaxTokens(prompt: PromptCount | undefined, cap: number | undefined, window: ContextWindow): MaxTokensChoice {
   const ctx = window.usable;
   if (!ctx || !prompt) return { maxTokens: cap };
   const room = ctx - prompt.tokens;
+  const counted = `${prompt.tokens}${prompt.exact ? '' : ' estimated'} tokens`;
   if (room <= 0) {
-    throw new ContextOverflowError(
-      `the prompt (${prompt.tokens}${prompt.exact ? '' : ' estimated'} tokens) fills the model's ${ctx}-token context`,
-      prompt.tokens,
-      ctx,
-    );
+    throw new ContextOverflowError(`the prompt (${counted}) fills the model's ${ctx}-token context`, prompt.tokens, ctx);
   }
-  if (cap === undefined) return { maxTokens: prompt.exact ? room : undefined };
-  return { maxTokens: Math.min(cap, room) };
+  if (cap !== undefined) {
+    if (cap <= room) return { maxTokens: cap };
+    return { maxTokens: room, why: `max_tokens ${room}, not the per-turn cap ${cap}: the prompt (${counted}) leaves that much of the ${ctx}-token context` };
+  }
+  const serverStopsInTime = window.server !== undefined && window.server <= ctx;
+  if (serverStopsInTime || !prompt.exact) return {};
+  const server = window.server === undefined ? 'unknown' : `${window.server} tokens`;
+  return {
+    maxTokens: room,
+    why: `max_tokens ${room} (no per-turn cap): the prompt (${counted}) leaves that much of the ${ctx}-token context, which ends before the server's (${server})`,
+  };
 }
