@@ -44,7 +44,8 @@ export class StoppableText {
   }
 
   private stream(final: boolean): void {
-    const end = this.stopAt >= 0 ? this.stopAt : final ? this.text.length : Math.max(this.streamed, this.text.length - this.holdBack);
+    const pending = final ? this.text.length : Math.max(this.streamed, this.text.length - this.holdBack);
+    const end = this.stopAt >= 0 ? this.stopAt : pending;
     if (end > this.streamed) {
       this.onToken?.(this.text.slice(this.streamed, end));
       this.streamed = end;

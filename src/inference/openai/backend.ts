@@ -103,7 +103,8 @@ export class OpenAIBackend implements ModelBackend {
       refuseAutoToolChoice: () => this.refuseAutoToolChoice(),
     };
     const request = this.transport.request.bind(this.transport);
-    this.tokens = new PromptTokenCounter(this.transport.urls.rootUrl, opts.model, request, (n) => this.learnContextLength(n));
+    const learn = (n: number | null | undefined) => this.learnContextLength(n);
+    this.tokens = new PromptTokenCounter(this.transport.urls.rootUrl, opts.model, request, learn);
   }
 
   /** The usable context: the smaller of the operator's setting and the server's, whichever are known. */
@@ -141,7 +142,8 @@ export class OpenAIBackend implements ModelBackend {
         try {
           const wire = await withRetries(this.retries, {
             signal: options.signal,
-            attempt: (signal) => this.transport.chatCompletion(call.body(maxTokens, this.autoToolChoice), signal, call.stream, call.onDelta),
+            attempt: (signal) =>
+              this.transport.chatCompletion(call.body(maxTokens, this.autoToolChoice), signal, call.stream, call.onDelta),
             deliveredOutput: () => call.partial.length > 0,
             onRetry: options.onRetry,
           });
@@ -197,7 +199,8 @@ export class OpenAIBackend implements ModelBackend {
     if (!this.autoToolChoice) return false;
     this.autoToolChoice = false;
     this.opts.onWarning?.(
-      `${this.transport.displayUrl} refuses tool_choice "auto": parsing the model's raw tool-call markup instead (start vLLM with ${VLLM_TOOL_FLAGS}).`,
+      `${this.transport.displayUrl} refuses tool_choice "auto": parsing the model's raw tool-call markup instead ` +
+        `(start vLLM with ${VLLM_TOOL_FLAGS}).`,
     );
     return true;
   }
@@ -216,7 +219,8 @@ export class OpenAIBackend implements ModelBackend {
   private async smallerRequestFits(e: unknown, call: GenerationCall, maxTokens: number | undefined): Promise<boolean> {
     if (!(e instanceof ContextOverflowError) || maxTokens === undefined || !e.contextLength) return false;
     const counted = await this.tokens.count(call.messages, call.tools, call.templateKwargs);
-    const prompt = { tokens: Math.max(counted.tokens, e.promptTokens ?? 0), exact: counted.exact || e.promptTokens !== undefined };
+    const serverCounted = e.promptTokens !== undefined;
+    const prompt = { tokens: Math.max(counted.tokens, e.promptTokens ?? 0), exact: counted.exact || serverCounted };
     const retryWith = this.maxTokensFor(prompt, call.options.maxNewTokens);
     return retryWith !== undefined && retryWith < maxTokens;
   }

@@ -33,7 +33,11 @@ const PROBE_TOOLS: ToolSpec[] = [
  * without its tool flags) and tool_choice "required" (a grammar-constrained call any model can make, which
  * must come back in `tool_calls`).
  */
-export async function probeToolCalls(transport: ServerTransport, model: string, signal?: AbortSignal): Promise<ToolCallProbeResult> {
+export async function probeToolCalls(
+  transport: ServerTransport,
+  model: string,
+  signal?: AbortSignal,
+): Promise<ToolCallProbeResult> {
   const url = `${transport.urls.baseUrl}/chat/completions`;
   const shown = transport.displayUrl;
   const messages = [{ role: 'user', content: 'Call report_status with ready=true.' }];

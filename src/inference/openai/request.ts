@@ -74,7 +74,11 @@ export interface MaxTokensChoice {
  * it, or a server whose context is unknown) and the prompt was counted exactly: then what that context leaves.
  * Throws ContextOverflowError when the prompt alone fills the context.
  */
-export function chooseMaxTokens(prompt: PromptCount | undefined, cap: number | undefined, window: ContextWindow): MaxTokensChoice {
+export function chooseMaxTokens(
+  prompt: PromptCount | undefined,
+  cap: number | undefined,
+  window: ContextWindow,
+): MaxTokensChoice {
   const ctx = window.usable;
   if (!ctx || !prompt) return { maxTokens: cap };
   const room = ctx - prompt.tokens;
@@ -84,13 +88,16 @@ export function chooseMaxTokens(prompt: PromptCount | undefined, cap: number | u
   }
   if (cap !== undefined) {
     if (cap <= room) return { maxTokens: cap };
-    return { maxTokens: room, why: `max_tokens ${room}, not the per-turn cap ${cap}: the prompt (${counted}) leaves that much of the ${ctx}-token context` };
+    const why = `max_tokens ${room}, not the per-turn cap ${cap}: the prompt (${counted}) leaves that much of the ${ctx}-token context`;
+    return { maxTokens: room, why };
   }
   const serverStopsInTime = window.server !== undefined && window.server <= ctx;
   if (serverStopsInTime || !prompt.exact) return {};
   const server = window.server === undefined ? 'unknown' : `${window.server} tokens`;
   return {
     maxTokens: room,
-    why: `max_tokens ${room} (no per-turn cap): the prompt (${counted}) leaves that much of the ${ctx}-token context, which ends before the server's (${server})`,
+    why:
+      `max_tokens ${room} (no per-turn cap): the prompt (${counted}) leaves that much of the ${ctx}-token context, ` +
+      `which ends before the server's (${server})`,
   };
 }

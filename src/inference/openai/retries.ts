@@ -62,7 +62,8 @@ export async function withRetries<T>(ctx: RetryContext, call: RetryCall<T>): Pro
     } catch (e) {
       if (call.signal?.aborted) throw new ModelError('Generation was cancelled.');
       if (timeout.aborted && !(e instanceof ModelError)) {
-        throw new ModelError(`${transport.displayUrl} did not finish answering within ${formatSeconds(transport.timeoutMs)}.`, true);
+        const limit = formatSeconds(transport.timeoutMs);
+        throw new ModelError(`${transport.displayUrl} did not finish answering within ${limit}.`, true);
       }
       verdict = classify(e, ctx, state);
     }
@@ -77,7 +78,8 @@ export async function withRetries<T>(ctx: RetryContext, call: RetryCall<T>): Pro
       throw transport.error(`${verdict.reason} (gave up after ${retry + 1} attempts in ${formatSeconds(elapsedMs)})`, true);
     }
     const delayMs = verdict.waitMs ?? backoffDelayMs(retry, policy, ctx.random);
-    const info: RetryInfo = { retry: retry + 1, maxRetries: policy.maxRetries, delayMs, reason: transport.clean(verdict.reason), elapsedMs };
+    const reason = transport.clean(verdict.reason);
+    const info: RetryInfo = { retry: retry + 1, maxRetries: policy.maxRetries, delayMs, reason, elapsedMs };
     ctx.onRetry?.(info);
     call.onRetry?.(info);
     try {
@@ -109,7 +111,8 @@ function classifyStatus(e: HttpStatusError, ctx: RetryContext, state: FailureSta
   const overflow = contextOverflowFacts(body);
   if (overflow) {
     ctx.onContextLength(overflow.contextLength);
-    return { kind: 'fail', error: new ContextOverflowError(transport.clean(e.message), overflow.promptTokens, overflow.contextLength) };
+    const error = new ContextOverflowError(transport.clean(e.message), overflow.promptTokens, overflow.contextLength);
+    return { kind: 'fail', error };
   }
   // Fall back to raw markup at once, without counting a retry: with tool_choice "none" vLLM still renders the
   // tools into the prompt and returns the model's <tool_call> markup as content, which we parse.

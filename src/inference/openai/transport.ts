@@ -80,7 +80,8 @@ export class ServerTransport {
       return await readStream(res, watch!, onDelta, this);
     } catch (e) {
       if (watch?.fired) {
-        throw new StalledError(`${this.displayUrl} sent nothing for ${formatSeconds(this.opts.stallTimeoutMs)} (stalled stream).`);
+        const silence = formatSeconds(this.opts.stallTimeoutMs);
+        throw new StalledError(`${this.displayUrl} sent nothing for ${silence} (stalled stream).`);
       }
       throw e;
     } finally {
