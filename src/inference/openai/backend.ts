@@ -113,6 +113,10 @@ export class OpenAIBackend implements ModelBackend {
     return known.length ? Math.min(...known) : undefined;
   }
 
+  private get contextWindow(): ContextWindow {
+    return { usable: this.contextLength, server: this.serverContextLength };
+  }
+
   info(): BackendInfo {
     const info: BackendInfo = { backend: 'openai', model: this.opts.model, device: `remote ${this.transport.displayUrl}` };
     if (this.contextLength) info.contextLength = this.contextLength;
@@ -206,8 +210,7 @@ export class OpenAIBackend implements ModelBackend {
   }
 
   private maxTokensFor(prompt: PromptCount | undefined, cap: number | undefined): number | undefined {
-    const window: ContextWindow = { usable: this.contextLength, server: this.serverContextLength };
-    const choice = chooseMaxTokens(prompt, cap, window);
+    const choice = chooseMaxTokens(prompt, cap, this.contextWindow);
     if (choice.why) this.opts.onDebug?.(choice.why);
     return choice.maxTokens;
   }
@@ -221,7 +224,8 @@ export class OpenAIBackend implements ModelBackend {
     const counted = await this.tokens.count(call.messages, call.tools, call.templateKwargs);
     const serverCounted = e.promptTokens !== undefined;
     const prompt = { tokens: Math.max(counted.tokens, e.promptTokens ?? 0), exact: counted.exact || serverCounted };
-    const retryWith = this.maxTokensFor(prompt, call.options.maxNewTokens);
+    // Only a look: the next round chooses (and logs) its max_tokens itself.
+    const retryWith = chooseMaxTokens(prompt, call.options.maxNewTokens, this.contextWindow).maxTokens;
     return retryWith !== undefined && retryWith < maxTokens;
   }
 }
