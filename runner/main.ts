@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const backend = await createBackend(backendConfigFromEnv(process.env), {
     onRetry: (retry) => log.warn({ retry: retry.retry, delayMs: retry.delayMs }, describeRetry(retry)),
     onWarning: (message) => log.warn(message),
+    onDebug: (message) => log.debug(message),
   });
   const info = backend.info();
   const registration = await registerRunner({

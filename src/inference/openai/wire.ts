@@ -4,7 +4,7 @@
  * and the raw-text rendering of server-parsed tool calls.
  */
 import { z } from 'zod';
-import type { ChatMessage, ToolCall } from './types.js';
+import type { ChatMessage, ToolCall } from '../types.js';
 
 const WireToolCallSchema = z.object({
   id: z.string().nullish(),

@@ -1,6 +1,6 @@
 /**
- * What the model servers' error bodies mean: the detail worth quoting, whether it is a full context
- * (and the numbers in it), and whether a 500 is a deterministic rejection that a retry cannot change.
+ * What the model servers' errors mean: the detail worth quoting, whether it is a full context (and the numbers
+ * in it), whether a 500 is a deterministic rejection that a retry cannot change, and a network error's cause.
  * Wordings recorded from vLLM, llama.cpp's llama-server and SGLang (see test/fixtures/model-servers/).
  */
 
@@ -138,4 +138,12 @@ export function isDeterministicServerError(body: ErrorBody): boolean {
   return /validation error|ValidationError|is not valid under|must be (?:a|an|one of|at least|less|greater)|unsupported|not supported|template|failed to (?:parse|format)/i.test(
     body.message ?? '',
   );
+}
+
+/** fetch() hides the socket error in `cause`; that is the part a person can act on. */
+export function networkCause(e: unknown): string {
+  const err = e as { message?: string; cause?: { code?: string; message?: string } };
+  const cause = err?.cause;
+  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
+  return cause?.message ?? err?.message ?? String(e);
 }

@@ -4,8 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { toWireMessage } from './openaiWire.js';
-import type { ChatMessage, ToolSpec } from './types.js';
+import { toWireMessage } from './wire.js';
+import type { ChatMessage, ToolSpec } from '../types.js';
 
 /** What a count was based on: the server's tokenizer, or our over-estimate. */
 export interface PromptCount {
@@ -29,8 +29,6 @@ export class PromptTokenCounter {
   private tokenizer?: 'vllm' | 'llamacpp' | 'none';
   /** The last count, so the loop's count and generate's clamp cost one request. */
   private last?: { key: string; count: PromptCount };
-  /** `chat_template_kwargs` of the generation requests (set by the backend), so counts render the same prompt. */
-  templateKwargs?: Record<string, unknown>;
 
   constructor(
     /** The server root, without `/v1`. */
@@ -41,12 +39,19 @@ export class PromptTokenCounter {
     private readonly onContextLength: (n: number | null | undefined) => void,
   ) {}
 
-  async count(messages: ChatMessage[], tools: ToolSpec[]): Promise<PromptCount> {
+  /**
+   * `templateKwargs` are the `chat_template_kwargs` the generation request sends (enable_thinking changes the
+   * generation prompt's tokens), so the count renders the same prompt.
+   */
+  async count(messages: ChatMessage[], tools: ToolSpec[], templateKwargs: unknown): Promise<PromptCount> {
     const wireMessages = messages.map(toWireMessage);
     const wireTools = tools.length ? tools : undefined;
-    const key = createHash('sha256').update(JSON.stringify([wireMessages, wireTools, this.templateKwargs])).digest('hex');
+    const key = createHash('sha256').update(JSON.stringify([wireMessages, wireTools, templateKwargs])).digest('hex');
     if (this.last?.key === key) return this.last.count;
-    const count = (await this.serverCount(wireMessages, wireTools)) ?? { tokens: estimateTokens(messages, tools), exact: false };
+    const count = (await this.serverCount(wireMessages, wireTools, templateKwargs)) ?? {
+      tokens: overestimatePromptTokens(messages, tools),
+      exact: false,
+    };
     if (count.exact) this.last = { key, count };
     return count;
   }
@@ -55,7 +60,11 @@ export class PromptTokenCounter {
    * An endpoint is written off only when the server says it does not exist (404/405/501), never after a timeout
    * or a 5xx, so one bad moment does not turn every later count into an estimate.
    */
-  private async serverCount(messages: unknown[], tools: ToolSpec[] | undefined): Promise<PromptCount | undefined> {
+  private async serverCount(
+    messages: unknown[],
+    tools: ToolSpec[] | undefined,
+    templateKwargs: unknown,
+  ): Promise<PromptCount | undefined> {
     const absent = (status: number) => status === 404 || status === 405 || status === 501;
     let vllmAbsent = false;
     if (this.tokenizer === undefined || this.tokenizer === 'vllm') {
@@ -64,7 +73,7 @@ export class PromptTokenCounter {
         messages,
         tools,
         add_generation_prompt: true,
-        chat_template_kwargs: this.templateKwargs,
+        chat_template_kwargs: templateKwargs,
       });
       const parsed = z.object({ count: z.number(), max_model_len: z.number().nullish() }).safeParse(r.json);
       if (parsed.success) {
@@ -77,7 +86,7 @@ export class PromptTokenCounter {
       vllmAbsent = r.error === undefined && r.status >= 200 && r.status < 500;
     }
     if (this.tokenizer === undefined || this.tokenizer === 'llamacpp') {
-      const applied = await this.request('POST', `${this.rootUrl}/apply-template`, { messages, tools, chat_template_kwargs: this.templateKwargs });
+      const applied = await this.request('POST', `${this.rootUrl}/apply-template`, { messages, tools, chat_template_kwargs: templateKwargs });
       const prompt = z.object({ prompt: z.string() }).safeParse(applied.json);
       if (prompt.success) {
         const tokens = z
@@ -100,8 +109,11 @@ export const CHARS_PER_TOKEN = 3;
 /** Per-message template overhead (`<|im_start|>role\n ... <|im_end|>\n`). */
 const TOKENS_PER_MESSAGE = 5;
 
-/** Rough prompt size when the server cannot count for us. */
-export function estimateTokens(messages: ChatMessage[], tools: ToolSpec[]): number {
+/**
+ * Prompt size when the server cannot count for us: characters / 3 plus a per-message overhead, deliberately high
+ * (not the Leaf loop's bytes / 4 estimate, `estimateTokens`).
+ */
+export function overestimatePromptTokens(messages: ChatMessage[], tools: ToolSpec[]): number {
   let chars = tools.length ? JSON.stringify(tools).length : 0;
   for (const m of messages) {
     chars += m.content.length + (m.reasoning?.length ?? 0);
