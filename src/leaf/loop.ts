@@ -27,10 +27,8 @@ export interface RunLeafOptions {
   /** Cancels the run (exit reason `cancelled`); running commands are killed. */
   signal?: AbortSignal;
   onEvent?: LeafEventListener;
-  /** Paragraphs appended to the task message, e.g. that a setup command failed. */
+  /** Paragraphs for the end of the task message's additions, e.g. that a setup command failed. */
   notes?: string[];
-  /** The commit the workspace is at, for the task message. */
-  baseCommit?: string;
   /** Upstream's instance_id; default: owner__repo-N from the task. */
   instanceId?: string;
   /** Environment of the in-sandbox tool runner (upstream's LEAF_* limits). */
@@ -186,7 +184,7 @@ export async function runLeaf(opts: RunLeafOptions): Promise<Trajectory> {
   const counter = new ToolMessageCounter(backend);
   const deadline = new Deadline(opts.signal, limits.wallTimeMs + limits.wallTimeGraceMs);
   const tools: ToolSpec[] = LEAF_TOOLS;
-  const task = renderTaskMessage(opts.task, { baseCommit: opts.baseCommit, notes: opts.notes });
+  const task = renderTaskMessage(opts.task, { notes: opts.notes });
   const s: RunState = {
     messages: [
       { role: 'system', content: SYSTEM_PROMPT },

@@ -70,9 +70,14 @@ export interface LeafTask {
   context?: TaskSection[];
 }
 
+/** What a section of the bot's additions is; the first user message orders them by it (TASK_SECTION_ORDER). */
+export const TASK_SECTION_KINDS = ['guidance', 'discussion', 'instructions', 'feedback', 'ci'] as const;
+export type TaskSectionKind = (typeof TASK_SECTION_KINDS)[number];
+
 export interface TaskSection {
   heading: string;
   text: string;
+  kind?: TaskSectionKind;
 }
 
 /** Per step, what upstream does not record; `steps[i]` here belongs to the trajectory's `steps[i]`. */
@@ -203,7 +208,7 @@ const taskSchema = z.object({
   body: z.string(),
   repo: z.string().optional(),
   issueNumber: z.number().int().positive().optional(),
-  context: z.array(z.object({ heading: z.string(), text: z.string() })).optional(),
+  context: z.array(z.object({ heading: z.string(), text: z.string(), kind: z.enum(TASK_SECTION_KINDS).optional() })).optional(),
 });
 
 /**
