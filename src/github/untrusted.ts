@@ -91,8 +91,11 @@ const WORD_JOINER = '\u2060';
  * any Markdown emphasis (`**Fixes** #1`), a colon or whitespace or `#`, then a word holding `#` or `/` (`#1`,
  * `o/r#1`, any issues or pull URL, a GitHub Enterprise host's too) or `GH-1`. Prose ("Fix crash on start") stays.
  */
-const CLOSING_KEYWORD =
-  /(?<![\p{L}\p{N}])([cfr])(?=(?:lose[sd]?|ix(?:e[sd])?|esolve[sd]?)(?![\p{L}\p{N}])[*_~`]*(?::[*_~`]*\s*|\s+|(?=#))(?:\S*[#/]|GH-\d))/giu;
+const CLOSING_KEYWORD = new RegExp(
+  String.raw`(?<![\p{L}\p{N}])([cfr])(?=(?:lose[sd]?|ix(?:e[sd])?|esolve[sd]?)(?![\p{L}\p{N}])` +
+    String.raw`[*_~\x60]*(?::[*_~\x60]*\s*|\s+|(?=#))(?:\S*[#/]|GH-\d))`,
+  'giu',
+);
 
 /**
  * Makes text inert wherever it lands (prose, code, titles, commit messages): `@user` and `@org/team` no longer

@@ -26,7 +26,13 @@ export interface TaskMessageContext {
  * for this run, what was said on the issue, the repository's standing instructions, then what a later round
  * answers (review feedback, failing checks). Sections without a kind follow, in their given order; notes come last.
  */
-export const TASK_SECTION_ORDER: readonly TaskSectionKind[] = ['guidance', 'discussion', 'instructions', 'feedback', 'ci'];
+export const TASK_SECTION_ORDER: readonly TaskSectionKind[] = [
+  'guidance',
+  'discussion',
+  'instructions',
+  'feedback',
+  'ci',
+];
 
 /** Separates the problem statement from the bot's additions; nothing in upstream's instruction looks like it. */
 export const ADDITIONS_HEADER = '---\n\n# Additional context from frognano-bot';

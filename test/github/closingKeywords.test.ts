@@ -15,7 +15,8 @@ describe('no posted text closes an issue', () => {
   test('the pull request title (from the issue title)', () => {
     const title = pullRequestTitle('Fixes #3: closes https://ghe.example.com/acme/widgets/issues/4', 7);
     expect(liveClosingReferences(title)).toEqual([]);
-    expect(title.replace(/[\u200B\u2060]/g, '')).toBe('frognano: Fixes #3: closes https://ghe.example.com/acme/widgets/issues/4');
+    const shown = title.replace(/[\u200B\u2060]/g, '');
+    expect(shown).toBe('frognano: Fixes #3: closes https://ghe.example.com/acme/widgets/issues/4');
   });
 
   test('the pull request body: summary, trajectory, file names, test commands and their output', () => {
@@ -36,18 +37,20 @@ describe('no posted text closes an issue', () => {
   });
 
   test('the status comment: the summary, a running detail and a failure reason', () => {
+    const opened = { kind: 'pull_request', url: 'https://github.com/acme/widgets/pull/5', number: 5, summary: HOSTILE } as const;
     const comments = [
-      renderStatusComment({ kind: 'pull_request', url: 'https://github.com/acme/widgets/pull/5', number: 5, summary: HOSTILE }),
+      renderStatusComment(opened),
       renderStatusComment({ kind: 'running', turn: 2, maxTurns: 100, detail: HOSTILE }),
       renderStatusComment({ kind: 'failed', reason: HOSTILE }),
       renderStatusComment({ kind: 'no_patch', reason: HOSTILE.replace(/\n/g, ' ') }),
-      renderStatusComment({ kind: 'pull_request', url: 'https://github.com/acme/widgets/pull/5', number: 5, summary: HOSTILE }, { round: 2 }),
+      renderStatusComment(opened, { round: 2 }),
     ];
     for (const comment of comments) expect(liveClosingReferences(comment)).toEqual([]);
   });
 
   test('the run history row a follow-up round adds to the pull request description', () => {
-    const body = appendRunHistory('Draft.', { round: 'Follow-up 1', trigger: 'review by maint', headSha: 'abcdef1234567', result: HOSTILE });
+    const entry = { round: 'Follow-up 1', trigger: 'review by maint', headSha: 'abcdef1234567', result: HOSTILE };
+    const body = appendRunHistory('Draft.', entry);
     expect(liveClosingReferences(body)).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@
  * Enterprise too). Tests assert that text the bot posts has none of these.
  */
 const LIVE_CLOSING_REFERENCE = new RegExp(
-  String.raw`\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b[*_~` + '`' + String.raw`]*:?[*_~` + '`' + String.raw`]*\s*[*_~(<\[]*` +
+  String.raw`\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b[*_~\x60]*:?[*_~\x60]*\s*[*_~(<\[]*` +
     String.raw`(?:#\d+|GH-\d+|[\w.-]+\/[\w.-]+#\d+|https?:\/\/[^\s/]+\/[\w.-]+\/[\w.-]+\/(?:issues|pull)\/\d+)`,
   'gi',
 );

@@ -108,7 +108,8 @@ describe('the first prompt for each recorded issue', () => {
         { role: 'system', content: SYSTEM_PROMPT },
         { role: 'user', content: message },
       ];
-      expect({ name: c.name, prompt: renderPrompt(tokenizer, messages, LEAF_TOOLS) }).toEqual({ name: c.name, prompt: golden.prompt });
+      const prompt = renderPrompt(tokenizer, messages, LEAF_TOOLS);
+      expect({ name: c.name, prompt }).toEqual({ name: c.name, prompt: golden.prompt });
     }
   });
 });
@@ -117,9 +118,8 @@ describe('renderTaskMessage', () => {
   it("is Harbor's SWE-bench instruction: dedent(title + body).strip() and a newline, nothing else", () => {
     expect(renderTaskMessage({ title: 'Crash on start', body: '' })).toBe('Crash on start\n');
     expect(renderTaskMessage({ title: 'T', body: ' B \n', repo: 'o/r', issueNumber: 3 })).toBe('T\n B\n');
-    expect(renderTaskMessage({ title: '  T', body: '  B\n    C', context: [{ heading: 'H', text: ' \n' }] }, { notes: [' '] })).toBe(
-      'T\nB\n  C\n',
-    );
+    const blankAdditions: LeafTask = { title: '  T', body: '  B\n    C', context: [{ heading: 'H', text: ' \n' }] };
+    expect(renderTaskMessage(blankAdditions, { notes: [' '] })).toBe('T\nB\n  C\n');
   });
 
   it("puts the bot's additions after the statement, in one delimited part, in the fixed order", () => {

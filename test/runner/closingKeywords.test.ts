@@ -1,6 +1,6 @@
 import nock from 'nock';
 import type { Redis } from 'ioredis';
-import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
+import { ReplayBackend } from '../../src/inference/replay.js';
 import { createRedisConnection } from '../../src/queue/connection.js';
 import { jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { processJob, type RunnerContext } from '../../src/runner/processJob.js';
@@ -19,17 +19,20 @@ const REPO = 'widgets';
 const BRANCH = 'frognano/issue-7';
 const FILES = { 'hello.txt': 'hi\n' };
 const HOSTILE_TITLE = 'Fixes #3: closes https://ghe.example.com/acme/widgets/issues/4';
-const turns = (content: string): ReplayTurn[] => [
-  { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content } }] },
-  { content: HOSTILE_FINAL_MESSAGE, tool_calls: [] },
-];
+const replay = (content: string) =>
+  ReplayBackend.fromTurns([
+    { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content } }] },
+    { content: HOSTILE_FINAL_MESSAGE, tool_calls: [] },
+  ]);
 
 function expectNothingCloses(commitMessage: string, calls: RecordedCall[]): void {
   expect(liveClosingReferences(HOSTILE_FINAL_MESSAGE)).toHaveLength(7);
   expect(commitMessage).toContain('Refs #7.'); // the bot's own reference, live: it closes nothing
   expect(commitMessage.replace(/[\u200B\u2060]/g, '')).toContain(HOSTILE_FINAL_MESSAGE); // the model's words, as written
   expect(liveClosingReferences(commitMessage)).toEqual([]);
-  const posted = calls.filter((c) => c.method !== 'GET' && c.body !== undefined).map((c) => `${c.method} ${c.path}: ${JSON.stringify(c.body)}`);
+  const posted = calls
+    .filter((c) => c.method !== 'GET' && c.body !== undefined)
+    .map((c) => `${c.method} ${c.path}: ${JSON.stringify(c.body)}`);
   expect(posted.length).toBeGreaterThan(3);
   for (const text of posted) expect({ text, live: liveClosingReferences(text) }).toEqual({ text, live: [] });
 }
@@ -62,9 +65,10 @@ describe('a hostile final message closes no issue (runner)', () => {
   it('first attempt: the commit message, pull request, status comment and check run', async () => {
     owner = uniqueOwner('ck');
     remote = await makeBareRemote(owner, REPO, FILES);
-    ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns('hello\n')), logger: captureLogs().logger });
+    ctx = await runnerContext({ redis, remote, backend: replay('hello\n'), logger: captureLogs().logger });
     const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
-    const result = await processJob(handle(jobData(owner, REPO, { title: HOSTILE_TITLE })), ctx, new AbortController().signal);
+    const data = jobData(owner, REPO, { title: HOSTILE_TITLE });
+    const result = await processJob(handle(data), ctx, new AbortController().signal);
 
     expect(result).toMatchObject({ outcome: 'pull_request', branch: BRANCH });
     const message = gitIn(remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);
@@ -75,7 +79,7 @@ describe('a hostile final message closes no issue (runner)', () => {
   it('follow-up round: the commit message and the run history', async () => {
     owner = uniqueOwner('ck');
     remote = await makeBareRemote(owner, REPO, FILES, { extraBranches: { [BRANCH]: { 'hello.txt': 'hello\n' } } });
-    ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns('Hello, world\n')), logger: captureLogs().logger });
+    ctx = await runnerContext({ redis, remote, backend: replay('Hello, world\n'), logger: captureLogs().logger });
     const pr = recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
     const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
     const followUp = {
@@ -90,7 +94,8 @@ describe('a hostile final message closes no issue (runner)', () => {
       source: 'review' as const,
       reviewId: 80,
     };
-    const data = jobData(owner, REPO, { title: HOSTILE_TITLE, trigger: 'review', triggeredBy: { login: 'reviewer', id: 583231 }, followUp });
+    const triggeredBy = { login: 'reviewer', id: 583231 };
+    const data = jobData(owner, REPO, { title: HOSTILE_TITLE, trigger: 'review', triggeredBy, followUp });
     const result = await processJob(handle(data), ctx, new AbortController().signal);
 
     expect(result).toMatchObject({ outcome: 'pull_request', pullRequestNumber: 5, branch: BRANCH });
