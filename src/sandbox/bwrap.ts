@@ -272,7 +272,7 @@ export class BwrapSandbox implements Sandbox {
     this.job.assertUsable();
     const env = { ...baseEnv(BWRAP_HOME), ...options.env };
     // The job deadline bounds every command too; close() aborts whatever still runs.
-    const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.cfg.defaultTimeoutMs, this.job.deadline - Date.now()));
+    const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.cfg.defaultTimeoutMs, this.job.remainingMs()));
     const ac = new AbortController();
     const onAbort = () => ac.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
