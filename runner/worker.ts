@@ -4,7 +4,8 @@ import type { RunnerRegistration } from '../src/ops/runnerRegistry.js';
 import { onCancel } from '../src/queue/cancel.js';
 import { QUEUE_NAME, type JobData, type JobResult } from '../src/queue/schema.js';
 import { isStalledFailure } from '../src/queue/stalled.js';
-import { HandBackError, JobFailure, processJob, type AbortCause, type RunnerContext } from '../src/runner/processJob.js';
+import { processJob } from '../src/runner/processJob.js';
+import { HandBackError, JobFailure, type AbortCause, type RunnerContext } from '../src/runner/types.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
 
 export interface RunnerWorkerOptions {
