@@ -7,7 +7,7 @@ import { jobIdFor, type JobData, type JobResult } from '../queue/schema.js';
 import { clip } from '../util/clip.js';
 import { redact } from '../util/redact.js';
 import { abortError, forgetSecretLater, phaseCategory } from './jobSupport.js';
-import type { RunnerProgress } from './progress.js';
+import type { RunnerProgress } from '../queue/schema.js';
 import { duringPhase, ownPublicReason, publicFailure } from './publicFailure.js';
 import type { CheckedChange, Checkout, JobRun, LiveRun, RoundEnd, RoundVariant, RunFacts, Stopped } from './roundVariant.js';
 import { applyAndCheck, judgeRun, openAccess, phase, refreshAccess, setStatus, solveInSandbox } from './roundSteps.js';

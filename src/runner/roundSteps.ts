@@ -7,9 +7,9 @@ import { runningState, upsertStatusComment, type StatusState } from '../github/s
 import type { SolveResult } from '../leaf/solve.js';
 import { describeExit, endedInMalformedCalls } from '../leaf/trajectory.js';
 import { getCancelRequest } from '../queue/cancel.js';
-import type { JobData } from '../queue/schema.js';
+import type { JobData, RunnerProgress } from '../queue/schema.js';
 import { forgetSecretLater, installationAccessFor, throwIfAborted, tokenExpiresSoon } from './jobSupport.js';
-import { ProgressReporter, type RunnerProgress } from './progress.js';
+import { ProgressReporter } from './progress.js';
 import { publicFailure } from './publicFailure.js';
 import type { CheckedChange, Checkout, JobRun, LiveRun, RoundEnd, RoundVariant, RunFacts } from './roundVariant.js';
 import { cancelledState, runFailure, solveForJob } from './solveJob.js';
