@@ -13,7 +13,12 @@ import { describeRunner, registerRunner } from '../src/ops/runnerRegistry.js';
 import { createRedisConnection } from '../src/queue/connection.js';
 import type { ModelBackend } from '../src/inference/types.js';
 import { runnerConfigFromEnv, type RunnerConfig } from '../src/runner/config.js';
-import { checkRunnerSandbox, reapStaleSandboxes, sandboxConfigFromEnv, type SandboxConfig } from '../src/sandbox/index.js';
+import {
+  checkRunnerSandbox,
+  reapStaleSandboxes,
+  sandboxConfigFromEnv,
+  type SandboxConfig,
+} from '../src/sandbox/index.js';
 import { createRunnerWorker, type RunnerWorker } from './worker.js';
 
 const log = createLogger({ name: 'runner' });
@@ -72,7 +77,8 @@ async function main(): Promise<void> {
   });
   log.info({ runner: runnerDescription, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
 
-  const stop = stopOnSignal(cfg, { runner, registration, backend, ops, connections: [redis, bullConnection, subscriber] });
+  const connections = [redis, bullConnection, subscriber];
+  const stop = stopOnSignal(cfg, { runner, registration, backend, ops, connections });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 }

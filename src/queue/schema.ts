@@ -96,7 +96,8 @@ const MAX_PROGRESS_TEXT = 500;
 
 /**
  * Progress a runner stores with `job.updateProgress(...)` (src/runner/progress.ts) and the app shows in the status
- * comment (src/app/jobStatus.ts). The app reads it with `readRunnerProgress`: field by field, dropping what it cannot read.
+ * comment (src/app/jobStatus.ts). The app reads it with `readRunnerProgress`: field by field, dropping what it
+ * cannot read.
  */
 export const RunnerProgressSchema = z.object({
   runner: z.string(),

@@ -3,7 +3,12 @@ import { createApprovalCheck } from '../github/checks.js';
 import { withCoAuthor } from '../github/coAuthor.js';
 import { requestReview } from '../github/followUpPullRequest.js';
 import { branchNameFor, commitStaged, DEFAULT_BOT_IDENTITY, pushBranch, type CloneResult } from '../github/git.js';
-import { labelNeedsReview, openDraftPullRequest, pullRequestTitle, renderPullRequestBody } from '../github/pullRequest.js';
+import {
+  labelNeedsReview,
+  openDraftPullRequest,
+  pullRequestTitle,
+  renderPullRequestBody,
+} from '../github/pullRequest.js';
 import { untrustedLine } from '../github/untrusted.js';
 import { describeExit, renderTrajectoryMarkdown } from '../leaf/trajectory.js';
 import type { JobData } from '../queue/schema.js';
@@ -42,7 +47,8 @@ export const firstAttempt: RoundVariant<JobData, BaseCheckout> = {
   texts: () => TEXTS,
   prepare: cloneBase,
   taskAdditions: () => [],
-  trajectoryDir: (ctx, data) => path.join(ctx.trajectoryDir, data.owner, data.repo, `issue-${data.issueNumber}-attempt-${data.attempt}`),
+  trajectoryDir: (ctx, data) =>
+    path.join(ctx.trajectoryDir, data.owner, data.repo, `issue-${data.issueNumber}-attempt-${data.attempt}`),
   // publishFailedAttempts: keep a run's unfinished changes on a branch before reporting how it ended.
   keepUnfinished: (run, checkout, solved) =>
     publishPartialWork({
@@ -91,7 +97,12 @@ async function openPullRequest(run: LiveRun, checkout: BaseCheckout, change: Che
   );
   const notApprovableBy = twoPersonRule(checkout.config, data);
   await createApprovalCheck(octokit, {
-    owner: data.owner, repo: data.repo, headSha, pullRequestUrl: pr.url, issueNumber: data.issueNumber, notApprovableBy,
+    owner: data.owner,
+    repo: data.repo,
+    headSha,
+    pullRequestUrl: pr.url,
+    issueNumber: data.issueNumber,
+    notApprovableBy,
   });
   log.info({ pr: pr.url, branch, files: change.files.length }, 'draft pull request opened');
   return { url: pr.url, number: pr.number, branch };
@@ -102,12 +113,14 @@ async function pushNewBranch(run: LiveRun, checkout: BaseCheckout, change: Check
   const { data, ctx, signal } = run;
   const branch = branchNameFor(data.issueNumber, data.attempt);
   const subject = `frognano: ${untrustedLine(data.title, 200)}`;
-  const message = withCoAuthor(commitMessage(subject, data.issueNumber, change.solved.trajectory.final_message), data.triggeredBy);
+  const finalMessage = change.solved.trajectory.final_message;
+  const message = withCoAuthor(commitMessage(subject, data.issueNumber, finalMessage), data.triggeredBy);
   const dir = checkout.clone.dir;
   const headSha = await commitStaged(dir, { branch, message, identity: ctx.identity ?? DEFAULT_BOT_IDENTITY });
   throwIfAborted(signal);
-  await pushBranch(dir, { owner: data.owner, repo: data.repo, branch, auth: authFor(run), force: true, timeoutMs: ctx.gitTimeoutMs, signal })
-    .catch(rethrowAs(run, publicFailure.push(run.jobId, branch), 'publish'));
+  const auth = authFor(run);
+  const target = { owner: data.owner, repo: data.repo, branch, auth, force: true, timeoutMs: ctx.gitTimeoutMs, signal };
+  await pushBranch(dir, target).catch(rethrowAs(run, publicFailure.push(run.jobId, branch), 'publish'));
   return { branch, headSha };
 }
 

@@ -82,10 +82,14 @@ async function prepare(run: FollowUpRun): Promise<HeadCheckout | Stopped> {
   const { data, log } = run;
   const f = data.followUp;
   const pr = await getPullRequest(run.access.octokit, data.owner, data.repo, f.pullNumber);
-  if (pr.state !== 'open') return { stop: 'refused', reason: `Pull request #${f.pullNumber} is ${pr.state}; nothing was changed.` };
-  const ours = pr.head.ref.startsWith(BOT_BRANCH_PREFIX) && pr.head.repo?.full_name === pr.base.repo.full_name && pr.user?.type === 'Bot';
+  if (pr.state !== 'open') {
+    return { stop: 'refused', reason: `Pull request #${f.pullNumber} is ${pr.state}; nothing was changed.` };
+  }
+  const ours =
+    pr.head.ref.startsWith(BOT_BRANCH_PREFIX) && pr.head.repo?.full_name === pr.base.repo.full_name && pr.user?.type === 'Bot';
   if (pr.head.ref !== f.headBranch || !ours) {
-    return { stop: 'refused', reason: `Pull request #${f.pullNumber} no longer points at the bot's branch \`${f.headBranch}\`; nothing was changed.` };
+    const reason = `Pull request #${f.pullNumber} no longer points at the bot's branch \`${f.headBranch}\`; nothing was changed.`;
+    return { stop: 'refused', reason };
   }
   const base = await cloneBranch(run, pr.base.ref, 'base');
   const config = await loadConfig(base.dir, base.branch, 'ask again with `/frognano <what to change>`');
@@ -99,7 +103,9 @@ async function prepare(run: FollowUpRun): Promise<HeadCheckout | Stopped> {
     return { stop: 'no_patch', reason };
   }
   const head = await cloneBranch(run, f.headBranch, 'head');
-  if (head.headSha !== f.headSha) log.info({ requested: f.headSha, head: head.headSha }, 'follow-up: the branch moved since the request; building on its current head');
+  if (head.headSha !== f.headSha) {
+    log.info({ requested: f.headSha, head: head.headSha }, 'follow-up: the branch moved since the request; building on its current head');
+  }
   log.info({ head: head.headSha, requestedHead: f.headSha }, 'follow-up: solving');
   return { config, workDir: head.dir, instructionsDir: base.dir, head, prUrl: pr.html_url };
 }
@@ -114,7 +120,12 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
   await recordRound(run, pushed, `${files.length} file${files.length === 1 ? '' : 's'} changed${summaryLine(files)}`);
   const notApprovableBy = twoPersonRule(checkout.config, data);
   await createApprovalCheck(octokit, {
-    owner: data.owner, repo: data.repo, headSha: pushed, pullRequestUrl: checkout.prUrl, issueNumber: data.issueNumber, notApprovableBy,
+    owner: data.owner,
+    repo: data.repo,
+    headSha: pushed,
+    pullRequestUrl: checkout.prUrl,
+    issueNumber: data.issueNumber,
+    notApprovableBy,
   });
   await labelAwaitingReview(octokit, data.owner, data.repo, f.pullNumber);
   await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) =>
@@ -133,12 +144,14 @@ async function commitAndPush(run: FollowUpRun, head: CloneResult, change: Checke
   const { data, ctx, signal, jobId } = run;
   const f = data.followUp;
   const subject = `frognano: address ${f.source === 'review' ? 'review' : 'feedback'} on #${f.pullNumber} (round ${f.round})`;
-  const message = withCoAuthor(commitMessage(subject, data.issueNumber, change.solved.trajectory.final_message), data.triggeredBy);
+  const finalMessage = change.solved.trajectory.final_message;
+  const message = withCoAuthor(commitMessage(subject, data.issueNumber, finalMessage), data.triggeredBy);
   const identity = ctx.identity ?? DEFAULT_BOT_IDENTITY;
   const branch = f.headBranch;
   const auth = authFor(run);
+  const target = { owner: data.owner, repo: data.repo, branch, auth, timeoutMs: ctx.gitTimeoutMs, signal };
   const push = (dir: string) =>
-    pushBranch(dir, { owner: data.owner, repo: data.repo, branch, auth, timeoutMs: ctx.gitTimeoutMs, signal }).catch((e: unknown) => {
+    pushBranch(dir, target).catch((e: unknown) => {
       throwIfAborted(signal);
       if (isNonFastForward(e)) throw e;
       throw new JobFailure(publicFailure.push(jobId, branch), 'publish', e);
@@ -165,7 +178,8 @@ async function reapplyOnNewHead(run: FollowUpRun, patch: string): Promise<CloneR
   const branch = data.followUp.headBranch;
   try {
     const dest = path.join(run.jobDir, 'head-again');
-    const again = await cloneRepo({ owner: data.owner, repo: data.repo, auth: authFor(run), dest, branch, timeoutMs: ctx.gitTimeoutMs, signal });
+    const auth = authFor(run);
+    const again = await cloneRepo({ owner: data.owner, repo: data.repo, auth, dest, branch, timeoutMs: ctx.gitTimeoutMs, signal });
     await applyPatch(again.dir, patch, { timeoutMs: ctx.gitTimeoutMs });
     return again;
   } catch (e) {
@@ -182,7 +196,8 @@ async function reapplyOnNewHead(run: FollowUpRun, patch: string): Promise<CloneR
 async function recordRound(run: FollowUpRun, headSha: string | null, result: string): Promise<void> {
   const { data } = run;
   const f = data.followUp;
-  const entry: HistoryEntry = { round: `Follow-up ${f.round}`, trigger: `${f.source} by ${data.triggeredBy.login}`, headSha, result };
+  const trigger = `${f.source} by ${data.triggeredBy.login}`;
+  const entry: HistoryEntry = { round: `Follow-up ${f.round}`, trigger, headSha, result };
   const octokit: InstallationAccess['octokit'] = run.access.octokit;
   const pr = await getPullRequest(octokit, data.owner, data.repo, f.pullNumber);
   await setPullRequestBody(octokit, data.owner, data.repo, f.pullNumber, appendRunHistory(pr.body ?? '', entry));

@@ -9,7 +9,16 @@ import { redact } from '../util/redact.js';
 import { abortError, forgetSecretLater, phaseCategory } from './jobSupport.js';
 import type { RunnerProgress } from '../queue/schema.js';
 import { duringPhase, ownPublicReason, publicFailure } from './publicFailure.js';
-import type { CheckedChange, Checkout, JobRun, LiveRun, RoundEnd, RoundVariant, RunFacts, Stopped } from './roundVariant.js';
+import type {
+  CheckedChange,
+  Checkout,
+  JobRun,
+  LiveRun,
+  RoundEnd,
+  RoundVariant,
+  RunFacts,
+  Stopped,
+} from './roundVariant.js';
 import { applyAndCheck, judgeRun, openAccess, phase, refreshAccess, setStatus, solveInSandbox } from './roundSteps.js';
 import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 
@@ -56,7 +65,11 @@ export async function runRound<D extends JobData, C extends Checkout>(
   }
 }
 
-async function roundSteps<D extends JobData, C extends Checkout>(run: JobRun<D>, job: JobHandle, variant: RoundVariant<D, C>): Promise<RoundEnd> {
+async function roundSteps<D extends JobData, C extends Checkout>(
+  run: JobRun<D>,
+  job: JobHandle,
+  variant: RoundVariant<D, C>,
+): Promise<RoundEnd> {
   if (run.signal.aborted) throw run.signal.reason instanceof Error ? run.signal.reason : abortError(run.signal);
   const live = await openAccess(run, job);
   const texts = variant.texts(run.data);
@@ -94,10 +107,16 @@ function startRun<D extends JobData, C extends Checkout>(
 }
 
 /** Progress stops, the status comment gets the final state, the scratch space and the token go. */
-async function finishRun<D extends JobData, C extends Checkout>(run: JobRun<D>, variant: RoundVariant<D, C>, handBack: boolean): Promise<void> {
+async function finishRun<D extends JobData, C extends Checkout>(
+  run: JobRun<D>,
+  variant: RoundVariant<D, C>,
+  handBack: boolean,
+): Promise<void> {
   await run.reporter?.close();
   const state: StatusState = run.final ?? { kind: 'failed', reason: publicFailure.noResult };
-  await setStatus(run, state).catch((err: unknown) => run.log.error({ err, state: state.kind }, 'could not update the status comment'));
+  await setStatus(run, state).catch((err: unknown) =>
+    run.log.error({ err, state: state.kind }, 'could not update the status comment'),
+  );
   const seconds = Math.round((Date.now() - run.started) / 1000);
   if (!handBack) run.log.info({ outcome: state.kind, seconds }, `${variant.noun} finished`);
   await fs.rm(run.jobDir, { recursive: true, force: true }).catch(() => undefined);
@@ -136,7 +155,13 @@ export function statusFor(end: RoundEnd): StatusState {
 export function resultFor(end: RoundEnd): JobResult {
   switch (end.outcome) {
     case 'pull_request':
-      return { outcome: end.outcome, pullRequestUrl: end.url, pullRequestNumber: end.number, branch: end.branch, ...end.facts };
+      return {
+        outcome: end.outcome,
+        pullRequestUrl: end.url,
+        pullRequestNumber: end.number,
+        branch: end.branch,
+        ...end.facts,
+      };
     case 'no_patch':
     case 'refused':
       return { outcome: end.outcome, reason: end.reason, ...end.facts };
@@ -145,13 +170,21 @@ export function resultFor(end: RoundEnd): JobResult {
   }
 }
 
-export type RoundFailure = { kind: 'hand_back' } | { kind: 'cancelled'; by?: string } | { kind: 'failed'; error: JobFailure };
+export type RoundFailure =
+  | { kind: 'hand_back' }
+  | { kind: 'cancelled'; by?: string }
+  | { kind: 'failed'; error: JobFailure };
 
 /**
  * What an error means for the round: an abort is a hand-back (shutdown) or a cancel, whatever was thrown; any other
  * error becomes a JobFailure, with its own public reason or one that names the phase it happened in.
  */
-export function failureFor(e: unknown, phaseName: RunnerProgress['phase'] | undefined, signal: AbortSignal, jobId: string): RoundFailure {
+export function failureFor(
+  e: unknown,
+  phaseName: RunnerProgress['phase'] | undefined,
+  signal: AbortSignal,
+  jobId: string,
+): RoundFailure {
   const cause = signal.aborted ? (signal.reason as AbortCause | undefined) : undefined;
   if (cause?.kind === 'shutdown') return { kind: 'hand_back' };
   if (cause?.kind === 'cancel') return { kind: 'cancelled', by: cause.by };

@@ -20,7 +20,8 @@ import { JobFailure, type FailureCategory, type JobHandle } from './types.js';
 /** Writes the round's status comment (nothing before the round has a token). */
 export async function setStatus(run: JobRun, state: StatusState): Promise<void> {
   if (!run.access) return;
-  await upsertStatusComment(run.access.octokit, run.ctx.redis, run.status.ref, state, { ...run.status.meta, updatedAt: new Date() });
+  const meta = { ...run.status.meta, updatedAt: new Date() };
+  await upsertStatusComment(run.access.octokit, run.ctx.redis, run.status.ref, state, meta);
 }
 
 /** Token, then the progress reporter (job progress and the status comment). */
@@ -48,7 +49,12 @@ export async function openAccess<D extends JobData>(run: JobRun<D>, job: JobHand
  * Enters a phase: the progress (and so the status comment) says so, and an error nobody phrased for the issue
  * is told by this phase (failureFor in round.ts reads it back).
  */
-export async function phase<T>(run: LiveRun, name: RunnerProgress['phase'], detail: string, step: () => Promise<T>): Promise<T> {
+export async function phase<T>(
+  run: LiveRun,
+  name: RunnerProgress['phase'],
+  detail: string,
+  step: () => Promise<T>,
+): Promise<T> {
   run.reporter.update({ phase: name, detail });
   return step();
 }
@@ -65,7 +71,7 @@ export function authFor(run: LiveRun): GitAuth {
   return { baseUrl: run.ctx.gitBaseUrl, token: run.access.token };
 }
 
-/** Clones `branch` into `<jobDir>/<dest>`; a failure names the branch (`fromConfig`: it came from the repo's config). */
+/** Clones `branch` into `<jobDir>/<dest>`; a failure names the branch (`fromConfig`: the repo's config named it). */
 export function cloneBranch(run: LiveRun, branch: string, dest: string, fromConfig = false): Promise<CloneResult> {
   const { data, ctx, signal } = run;
   return cloneRepo({
@@ -103,7 +109,13 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
 ): Promise<{ solved: SolveResult; facts: RunFacts }> {
   const { ctx, data, jobId, reporter, signal, log } = run;
   const solved = await solveForJob({
-    ctx, data, config: checkout.config, jobId, reporter, signal, log,
+    ctx,
+    data,
+    config: checkout.config,
+    jobId,
+    reporter,
+    signal,
+    log,
     sourceDir: checkout.workDir,
     instructionsDir: checkout.instructionsDir,
     taskAdditions: variant.taskAdditions(data),
@@ -112,7 +124,8 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
   });
   const t = solved.trajectory;
   const elapsedSeconds = (Date.now() - run.started) / 1000;
-  return { solved, facts: { exitReason: t.exit_reason, turns: t.n_steps, elapsedSeconds, trajectoryPath: solved.trajectoryJsonPath } };
+  const facts = { exitReason: t.exit_reason, turns: t.n_steps, elapsedSeconds, trajectoryPath: solved.trajectoryJsonPath };
+  return { solved, facts };
 }
 
 /** How the run ended, before anything touches the host clone: cancelled, failed, unfinished, or no patch. */
@@ -132,7 +145,8 @@ export async function judgeRun<D extends JobData, C extends Checkout>(
   if (failure) throw failure;
   if (unfinished) {
     const turns = `after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'}`;
-    const reason = `${texts.unfinished}: ${describeExit(t)} (\`${t.exit_reason}\`, ${turns}) before the model said it was done.`;
+    const exit = `${describeExit(t)} (\`${t.exit_reason}\`, ${turns})`;
+    const reason = `${texts.unfinished}: ${exit} before the model said it was done.`;
     return nothingPublished(run, variant, 'no_patch', `${reason}${kept ? ` ${kept}` : ''}`, facts);
   }
   if (!solved.patch.trim()) return nothingPublished(run, variant, 'no_patch', texts.noFileChanged, facts);

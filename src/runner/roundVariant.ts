@@ -28,7 +28,10 @@ export interface JobRun<D extends JobData = JobData> {
 }
 
 /** A run once it has its token and its progress reporter. */
-export type LiveRun<D extends JobData = JobData> = JobRun<D> & { access: InstallationAccess; reporter: ProgressReporter };
+export type LiveRun<D extends JobData = JobData> = JobRun<D> & {
+  access: InstallationAccess;
+  reporter: ProgressReporter;
+};
 
 /** What a variant checked out: the model works on `workDir`; instructions are read from `instructionsDir`. */
 export interface Checkout {
@@ -61,6 +64,13 @@ export interface CheckedChange {
   solved: SolveResult;
   files: NumstatEntry[];
   facts: RunFacts;
+}
+
+/** Where a round published: the pull request and its branch. */
+export interface Published {
+  url: string;
+  number: number;
+  branch: string;
 }
 
 /** Texts a kind of round shows when it ends without publishing, or cannot publish. */
@@ -98,5 +108,5 @@ export interface RoundVariant<D extends JobData = JobData, C extends Checkout = 
   /** Called when nothing is published: `note` says why ("nothing pushed", "refused by a guardrail"). */
   nothingPublished?(run: LiveRun<D>, note: string): Promise<void>;
   /** Publishes the checked change on `checkout`; says where. */
-  publish(run: LiveRun<D>, checkout: C, change: CheckedChange): Promise<{ url: string; number: number; branch: string }>;
+  publish(run: LiveRun<D>, checkout: C, change: CheckedChange): Promise<Published>;
 }
