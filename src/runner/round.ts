@@ -76,9 +76,9 @@ async function roundSteps<D extends JobData, C extends Checkout>(
   const checkout = await phase(live, 'cloning', texts.cloning, () => variant.prepare(live));
   if ('stop' in checkout) return stopped(live, checkout);
   const ran = await solveInSandbox(live, variant, checkout);
-  const judged = await judgeRun(live, variant, checkout, ran);
+  const judged = await judgeRun(ran);
   if (judged) return judged;
-  const change = await phase(live, 'publishing', texts.publishing, () => applyAndCheck(live, variant, checkout, ran));
+  const change = await phase(live, 'publishing', texts.publishing, () => applyAndCheck(ran));
   if ('outcome' in change) return change;
   await refreshAccess(live);
   const published = await variant.publish(live, checkout, change);

@@ -17,6 +17,15 @@ import { JobFailure, type FailureCategory, type JobHandle } from './types.js';
 
 /** The steps of a round, in order (src/runner/round.ts calls them); each variant's own part is a RoundVariant. */
 
+/** A round whose model run is over: what judging it and checking its change read. */
+export interface Ran<D extends JobData, C extends Checkout> {
+  run: LiveRun<D>;
+  variant: RoundVariant<D, C>;
+  checkout: C;
+  solved: SolveResult;
+  facts: RunFacts;
+}
+
 /** Writes the round's status comment (nothing before the round has a token). */
 export async function setStatus(run: JobRun, state: StatusState): Promise<void> {
   if (!run.access) return;
@@ -106,7 +115,7 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
   run: LiveRun<D>,
   variant: RoundVariant<D, C>,
   checkout: C,
-): Promise<{ solved: SolveResult; facts: RunFacts }> {
+): Promise<Ran<D, C>> {
   const { ctx, data, jobId, reporter, signal, log } = run;
   const solved = await solveForJob({
     ctx,
@@ -125,16 +134,12 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
   const t = solved.trajectory;
   const elapsedSeconds = (Date.now() - run.started) / 1000;
   const facts = { exitReason: t.exit_reason, turns: t.n_steps, elapsedSeconds, trajectoryPath: solved.trajectoryJsonPath };
-  return { solved, facts };
+  return { run, variant, checkout, solved, facts };
 }
 
 /** How the run ended, before anything touches the host clone: cancelled, failed, unfinished, or no patch. */
-export async function judgeRun<D extends JobData, C extends Checkout>(
-  run: LiveRun<D>,
-  variant: RoundVariant<D, C>,
-  checkout: C,
-  { solved, facts }: { solved: SolveResult; facts: RunFacts },
-): Promise<RoundEnd | null> {
+export async function judgeRun<D extends JobData, C extends Checkout>(ran: Ran<D, C>): Promise<RoundEnd | null> {
+  const { run, variant, checkout, solved, facts } = ran;
   const t = solved.trajectory;
   const cancelled = cancelledState(t, run.signal);
   if (cancelled?.kind === 'cancelled') return { outcome: 'cancelled', by: cancelled.by, facts };
@@ -154,12 +159,8 @@ export async function judgeRun<D extends JobData, C extends Checkout>(
 }
 
 /** Host side: the patch applied to the pristine clone, judged by the host's own diffstat and the guardrails. */
-export async function applyAndCheck<D extends JobData, C extends Checkout>(
-  run: LiveRun<D>,
-  variant: RoundVariant<D, C>,
-  checkout: C,
-  { solved, facts }: { solved: SolveResult; facts: RunFacts },
-): Promise<RoundEnd | CheckedChange> {
+export async function applyAndCheck<D extends JobData, C extends Checkout>(ran: Ran<D, C>): Promise<RoundEnd | CheckedChange> {
+  const { run, variant, checkout, solved, facts } = ran;
   const texts = variant.texts(run.data);
   await applyPatch(checkout.workDir, solved.patch, { timeoutMs: run.ctx.gitTimeoutMs }).catch((e: unknown) => {
     throw new JobFailure(texts.patchFailed(run.jobId), 'publish', e);
