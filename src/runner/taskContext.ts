@@ -108,6 +108,8 @@ export async function buildTaskContext(o: {
   config: RepoConfig;
   octokit: PermissionOctokit;
   log: Logger;
+  /** What the kind of round adds after the shared sections (a writer's feedback on a pull request). */
+  additions?: TaskSection[];
 }): Promise<TaskSection[]> {
   const { data } = o;
   let discussion: TaskSection[] = [];
@@ -126,6 +128,6 @@ export async function buildTaskContext(o: {
     ...guidanceSection(data),
     ...discussion,
     ...(await instructionsSections(o.repoDir, o.config)),
-    ...(data.followUp ? feedbackSection(data.followUp, data.triggeredBy.login) : []),
+    ...(o.additions ?? []),
   ];
 }

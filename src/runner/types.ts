@@ -32,7 +32,7 @@ export interface RunnerContext {
   sandbox: SandboxConfig;
   /** Per-job scratch space (clones); each job gets its own directory, removed afterwards. */
   workDir: string;
-  /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/`. */
+  /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/` (each kind of round names its own). */
   trajectoryDir: string;
   identity?: Identity;
   /** `describeRunner()` line shown in the status comment. */

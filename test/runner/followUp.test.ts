@@ -5,7 +5,8 @@ import type { ChatMessage, GenerateOptions, GenerateResult, ModelBackend, ToolSp
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { createRedisConnection } from '../../src/queue/connection.js';
 import { jobIdFor, type FollowUp, type JobData } from '../../src/queue/schema.js';
-import { processJob, type RunnerContext } from '../../src/runner/processJob.js';
+import { processJob } from '../../src/runner/processJob.js';
+import type { RunnerContext } from '../../src/runner/types.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
