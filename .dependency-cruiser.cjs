@@ -21,7 +21,9 @@ const anyOf = (paths) => `^(${paths.map((p) => p.replace(/[.]/g, '\\.')).join('|
 /** For each unit: nothing from its own layer (but itself) or any layer above. */
 const layerRules = LAYERS.flatMap((layer, index) =>
   Object.entries(layer).map(([unit, paths]) => {
-    const peers = Object.entries(layer).filter(([other]) => other !== unit).flatMap(([, p]) => p);
+    const peers = Object.entries(layer)
+      .filter(([other]) => other !== unit)
+      .flatMap(([, p]) => p);
     const above = LAYERS.slice(index + 1).flatMap(pathsOf);
     return { unit, paths, banned: [...peers, ...above] };
   }),
