@@ -6,7 +6,7 @@ import type { ChatMessage } from '../../src/inference/types.js';
 import { renderTaskMessage, SYSTEM_PROMPT, TASK_BODY_MAX_CHARS, TASK_SECTION_ORDER } from '../../src/leaf/prompt.js';
 import { TASK_SECTION_KINDS, type LeafTask } from '../../src/leaf/trajectory.js';
 import { LEAF_TOOLS } from '../../src/leaf/toolSpecs.js';
-import { buildTinyModel } from '../../scripts/build-tiny-model.js';
+import { buildTinyModel } from '../support/tinyModel/buildTinyModel.js';
 import { SAMPLE_PROMPT_TASK } from '../fixtures/qwen3.5-chat-template/sampleTask.js';
 import { removeDir, tempDir } from './helpers.js';
 
@@ -17,6 +17,8 @@ import { removeDir, tempDir } from './helpers.js';
  */
 const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'qwen3.5-chat-template');
 const read = (name: string) => readFile(path.join(fixtures, name), 'utf8');
+/** The official template's one copy is in the model fixture directory, where transformers 5 saves it. */
+const OFFICIAL_TEMPLATE = path.join(fixtures, '..', 'qwen35-tiny', 'chat_template.jinja');
 
 describe('the first prompt', () => {
   it("has upstream Leaf's system prompt and tool schemas, key order included", async () => {
@@ -41,7 +43,7 @@ describe('the first prompt', () => {
       await buildTinyModel(dir);
       const configFile = path.join(dir, 'tokenizer_config.json');
       const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
-      await writeFile(configFile, JSON.stringify({ ...config, chat_template: await read('chat_template.jinja') }));
+      await writeFile(configFile, JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }));
       const tokenizer = await loadTokenizer(dir);
       const input = JSON.parse(await read('first-prompt.input.json')) as { messages: ChatMessage[] };
       expect(renderPrompt(tokenizer, input.messages, LEAF_TOOLS)).toBe(await read('first-prompt.txt'));
