@@ -79,7 +79,7 @@ describe('the first prompt for each recorded issue', () => {
     await buildTinyModel(dir);
     const configFile = path.join(dir, 'tokenizer_config.json');
     const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
-    await writeFile(configFile, JSON.stringify({ ...config, chat_template: await read('chat_template.jinja') }));
+    await writeFile(configFile, JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }));
     tokenizer = await loadTokenizer(dir);
   });
   afterAll(async () => {
