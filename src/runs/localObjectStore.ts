@@ -10,6 +10,7 @@ import type { ObjectStore } from './objectStore.js';
  */
 export class LocalObjectStore implements ObjectStore {
   readonly description: string;
+  readonly sweepsItself = true;
 
   constructor(private readonly root: string) {
     this.description = `directory ${root}`;

@@ -11,6 +11,8 @@ export interface ObjectStore {
   list(prefix: string): Promise<string[]>;
   /** Removes objects last written before `cutoff`; returns how many went. */
   deleteOlderThan(cutoff: Date): Promise<number>;
+  /** True where nothing else removes old objects (a directory); an S3 bucket has its lifecycle rule. */
+  readonly sweepsItself: boolean;
   /** Where the objects are, in words, for logs and `doctor` (never a credential). */
   readonly description: string;
 }

@@ -20,6 +20,7 @@ export interface S3StoreOptions {
  */
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
+  readonly sweepsItself = false;
   private readonly client: S3Client;
   private readonly prefix: string;
 

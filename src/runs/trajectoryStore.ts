@@ -26,6 +26,10 @@ export class TrajectoryStore {
     return this.objects.description;
   }
 
+  get sweepsItself(): boolean {
+    return this.objects.sweepsItself;
+  }
+
   /** Stores one round (again, when a job runs twice: the later write wins). Returns the bytes written. */
   async putRound(round: StoredRound): Promise<number> {
     const text = boundedJson(redactDeep(round), this.o.maxRoundBytes ?? DEFAULT_MAX_ROUND_BYTES);
