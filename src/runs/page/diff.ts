@@ -34,7 +34,8 @@ export function lineDiff(before: string, after: string): DiffLine[] {
 }
 
 export function renderDiffLines(lines: DiffLine[]): string {
-  return lines.map((l) => `<span class="${CLASS[l.op]}">${l.op}${escapeHtml(l.text)}</span>`).join('\n');
+  // Block spans, one per line: a newline between them would show as an empty line in the <pre>.
+  return lines.map((l) => `<span class="${CLASS[l.op]}">${l.op}${escapeHtml(l.text)}</span>`).join('');
 }
 
 const CLASS = { ' ': 'ctx', '-': 'del', '+': 'add' } as const;
@@ -45,7 +46,7 @@ export function renderPatch(patch: string): string {
     .split('\n')
     .map((line) => {
       const cls = /^(diff |index |--- |\+\+\+ )/.test(line) ? 'hdr' : line.startsWith('@@') ? 'hunk' : line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : 'ctx';
-      return `<span class="${cls}">${escapeHtml(line)}</span>`;
+      return `<span class="${cls}">${escapeHtml(line) || ' '}</span>`;
     })
-    .join('\n');
+    .join('');
 }

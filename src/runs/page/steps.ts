@@ -56,12 +56,13 @@ function callTitle(name: string, args: Record<string, unknown>): string {
 
 function callBody(name: string, args: Record<string, unknown>, raw: string): string {
   if (name === 'Edit' && typeof args.old_string === 'string' && typeof args.new_string === 'string') {
-    const all = args.replace_all === true ? ' <span class="meta">(every occurrence)</span>' : '';
-    return `<div class="diff-label">Edit${all}</div><pre class="diff">${renderDiffLines(lineDiff(args.old_string, args.new_string))}</pre>`;
+    const all = args.replace_all === true ? '<div class="diff-label">every occurrence replaced</div>' : '';
+    return `${all}<pre class="diff">${renderDiffLines(lineDiff(args.old_string, args.new_string))}</pre>`;
   }
   if (name === 'Write' && typeof args.content === 'string') {
     const lines = args.content.split('\n').map((text) => ({ op: '+' as const, text }));
-    return `<details class="fold"><summary>Written content · ${formatCount(lines.length)} lines</summary><pre class="diff">${renderDiffLines(lines)}</pre></details>`;
+    const pre = `<pre class="diff">${renderDiffLines(lines)}</pre>`;
+    return lines.length <= 30 ? pre : `<details class="fold"><summary>Written content · ${formatCount(lines.length)} lines</summary>${pre}</details>`;
   }
   if (name === 'Bash' && typeof args.command === 'string') {
     return args.command.includes('\n') ? `<pre class="args">${escapeHtml(args.command)}</pre>` : '';
