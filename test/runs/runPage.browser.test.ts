@@ -22,6 +22,7 @@ import { makeRound } from './fixture.js';
  */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = path.resolve('test-output');
+// Page scripts are passed as text: this project's TypeScript has no DOM types.
 const run = existsSync(CHROMIUM) ? describe : describe.skip;
 if (!existsSync(CHROMIUM)) console.warn(`runPage.browser.test: no browser at ${CHROMIUM} (apt-get install -y chromium); skipped`);
 
@@ -113,20 +114,20 @@ run('run page in a browser', () => {
   it('writes screenshots in the light and dark themes', async () => {
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
     await page.screenshot({ path: path.join(OUT, 'run-page-light.png') });
-    await page.evaluate(() => document.getElementById('step-2')!.scrollIntoView());
+    await page.evaluate("document.getElementById('step-2').scrollIntoView()");
     await page.screenshot({ path: path.join(OUT, 'run-page-light-edit.png') });
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
-    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: path.join(OUT, 'run-page-dark.png') });
-    await page.evaluate(() => document.getElementById('step-2')!.scrollIntoView());
+    await page.evaluate("document.getElementById('step-2').scrollIntoView()");
     await page.screenshot({ path: path.join(OUT, 'run-page-dark-edit.png') });
-    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const bg = await page.evaluate('getComputedStyle(document.body).backgroundColor');
     expect(bg).toBe('rgb(13, 17, 23)');
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
   });
 
   it('moves between steps with j and k, and filters steps by their text', async () => {
-    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.evaluate('window.scrollTo(0, 0)');
     await page.keyboard.press('j');
     await page.keyboard.press('j');
     await page.keyboard.press('j');
