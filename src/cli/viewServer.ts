@@ -2,21 +2,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Trajectory } from '../leaf/trajectory.js';
 import { createRunPagesHandler, type RoundSource } from '../runs/http.js';
-import { summarizeRound, type RoundRef, type StoredRound } from '../runs/record.js';
+import { storedRound, type StoredRound } from '../runs/record.js';
 import { runPageUrl } from '../runs/url.js';
 
 /** A CLI run as the one round of a run, named after its task's repository and issue when it has them. */
 export function localRound(t: Trajectory): StoredRound {
   const [owner, repo] = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(t.frognano.task.repo ?? '') ? t.frognano.task.repo!.split('/') : ['local', 'run'];
-  const ref: RoundRef = { owner: owner!, repo: repo!, issueNumber: t.frognano.task.issueNumber ?? 1, round: 0 };
-  return {
-    version: 1,
-    ref,
-    summary: summarizeRound(t, { round: 0, kind: 'draft', trigger: 'frognano solve', result: t.output_patch.trim() ? 'patch written' : 'no patch' }),
-    tests: [],
-    patch: t.output_patch,
-    trajectory: t,
-  };
+  const result = t.output_patch.trim() ? 'patch written' : 'no patch';
+  return storedRound(t, { owner: owner!, repo: repo!, issueNumber: t.frognano.task.issueNumber ?? 1, round: 0, kind: 'draft', trigger: 'frognano solve', result });
 }
 
 export interface ViewServer {

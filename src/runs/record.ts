@@ -129,3 +129,18 @@ export function summarizeRound(
     exitReason: t.exit_reason,
   };
 }
+
+/** Everything the runner knows when a round ends, as the store keeps it (the one call it makes after the solve). */
+export function storedRound(
+  t: Trajectory,
+  o: RoundRef & { kind: RoundKind; trigger: string; result: string; pullNumber?: number; issueTitle?: string; tests?: RoundTest[]; patch?: string },
+): StoredRound {
+  return {
+    version: 1,
+    ref: { owner: o.owner, repo: o.repo, issueNumber: o.issueNumber, round: o.round },
+    summary: summarizeRound(t, o),
+    tests: (o.tests ?? []).map((x) => ({ command: x.command, exitCode: x.exitCode, timedOut: x.timedOut, outputTail: x.outputTail })),
+    patch: o.patch ?? t.output_patch,
+    trajectory: t,
+  };
+}

@@ -1,5 +1,5 @@
 import type { Trajectory, TrajectoryStep } from '../../src/leaf/trajectory.js';
-import { summarizeRound, type RoundKind, type StoredRound } from '../../src/runs/record.js';
+import { storedRound, type RoundKind, type StoredRound } from '../../src/runs/record.js';
 
 /**
  * A run of `steps` turns whose JSON is about `bytes` long: every turn calls one of the five tools, Edit and Write
@@ -50,12 +50,10 @@ const PATCH = 'diff --git a/src/a.ts b/src/a.ts\nindex 1..2 100644\n--- a/src/a.
 export function makeRound(o: { round?: number; kind?: RoundKind; steps?: number; bytes?: number; owner?: string; repo?: string; issueNumber?: number } = {}): StoredRound {
   const round = o.round ?? 0;
   const t = makeTrajectory(o.steps ?? 100, o.bytes ?? 1_000_000, ` (round ${round})`);
-  return {
-    version: 1,
-    ref: { owner: o.owner ?? 'octo', repo: o.repo ?? 'demo', issueNumber: o.issueNumber ?? 12, round },
-    summary: summarizeRound(t, { round, kind: o.kind ?? (round === 0 ? 'draft' : 'follow-up'), trigger: round === 0 ? 'label by @maint' : `review by @maint`, result: round === 0 ? 'draft pull request opened' : 'commits pushed', pullNumber: 13 }),
+  return storedRound(t, {
+    owner: o.owner ?? 'octo', repo: o.repo ?? 'demo', issueNumber: o.issueNumber ?? 12, round,
+    kind: o.kind ?? (round === 0 ? 'draft' : 'follow-up'), trigger: round === 0 ? 'label by @maint' : 'review by @maint',
+    result: round === 0 ? 'draft pull request opened' : 'commits pushed', pullNumber: 13, patch: PATCH,
     tests: [{ command: 'npm test', exitCode: 0, timedOut: false, outputTail: 'all 12 tests passed' }, { command: 'npm run lint', exitCode: 1, timedOut: false, outputTail: 'lint: 1 error <b>x</b>' }],
-    patch: PATCH,
-    trajectory: t,
-  };
+  });
 }
