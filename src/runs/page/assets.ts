@@ -56,6 +56,13 @@ dl.args dt{color:var(--muted)}dl.args dd{margin:0;white-space:pre-wrap;font:12px
 ul.tests{list-style:none;padding:0}
 .verdict.pass{color:var(--ok);font-weight:600}.verdict.fail{color:var(--err);font-weight:600}
 .none{color:var(--muted)}
+figure.bar{margin:12px 0 4px}
+figure.bar svg{display:block;width:100%;height:20px;border-radius:4px;background:var(--card)}
+figure.bar figcaption{color:var(--muted);font-size:12px}
+.seg-model{fill:var(--accent)}.seg-tools{fill:var(--ok)}.seg-failed{fill:var(--err)}.seg-gap{fill:var(--bg)}
+figure.bar a:hover rect:not(.seg-gap){opacity:.7}
+.key{display:inline-block;width:10px;height:10px;border-radius:2px;margin-left:8px}
+.key.seg-model{background:var(--accent)}.key.seg-tools{background:var(--ok)}.key.seg-failed{background:var(--err)}
 `;
 
 export const PAGE_JS = `

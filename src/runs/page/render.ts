@@ -3,6 +3,7 @@ import type { RoundSummary, StoredRound } from '../record.js';
 import { renderPatch } from './diff.js';
 import { escapeHtml, foldedPre, formatCount, formatDuration } from './html.js';
 import { renderTimeline } from './steps.js';
+import { renderTimelineBar } from './timelineBar.js';
 
 export interface RunPageInput {
   round: StoredRound;
@@ -35,6 +36,7 @@ export function renderRunPage(p: RunPageInput): string {
     '<main>',
     '<div class="toolbar"><label>Filter steps <input type="search" id="filter" placeholder="text in a step" autocomplete="off"></label>',
     `<span class="hint">${formatCount(p.round.trajectory.steps.length)} steps · <kbd>j</kbd>/<kbd>k</kbd> next/previous · <kbd>/</kbd> filter</span></div>`,
+    renderTimelineBar(p.round.trajectory),
     renderTask(p.round),
     renderTimeline(p.round.trajectory),
     renderOutcome(p.round),

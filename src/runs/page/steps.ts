@@ -60,7 +60,8 @@ function callBody(name: string, args: Record<string, unknown>, raw: string): str
     return `${all}<pre class="diff">${renderDiffLines(lineDiff(args.old_string, args.new_string))}</pre>`;
   }
   if (name === 'Write' && typeof args.content === 'string') {
-    const lines = args.content.split('\n').map((text) => ({ op: '+' as const, text }));
+    // A file's final newline ends its last line; it is not one more, empty line.
+    const lines = args.content.replace(/\n$/, '').split('\n').map((text) => ({ op: '+' as const, text }));
     const pre = `<pre class="diff">${renderDiffLines(lines)}</pre>`;
     return lines.length <= 30 ? pre : `<details class="fold"><summary>Written content · ${formatCount(lines.length)} lines</summary>${pre}</details>`;
   }
