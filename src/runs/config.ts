@@ -5,11 +5,11 @@ import { S3ObjectStore } from './s3ObjectStore.js';
 import { DEFAULT_MAX_ROUND_BYTES, DEFAULT_RETENTION_DAYS, TrajectoryStore } from './trajectoryStore.js';
 
 /** Where rounds go when nothing is configured: beside the app's other state, shared by app and runner. */
-export const DEFAULT_STORE_DIR = '.frognano/trajectories';
+export const DEFAULT_STORE_DIR = '.frognano/runs';
 
 /**
  * The trajectory store the environment describes (docs/trajectory-pages.md):
- *   FROGNANO_TRAJECTORY_STORE            `s3://bucket/prefix` or a directory (default .frognano/trajectories)
+ *   FROGNANO_TRAJECTORY_STORE            `s3://bucket/prefix` or a directory (default .frognano/runs)
  *   FROGNANO_S3_ENDPOINT, FROGNANO_S3_REGION   for an S3-compatible server; credentials from the AWS SDK's chain
  *   FROGNANO_TRAJECTORY_RETENTION_DAYS   default 90
  *   FROGNANO_TRAJECTORY_MAX_BYTES        default 16 MiB per round

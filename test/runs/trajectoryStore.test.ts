@@ -116,7 +116,7 @@ describe('configuration', () => {
     expect(local.description).toBe('directory /srv/app/runs-dir');
     const remote = trajectoryStoreFromEnv({ FROGNANO_TRAJECTORY_STORE: 's3://bucket/pre/fix', FROGNANO_S3_ENDPOINT: 'http://minio:9000' });
     expect(remote.description).toBe('s3://bucket/pre/fix/ at http://minio:9000');
-    expect(trajectoryStoreFromEnv({}, '/srv/app').description).toBe('directory /srv/app/.frognano/trajectories');
+    expect(trajectoryStoreFromEnv({}, '/srv/app').description).toBe('directory /srv/app/.frognano/runs');
     expect(() => trajectoryStoreFromEnv({ FROGNANO_TRAJECTORY_RETENTION_DAYS: '0' })).toThrow(/positive/);
   });
 

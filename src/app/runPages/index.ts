@@ -6,7 +6,7 @@ import { createRunPagesHandler } from '../../runs/http.js';
 import type { TrajectoryStore } from '../../runs/trajectoryStore.js';
 import { publicUrlFromEnv } from '../../runs/url.js';
 import { collaboratorPermissionLookup, type PermissionOctokit } from './permission.js';
-import { createGitHubSignIn, DEFAULT_SESSION_SECONDS } from './signIn.js';
+import { createGitHubSignIn } from './signIn.js';
 
 const SWEEP_EVERY_MS = 24 * 3600 * 1000;
 
@@ -39,7 +39,6 @@ export function runPagesFromEnv(app: Probot, env: NodeJS.ProcessEnv = process.en
     webUrl: ghes ? `https://${ghes}` : undefined,
     apiUrl: ghes ? `https://${ghes}/api/v3` : undefined,
     publicUrl: publicUrlFromEnv(env),
-    sessionSeconds: Number(env.FROGNANO_SESSION_SECONDS) > 0 ? Number(env.FROGNANO_SESSION_SECONDS) : DEFAULT_SESSION_SECONDS,
   });
   const handler = createRunPagesHandler({ source: store, gate, githubUrl: ghes ? `https://${ghes}` : 'https://github.com', log: app.log });
   const sweep = () =>
