@@ -46,6 +46,10 @@ const PAGE_HEADERS = {
 
 const PAGE_ROUTE = /^\/runs\/([A-Za-z0-9_.-]{1,100})\/([A-Za-z0-9_.-]{1,100})\/([1-9][0-9]{0,9})(?:\/([0-9]{1,6}))?\/?$/;
 
+/** Where a sign-in without a page to return to lands; it names no run, so it needs no permission. */
+const INDEX_PAGE =
+  '<!doctype html><title>frognano runs</title><h1>frognano runs</h1><p>Open a run from the link in its pull request, its status comment or its approval check.</p>';
+
 /** The page a run that does not exist gets, and a user without access: the same bytes, so neither tells. */
 export function sendNotFound(res: ServerResponse): void {
   send(res, 404, 'text/html; charset=utf-8', '<!doctype html><title>Not found</title><h1>Not found</h1><p>There is no run here, or you cannot read it.</p>');
@@ -78,6 +82,7 @@ async function answer(o: RunPagesOptions, req: IncomingMessage, res: ServerRespo
   if (path === `${STATIC_PATH}/page.css`) return send(res, 200, 'text/css; charset=utf-8', PAGE_CSS, { 'cache-control': 'public, max-age=300' });
   if (path === `${STATIC_PATH}/page.js`) return send(res, 200, 'text/javascript; charset=utf-8', PAGE_JS, { 'cache-control': 'public, max-age=300' });
   if (o.gate && (await o.gate.handle(req, res, path))) return;
+  if (path === RUNS_PATH || path === `${RUNS_PATH}/`) return send(res, 200, 'text/html; charset=utf-8', INDEX_PAGE);
   const m = PAGE_ROUTE.exec(path);
   if (!m) return sendNotFound(res);
   const run: RunRef = { owner: m[1]!, repo: m[2]!, issueNumber: Number(m[3]) };

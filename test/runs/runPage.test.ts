@@ -93,6 +93,7 @@ describe('run pages handler', () => {
     expect(await res.text()).toContain('Step 100');
     expect((await fetch(`${base}/runs/_static/page.js`)).headers.get('content-type')).toMatch(/javascript/);
     expect((await fetch(`${base}/runs/_static/page.css`)).status).toBe(200);
+    expect(await (await fetch(`${base}/runs/`)).text()).toContain('Open a run from the link');
     for (const p of ['/runs/octo/demo/13', '/runs/octo/demo/12/5', '/runs/..%2F/demo/12', '/runs/x']) expect((await fetch(`${base}${p}`)).status).toBe(404);
     expect((await fetch(`${base}/runs/octo/demo/12`, { method: 'POST' })).status).toBe(405);
     expect((await fetch(`${base}/other`)).status).toBe(418);
