@@ -57,6 +57,16 @@ export class TrajectoryStore {
     return out.sort((a, b) => a.round - b.round);
   }
 
+  /**
+   * The number the run's next round gets: one past the highest stored (0 for a new run). The runner takes it when it
+   * starts publishing, so the links it posts point at the round it is about to store; one round runs at a time per
+   * pull request, so two rounds never draw the same number.
+   */
+  async nextRound(ref: RunRef): Promise<number> {
+    const rounds = await this.listRounds(ref);
+    return rounds.length === 0 ? 0 : rounds[rounds.length - 1]!.round + 1;
+  }
+
   /** Removes rounds past the retention period (the local directory's sweep; S3 can use a lifecycle rule). */
   async sweep(now = new Date()): Promise<number> {
     const days = this.o.retentionDays ?? DEFAULT_RETENTION_DAYS;

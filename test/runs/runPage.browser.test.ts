@@ -32,6 +32,7 @@ let app: Server;
 let base: string;
 let browser: Browser;
 const alerts: string[] = [];
+const consoleErrors: string[] = [];
 const QUIET = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 beforeAll(async () => {
@@ -73,6 +74,8 @@ async function signedInPage(login: string): Promise<Page> {
   const context = await browser.createBrowserContext();
   const page = await context.newPage();
   await page.setViewport({ width: 1280, height: 900 });
+  // A CSP violation (an inline script or style the policy blocked) shows as a console error.
+  page.on('console', (m) => void (m.type() === 'error' && !/404/.test(m.text()) && consoleErrors.push(m.text())));
   page.on('dialog', async (d) => {
     alerts.push(d.message());
     await d.dismiss();
@@ -96,6 +99,7 @@ run('run page in a browser', () => {
     expect(await page.$$eval('pre.diff .add', (els) => els.length)).toBeGreaterThan(20);
     expect(await page.$eval('.user', (e) => e.textContent)).toContain('alice');
     expect(alerts).toEqual([]); // the hostile <script> and onerror texts stayed text
+    expect(consoleErrors).toEqual([]);
     expect(github.permissionAsks).toContain('octo/demo/alice');
   });
 

@@ -55,6 +55,8 @@ describe.each(backends)('TrajectoryStore on %s', (_name, backend) => {
     expect(back?.patch).toBe(r1.patch);
     expect(await store.getRound({ owner: 'octo', repo: 'demo', issueNumber: 12, round: 7 })).toBeNull();
     expect(await store.listRounds({ owner: 'octo', repo: 'demo', issueNumber: 99 })).toEqual([]);
+    expect(await store.nextRound({ owner: 'octo', repo: 'demo', issueNumber: 12 })).toBe(2);
+    expect(await store.nextRound({ owner: 'octo', repo: 'demo', issueNumber: 99 })).toBe(0);
   });
 
   it('redacts secrets before anything is written', async () => {
