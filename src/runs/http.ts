@@ -84,7 +84,8 @@ async function answer(o: RunPagesOptions, req: IncomingMessage, res: ServerRespo
   if (o.gate && (await o.gate.handle(req, res, path))) return;
   if (path === RUNS_PATH || path === `${RUNS_PATH}/`) return send(res, 200, 'text/html; charset=utf-8', INDEX_PAGE);
   const m = PAGE_ROUTE.exec(path);
-  if (!m) return sendNotFound(res);
+  // `.` and `..` match the name pattern but name no repository (and no store folder).
+  if (!m || /^\.+$/.test(m[1]!) || /^\.+$/.test(m[2]!)) return sendNotFound(res);
   const run: RunRef = { owner: m[1]!, repo: m[2]!, issueNumber: Number(m[3]) };
   const user = o.gate ? await o.gate.allow(req, res, run) : undefined;
   if (user === null) return; // the gate answered

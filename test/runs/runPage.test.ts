@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { signValue, verifyValue } from '../../src/app/runPages/cookies.js';
 import { collaboratorPermissionLookup } from '../../src/app/runPages/permission.js';
@@ -95,6 +95,11 @@ describe('run pages handler', () => {
     expect((await fetch(`${base}/runs/_static/page.css`)).status).toBe(200);
     expect(await (await fetch(`${base}/runs/`)).text()).toContain('Open a run from the link');
     for (const p of ['/runs/octo/demo/13', '/runs/octo/demo/12/5', '/runs/..%2F/demo/12', '/runs/x']) expect((await fetch(`${base}${p}`)).status).toBe(404);
+    // A raw request (fetch would resolve the dots itself): the handler resolves them too, so this path is not its own.
+    const dots = await new Promise<number>((resolve, reject) => {
+      request(`${base}/x`, { path: '/runs/../demo/12' }, (r) => (r.resume(), resolve(r.statusCode!))).on('error', reject).end();
+    });
+    expect(dots).toBe(418);
     expect((await fetch(`${base}/runs/octo/demo/12`, { method: 'POST' })).status).toBe(405);
     expect((await fetch(`${base}/other`)).status).toBe(418);
   });
