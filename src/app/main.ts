@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import { createFrognanoApp, labelFromEnv } from './index.js';
 import { handleReviewSubmitted } from './review.js';
 import { capProbotWebhookBodies } from './webhookBody.js';
+import { runPagesFromEnv } from './runPages/index.js';
 import { createRedisConnection, queuePrefixFromEnv, redisUrlFromEnv } from '../queue/connection.js';
 import { createQueue, type FrognanoQueue } from '../queue/queue.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
@@ -40,6 +41,9 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
 
   addReadinessCheck(redisCheck(redis));
   options.addHandler?.(opsHandler);
+  // The run pages (/runs/...) behind GitHub sign-in; off without the App's OAuth credentials.
+  const runPages = runPagesFromEnv(app);
+  if (runPages) options.addHandler?.(runPages.handler);
   // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
   metrics.bindQueue(queue);
   resources = { redis, queueConnection, queue };
