@@ -11,7 +11,8 @@ const LAYERS = [
   { queue: ['src/queue/'], sandbox: ['src/sandbox/'], ops: ['src/ops/'] },
   { inference: ['src/inference/'] },
   { leaf: ['src/leaf/'] },
-  { github: ['src/github/'] },
+  // runs: storing and rendering trajectories for the run pages (reads the leaf format; used by app, runner, cli).
+  { github: ['src/github/'], runs: ['src/runs/'] },
   { app: ['src/app/'], runner: ['src/runner/', 'runner/'], cli: ['src/cli/', 'bin/'] },
 ];
 
@@ -53,6 +54,13 @@ module.exports = {
       comment: 'tests, benchmarks and scripts are not part of the product: the build does not compile them',
       from: { path: anyOf(pathsOf(Object.assign({}, ...LAYERS))) },
       to: { path: '^(test|bench|scripts)/' },
+    },
+    {
+      name: 'every-module-in-a-layer',
+      severity: 'error',
+      comment: 'a source folder that no layer names is unchecked: add it to LAYERS (and docs/architecture.md)',
+      from: { path: '^(src|runner|bin)/', pathNot: anyOf(pathsOf(Object.assign({}, ...LAYERS))) },
+      to: {},
     },
     ...layerRules,
   ],
