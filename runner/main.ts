@@ -2,6 +2,8 @@
  * GPU runner entry point (`npm run runner`): loads the model once, registers the runner, reaps sandbox
  * containers a crashed predecessor left, and processes `frognano` jobs until SIGTERM/SIGINT.
  */
+import { trajectoryStoreFromEnv } from '../src/runs/config.js';
+import { publicUrlFromEnv } from '../src/runs/url.js';
 import { promises as fs } from 'node:fs';
 import Docker from 'dockerode';
 import type { Redis } from 'ioredis';
@@ -73,6 +75,8 @@ async function main(): Promise<void> {
       wallTimeMs: cfg.wallTimeMinutes ? cfg.wallTimeMinutes * 60_000 : undefined,
       sampling: cfg.sampling,
       metrics,
+      trajectoryStore: trajectoryStoreFromEnv(process.env),
+      publicUrl: publicUrlFromEnv(process.env),
     },
   });
   log.info({ runner: runnerDescription, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');

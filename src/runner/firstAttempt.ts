@@ -39,6 +39,7 @@ const TEXTS: RoundTexts = {
 /** A first attempt on an issue: the base branch -> a new branch and a draft pull request waiting for approval. */
 export const firstAttempt: RoundVariant<JobData, BaseCheckout> = {
   noun: 'job',
+  pageKind: 'draft',
   logFields: (data) => ({ issue: data.issueNumber }),
   statusTarget: (data) => ({
     ref: { owner: data.owner, repo: data.repo, issueNumber: data.issueNumber },
@@ -103,6 +104,7 @@ async function openPullRequest(run: LiveRun, checkout: BaseCheckout, change: Che
     pullRequestUrl: pr.url,
     issueNumber: data.issueNumber,
     notApprovableBy,
+    detailsUrl: run.page?.url,
   });
   log.info({ pr: pr.url, branch, files: change.files.length }, 'draft pull request opened');
   return { url: pr.url, number: pr.number, branch };
@@ -142,5 +144,6 @@ function pullRequestBody(run: LiveRun, { solved, files, facts }: CheckedChange):
     runner: run.ctx.runnerDescription,
     jobId: run.jobId,
     renderTrajectory: (max) => redact(renderTrajectoryMarkdown(t, max)),
+    runPageUrl: run.page?.url,
   });
 }

@@ -49,6 +49,7 @@ interface HeadCheckout extends Checkout {
  */
 export const followUpRound: RoundVariant<FollowUpData, HeadCheckout> = {
   noun: 'follow-up',
+  pageKind: 'follow-up',
   logFields: (data) => ({ pr: data.followUp.pullNumber, round: data.followUp.round }),
   statusTarget: (data) => ({
     ref: { owner: data.owner, repo: data.repo, issueNumber: data.followUp.pullNumber },
@@ -126,6 +127,7 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
     pullRequestUrl: checkout.prUrl,
     issueNumber: data.issueNumber,
     notApprovableBy,
+    detailsUrl: run.page?.url,
   });
   await labelAwaitingReview(octokit, data.owner, data.repo, f.pullNumber);
   await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) =>
@@ -197,7 +199,7 @@ async function recordRound(run: FollowUpRun, headSha: string | null, result: str
   const { data } = run;
   const f = data.followUp;
   const trigger = `${f.source} by ${data.triggeredBy.login}`;
-  const entry: HistoryEntry = { round: `Follow-up ${f.round}`, trigger, headSha, result };
+  const entry: HistoryEntry = { round: `Follow-up ${f.round}`, trigger, headSha, result, url: run.page?.url };
   const octokit: InstallationAccess['octokit'] = run.access.octokit;
   const pr = await getPullRequest(octokit, data.owner, data.repo, f.pullNumber);
   await setPullRequestBody(octokit, data.owner, data.repo, f.pullNumber, appendRunHistory(pr.body ?? '', entry));

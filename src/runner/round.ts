@@ -19,6 +19,7 @@ import type {
   RunFacts,
   Stopped,
 } from './roundVariant.js';
+import { reserveRunPage, storeRunPage } from './runPage.js';
 import { applyAndCheck, judgeRun, openAccess, phase, refreshAccess, setStatus, solveInSandbox } from './roundSteps.js';
 import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 
@@ -76,6 +77,7 @@ async function roundSteps<D extends JobData, C extends Checkout>(
   const checkout = await phase(live, 'cloning', texts.cloning, () => variant.prepare(live));
   if ('stop' in checkout) return stopped(live, checkout);
   const ran = await solveInSandbox(live, variant, checkout);
+  await reserveRunPage(live, variant.pageKind);
   const judged = await judgeRun(ran);
   if (judged) return judged;
   const change = await phase(live, 'publishing', texts.publishing, () => applyAndCheck(ran));
@@ -114,6 +116,7 @@ async function finishRun<D extends JobData, C extends Checkout>(
 ): Promise<void> {
   await run.reporter?.close();
   const state: StatusState = run.final ?? { kind: 'failed', reason: publicFailure.noResult };
+  if (run.solved && !handBack) await storeRunPage(run, run.solved, state);
   await setStatus(run, state).catch((err: unknown) =>
     run.log.error({ err, state: state.kind }, 'could not update the status comment'),
   );

@@ -131,6 +131,7 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
     trajectoryDir: variant.trajectoryDir(ctx, data),
     octokit: run.access.octokit,
   });
+  run.solved = solved;
   const t = solved.trajectory;
   const elapsedSeconds = (Date.now() - run.started) / 1000;
   const facts = { exitReason: t.exit_reason, turns: t.n_steps, elapsedSeconds, trajectoryPath: solved.trajectoryJsonPath };

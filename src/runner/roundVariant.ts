@@ -6,6 +6,7 @@ import type { IssueRef, StatusMeta, StatusState } from '../github/statusComment.
 import type { SolveResult } from '../leaf/solve.js';
 import type { TaskSection } from '../leaf/trajectory.js';
 import type { JobData } from '../queue/schema.js';
+import type { RoundKind } from '../runs/record.js';
 import type { ProgressReporter } from './progress.js';
 import type { RunnerContext } from './types.js';
 
@@ -25,6 +26,10 @@ export interface JobRun<D extends JobData = JobData> {
   reporter?: ProgressReporter;
   /** What the status comment says when the round ends. */
   final?: StatusState;
+  /** What the model did, once it has run (stored for the run page when the round ends). */
+  solved?: SolveResult;
+  /** The round's run page, once drawn (src/runner/runPage.ts); `url` only when the app's public URL is known. */
+  page?: { round: number; kind: RoundKind; url?: string };
 }
 
 /** A run once it has its token and its progress reporter. */
@@ -95,6 +100,8 @@ export interface RoundTexts {
 export interface RoundVariant<D extends JobData = JobData, C extends Checkout = Checkout> {
   /** How the runner's log names a round of this kind ("job", "follow-up"). */
   noun: string;
+  /** What the run page calls a round of this kind. */
+  pageKind: RoundKind;
   logFields(data: D): Record<string, unknown>;
   statusTarget(data: D): { ref: IssueRef; meta: Omit<StatusMeta, 'updatedAt' | 'jobId' | 'triggeredBy'> };
   texts(data: D): RoundTexts;

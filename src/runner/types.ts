@@ -1,4 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
+import type { TrajectoryStore } from '../runs/trajectoryStore.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppCredentials, InstallationAccess } from '../github/client.js';
@@ -51,6 +52,10 @@ export interface RunnerContext {
   createAccess?: (installationId: number, repo: string) => Promise<InstallationAccess>;
   createSandbox?: (cfg: SandboxConfig, workspaceDir: string) => Promise<Sandbox>;
   metrics?: FrognanoMetrics;
+  /** Every round's trajectory for the run pages (src/runs); none: no pages. */
+  trajectoryStore?: TrajectoryStore;
+  /** The app's public base URL (FROGNANO_PUBLIC_URL): the run pages are linked only when it is set. */
+  publicUrl?: string;
 }
 
 /** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */
