@@ -10,6 +10,8 @@ import { metrics } from '../src/ops/metrics.js';
 import { redisCheck, startOpsServer, type OpsServer } from '../src/ops/http.js';
 import { describeRunner, registerRunner } from '../src/ops/runnerRegistry.js';
 import { createRedisConnection } from '../src/queue/connection.js';
+import { botKeyPrefix, setBotKeyPrefix } from '../src/queue/keys.js';
+import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
 import { runnerConfigFromEnv } from '../src/runner/config.js';
 import { checkRunnerSandbox, reapStaleSandboxes, sandboxConfigFromEnv } from '../src/sandbox/index.js';
 import { createRunnerWorker } from './worker.js';
@@ -29,9 +31,12 @@ async function main(): Promise<void> {
   if (!process.env.TMPDIR) process.env.TMPDIR = cfg.workDir;
   await fs.mkdir(cfg.trajectoryDir, { recursive: true });
 
-  const redis = createRedisConnection(cfg.redisUrl);
-  const bullConnection = createRedisConnection(cfg.redisUrl);
-  const subscriber = createRedisConnection(cfg.redisUrl);
+  // REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES; connections wait through a failover (maxRetriesPerRequest: null).
+  const redisConfig = redisConfigFromEnv();
+  setBotKeyPrefix(redisConfig.keyPrefix);
+  const redis = createRedisConnection(redisConfig.target);
+  const bullConnection = createRedisConnection(redisConfig.target);
+  const subscriber = createRedisConnection(redisConfig.target);
 
   log.info('loading the model backend');
   const backend = await createBackend(backendConfigFromEnv(process.env), {
@@ -41,6 +46,7 @@ async function main(): Promise<void> {
   const info = backend.info();
   const registration = await registerRunner({
     redis,
+    prefix: botKeyPrefix(),
     model: info.model,
     backend: info.backend,
     onError: (err) => log.warn({ err }, 'runner heartbeat failed'),
@@ -67,7 +73,7 @@ async function main(): Promise<void> {
   const runner = createRunnerWorker({
     connection: bullConnection,
     subscriber,
-    prefix: cfg.queuePrefix,
+    prefix: redisConfig.queuePrefix,
     concurrency: cfg.concurrency,
     lockDurationMs: cfg.lockDurationMs,
     stalledIntervalMs: cfg.stalledIntervalMs,
