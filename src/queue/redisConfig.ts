@@ -125,7 +125,7 @@ function targetOf(e: Env): RedisTarget {
 export function redisConfigFromEnv(env: NodeJS.ProcessEnv = process.env): RedisConfig {
   const parsed = EnvSchema.safeParse(present(env));
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    const lines = parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
     throw new RedisConfigError(`invalid Redis settings:\n  ${lines.join('\n  ')}`);
   }
   const errs = conflicts(parsed.data);
