@@ -8,8 +8,8 @@
  *   REDIS_TLS=1 turns on TLS for sentinel and cluster (single takes it from the rediss:// scheme).
  *
  * In a cluster every key the bot touches must hash to one slot so BullMQ's multi-key scripts and the bot's MULTIs
- * work: the queue prefix (FROGNANO_QUEUE_PREFIX) and the bot's own key prefix (FROGNANO_KEY_PREFIX) then default
- * to the hash tag `{frognano}`, and a prefix without a `{…}` tag is refused.
+ * work: the bot's own keys then start with the hash tag `{frognano}`, the queue prefix (FROGNANO_QUEUE_PREFIX)
+ * defaults to it, and a queue prefix without a `{…}` tag is refused.
  */
 import { z } from 'zod';
 import { maskUrlPassword } from '../util/redact.js';
@@ -40,7 +40,7 @@ export interface RedisConfig {
 
 const VARS = [
   'REDIS_URL', 'REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD', 'REDIS_TLS',
-  'REDIS_CLUSTER_NODES', 'FROGNANO_QUEUE_PREFIX', 'FROGNANO_KEY_PREFIX',
+  'REDIS_CLUSTER_NODES', 'FROGNANO_QUEUE_PREFIX',
 ] as const;
 
 const hostPort = z.string().regex(/^\[?[A-Za-z0-9_.:-]+\]?:\d{1,5}$/, 'expected host:port').transform((s): HostPort => {
@@ -61,7 +61,6 @@ const EnvSchema = z.object({
   REDIS_TLS: z.enum(['0', '1', 'true', 'false']).optional(),
   REDIS_CLUSTER_NODES: hostList.optional(),
   FROGNANO_QUEUE_PREFIX: z.string().optional(),
-  FROGNANO_KEY_PREFIX: z.string().regex(/^\S+$/, 'no spaces').optional(),
 });
 type Env = z.infer<typeof EnvSchema>;
 
@@ -97,11 +96,9 @@ function conflicts(e: Env): string[] {
   if (!sentinel && !cluster && e.REDIS_TLS) {
     errs.push('REDIS_TLS is for Sentinel or Cluster; with a single instance use a rediss:// REDIS_URL');
   }
-  if (cluster) {
-    for (const k of ['FROGNANO_QUEUE_PREFIX', 'FROGNANO_KEY_PREFIX'] as const) {
-      const v = e[k];
-      if (v && !/\{[^{}]+\}/.test(v)) errs.push(`${k}=${v} has no {hash tag}: in a cluster use e.g. {${v}}`);
-    }
+  const q = e.FROGNANO_QUEUE_PREFIX;
+  if (cluster && q && !/\{[^{}]+\}/.test(q)) {
+    errs.push(`FROGNANO_QUEUE_PREFIX=${q} has no {hash tag}: in a cluster use e.g. {${q}}`);
   }
   return errs;
 }
@@ -135,7 +132,7 @@ export function redisConfigFromEnv(env: NodeJS.ProcessEnv = process.env): RedisC
   return {
     target,
     queuePrefix: parsed.data.FROGNANO_QUEUE_PREFIX ?? (cluster ? CLUSTER_KEY_TAG : undefined),
-    keyPrefix: parsed.data.FROGNANO_KEY_PREFIX ?? (cluster ? CLUSTER_KEY_TAG : PLAIN_KEY_PREFIX),
+    keyPrefix: cluster ? CLUSTER_KEY_TAG : PLAIN_KEY_PREFIX,
   };
 }
 

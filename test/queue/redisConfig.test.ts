@@ -45,7 +45,6 @@ describe('redisConfigFromEnv', () => {
     [{ REDIS_PASSWORD: 'x' }, /put it in REDIS_URL/],
     [{ REDIS_TLS: '1' }, /use a rediss:\/\/ REDIS_URL/],
     [{ REDIS_CLUSTER_NODES: 'a:1', FROGNANO_QUEUE_PREFIX: 'bull' }, /FROGNANO_QUEUE_PREFIX=bull has no \{hash tag\}/],
-    [{ REDIS_CLUSTER_NODES: 'a:1', FROGNANO_KEY_PREFIX: 'fn' }, /FROGNANO_KEY_PREFIX=fn has no \{hash tag\}/],
     [{ REDIS_CLUSTER_NODES: 'a' }, /REDIS_CLUSTER_NODES: expected host:port/],
     [{ REDIS_URL: 'localhost:6379' }, /REDIS_URL: expected a redis:\/\/ or rediss:\/\/ URL/],
     [{ REDIS_TLS: 'yes', REDIS_CLUSTER_NODES: 'a:1' }, /REDIS_TLS/],
