@@ -15,18 +15,14 @@ import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/que
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
 import type { RedisTarget } from '../../src/queue/redisConfig.js';
 import { nockGitHubForLabels, startOutageApp, type OutageApp } from '../app/outageApp.js';
-import {
-  haveRedisTools, kill9, startRedis, startReplica, startSentinel, stopAll, waitFor, type RedisProcess,
-} from '../support/redisServers.js';
+import { haveRedisTools, kill9, startSentinelGroup, stopAll, waitFor, type SentinelGroup } from '../support/redisServers.js';
 
 const run = haveRedisTools() ? describe : describe.skip;
 const NAME = 'fnmaster';
 const PREFIX = 'fn-sentinel';
 const JOB_MS = 6000;
 
-let master: RedisProcess;
-let replica: RedisProcess;
-let sentinels: RedisProcess[] = [];
+let group: SentinelGroup;
 let dir: string;
 let effects: string;
 const opened: { close(): Promise<unknown> }[] = [];
@@ -50,16 +46,6 @@ function lines(): string[] {
   return readFileSync(effects, 'utf8').split('\n').filter(Boolean);
 }
 
-async function sentinelMasterPort(): Promise<number> {
-  const s = new Redis({ port: sentinels[0]!.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
-  try {
-    const [, port] = (await s.call('SENTINEL', 'get-master-addr-by-name', NAME)) as [string, string];
-    return Number(port);
-  } finally {
-    s.disconnect();
-  }
-}
-
 beforeAll(async () => {
   nock.disableNetConnect();
   nock.enableNetConnect('127.0.0.1');
@@ -67,20 +53,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fn-sentinel-test-'));
   effects = join(dir, 'effects.log');
   writeFileSync(effects, '');
-  master = await startRedis();
-  replica = await startReplica(master.port);
-  const r = new Redis({ port: replica.port, host: '127.0.0.1' });
-  await waitFor('the replica to sync', async () => (await r.info('replication')).includes('master_link_status:up'));
-  r.disconnect();
-  for (let i = 0; i < 3; i++) sentinels.push(await startSentinel(NAME, master.port));
-  const s = new Redis({ port: sentinels[0]!.port, host: '127.0.0.1' });
-  // Ready when the sentinels know the replica and each other (a failover needs both).
-  await waitFor('the sentinels to see the replica and each other', async () => {
-    const replicas = (await s.call('SENTINEL', 'replicas', NAME)) as unknown[];
-    const peers = (await s.call('SENTINEL', 'sentinels', NAME)) as unknown[];
-    return replicas.length === 1 && peers.length === 2;
-  }, 20_000);
-  s.disconnect();
+  group = await startSentinelGroup(NAME);
 }, 60_000);
 
 afterAll(async () => {
@@ -94,7 +67,7 @@ afterAll(async () => {
 
 run('Redis Sentinel: kill -9 the master while a job runs', () => {
   test('the sentinels fail over; the job finishes exactly once; no job is lost or run twice; webhooks get 503 or queue', async () => {
-    const target: RedisTarget = { mode: 'sentinel', sentinels: sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })), name: NAME, tls: false };
+    const target: RedisTarget = { mode: 'sentinel', sentinels: group.sentinelAddresses, name: NAME, tls: false };
     const picked = new Map<string, number>();
     // The runner's worker settings (runner/worker.ts): a lock that outlives a failover, stalled checks, no retries.
     const worker = new Worker(
@@ -129,14 +102,14 @@ run('Redis Sentinel: kill -9 the master while a job runs', () => {
     await new Promise((r) => setTimeout(r, 500)); // let the replica receive the job's active state and lock
 
     const killedAt = Date.now();
-    await kill9(master);
+    await kill9(group.master);
     // Queued right after the kill on a runner-style connection: it waits for the new master, then runs.
     const secondAdded = enqueueJob(runnerQueue, data(2)).catch((e: unknown) => e as Error);
     // A webhook during the gap: answered 503 (redelivered later) or queued; never 500, never lost.
     const during = await app.label(3);
     expect([200, 503]).toContain(during);
 
-    await waitFor('the sentinels to promote the replica', async () => (await sentinelMasterPort()) === replica.port, 30_000);
+    await waitFor('the sentinels to promote the replica', async () => (await group.masterPort()) === group.replica.port, 30_000);
     const second = await secondAdded;
     expect(second).not.toBeInstanceOf(Error);
     const secondId = (second as Awaited<ReturnType<typeof enqueueJob>>).job.id!;

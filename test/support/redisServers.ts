@@ -121,3 +121,43 @@ export async function stopAll(): Promise<void> {
     rmSync(p.dir, { recursive: true, force: true });
   }
 }
+
+export interface SentinelGroup {
+  master: RedisProcess;
+  replica: RedisProcess;
+  sentinels: RedisProcess[];
+  /** The Sentinels as REDIS_SENTINELS would name them. */
+  sentinelAddresses: { host: string; port: number }[];
+  /** The port the Sentinels now report for the master. */
+  masterPort(): Promise<number>;
+}
+
+/** One master, one synced replica and three Sentinels that know both and each other. */
+export async function startSentinelGroup(name: string): Promise<SentinelGroup> {
+  const master = await startRedis();
+  const replica = await startReplica(master.port);
+  const r = new Redis({ port: replica.port, host: '127.0.0.1' });
+  await waitFor('the replica to sync', async () => (await r.info('replication')).includes('master_link_status:up'));
+  r.disconnect();
+  const sentinels: RedisProcess[] = [];
+  for (let i = 0; i < 3; i++) sentinels.push(await startSentinel(name, master.port));
+  const ask = async <T>(fn: (s: Redis) => Promise<T>): Promise<T> => {
+    const s = new Redis({ port: sentinels[0]!.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+    try {
+      return await fn(s);
+    } finally {
+      s.disconnect();
+    }
+  };
+  // Ready when the sentinels know the replica and each other: a failover needs both.
+  await waitFor('the sentinels to see the replica and each other', () => ask(async (s) => {
+    const replicas = (await s.call('SENTINEL', 'replicas', name)) as unknown[];
+    const peers = (await s.call('SENTINEL', 'sentinels', name)) as unknown[];
+    return replicas.length === 1 && peers.length === 2;
+  }), 20_000);
+  return {
+    master, replica, sentinels,
+    sentinelAddresses: sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })),
+    masterPort: () => ask(async (s) => Number(((await s.call('SENTINEL', 'get-master-addr-by-name', name)) as string[])[1])),
+  };
+}
