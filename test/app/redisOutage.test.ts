@@ -5,7 +5,7 @@ import { isRedisOutage } from '../../src/app/redisOutage.js';
 import { redisCheck, runReadinessChecks } from '../../src/ops/http.js';
 import { createRedisConnection } from '../../src/queue/connection.js';
 import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
-import { haveRedisTools, kill9, startRedis, stopAll, waitFor, type RedisProcess } from '../support/redisServers.js';
+import { freePort, haveRedisTools, kill9, startRedis, stopAll, waitFor, type RedisProcess } from '../support/redisServers.js';
 import { nockGitHubForLabels, startOutageApp, type OutageApp } from './outageApp.js';
 
 const run = haveRedisTools() ? describe : describe.skip;
@@ -14,6 +14,8 @@ let queueConnection: Redis;
 let redis: Redis;
 let queue: FrognanoQueue;
 let app: OutageApp;
+const extra: { close(): Promise<unknown> }[] = [];
+const extraConnections: Redis[] = [];
 
 beforeAll(async () => {
   nock.disableNetConnect();
@@ -33,6 +35,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
+  for (const o of extra) await o.close().catch(() => undefined);
+  for (const c of extraConnections) c.disconnect();
   await queue?.close().catch(() => undefined);
   for (const c of [queueConnection, redis]) c?.disconnect();
   await stopAll();
@@ -73,5 +77,24 @@ run('webhooks while Redis is unreachable (real redis-server, killed and restarte
     expect(await app.label(2)).toBe(200); // GitHub's redelivery
     expect((await queue.getJob('codertocat/hello-world#2@1'))?.data.issueNumber).toBe(2);
     expect((await runReadinessChecks([redisCheck(redis)])).ready).toBe(true);
+  }, 60_000);
+
+  test('an app started while Redis is down answers 503, then serves webhooks once Redis comes up', async () => {
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}`;
+    const conns = [createRedisConnection(url, { purpose: 'enqueue' }), createRedisConnection(url, { purpose: 'enqueue' })];
+    for (const c of conns) c.on('error', () => undefined);
+    extraConnections.push(...conns);
+    const lateQueue = createQueue(conns[0]!, { prefix: 'fn-outage-late' });
+    lateQueue.on('error', () => undefined);
+    extra.push(lateQueue);
+    const late = await startOutageApp(lateQueue, conns[1]!, conns);
+    extra.push(late);
+    nockGitHubForLabels();
+    expect(await late.label(4)).toBe(503);
+    await startRedis('', port);
+    await waitFor('the connections', async () => conns.every((c) => c.status === 'ready'), 20_000);
+    expect(await late.label(4)).toBe(200);
+    expect((await lateQueue.getJob('codertocat/hello-world#4@1'))?.data.issueNumber).toBe(4);
   }, 60_000);
 });
