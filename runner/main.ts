@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   if (!process.env.TMPDIR) process.env.TMPDIR = cfg.workDir;
   await fs.mkdir(cfg.trajectoryDir, { recursive: true });
 
-  // REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES; connections wait through a failover (maxRetriesPerRequest: null).
+  // REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES; commands wait through a failover (maxRetriesPerRequest: null).
   const redisConfig = redisConfigFromEnv();
   setBotKeyPrefix(redisConfig.keyPrefix);
   const redis = createRedisConnection(redisConfig.target);

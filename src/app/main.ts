@@ -48,7 +48,8 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
   metrics.bindQueue(queue);
   resources = { redis, queueConnection, queue };
-  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${describeRedisTarget(redisConfig.target)} (key prefix ${prefix ?? 'bull'})`);
+  const where = describeRedisTarget(redisConfig.target);
+  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
 }
 
 async function main(): Promise<void> {

@@ -28,11 +28,20 @@ export function isRedisOutage(err: unknown): boolean {
 
 const RETRY_AFTER_SECONDS = 30;
 
-type Middleware = (req: IncomingMessage, res: ServerResponse, next?: () => void) => Promise<boolean | void> | boolean | void;
+type Middleware = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next?: () => void,
+) => Promise<boolean | void> | boolean | void;
 
 function unavailable(res: ServerResponse): true {
-  const body = JSON.stringify({ error: 'Service Unavailable: the queue (Redis) is unreachable; redeliver this webhook later' });
-  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
+  const error = 'Service Unavailable: the queue (Redis) is unreachable; redeliver this webhook later';
+  const body = JSON.stringify({ error });
+  res.writeHead(503, {
+    'content-type': 'application/json',
+    'retry-after': String(RETRY_AFTER_SECONDS),
+    connection: 'close',
+  });
   res.end(body);
   return true;
 }

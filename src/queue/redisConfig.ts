@@ -3,7 +3,8 @@
  * a message that names the variables, never later as a connection that quietly points somewhere else.
  *
  *   single   REDIS_URL=redis://[:password@]host:port[/db]   (rediss:// for TLS); the default, 127.0.0.1:6379
- *   sentinel REDIS_SENTINELS=host:port,…  REDIS_SENTINEL_NAME=<master name>  [REDIS_PASSWORD] [REDIS_SENTINEL_PASSWORD]
+ *   sentinel REDIS_SENTINELS=host:port,…  REDIS_SENTINEL_NAME=<master name>
+ *            [REDIS_PASSWORD] [REDIS_SENTINEL_PASSWORD]
  *   cluster  REDIS_CLUSTER_NODES=host:port,…  [REDIS_PASSWORD]
  *   REDIS_TLS=1 turns on TLS for sentinel and cluster (single takes it from the rediss:// scheme).
  *
@@ -27,7 +28,14 @@ export interface HostPort {
 
 export type RedisTarget =
   | { mode: 'single'; url: string }
-  | { mode: 'sentinel'; sentinels: HostPort[]; name: string; password?: string; sentinelPassword?: string; tls: boolean }
+  | {
+      mode: 'sentinel';
+      sentinels: HostPort[];
+      name: string;
+      password?: string;
+      sentinelPassword?: string;
+      tls: boolean;
+    }
   | { mode: 'cluster'; nodes: HostPort[]; password?: string; tls: boolean };
 
 export interface RedisConfig {
@@ -83,15 +91,18 @@ function conflicts(e: Env): string[] {
   const errs: string[] = [];
   const sentinel = e.REDIS_SENTINELS !== undefined;
   const cluster = e.REDIS_CLUSTER_NODES !== undefined;
-  if (sentinel && cluster) errs.push('REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set: choose Sentinel or Cluster');
+  if (sentinel && cluster) {
+    errs.push('REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set: choose Sentinel or Cluster');
+  }
   if (e.REDIS_URL && (sentinel || cluster)) {
-    errs.push(`REDIS_URL cannot be combined with ${sentinel ? 'REDIS_SENTINELS' : 'REDIS_CLUSTER_NODES'}: unset REDIS_URL`);
+    const other = sentinel ? 'REDIS_SENTINELS' : 'REDIS_CLUSTER_NODES';
+    errs.push(`REDIS_URL cannot be combined with ${other}: unset REDIS_URL`);
   }
   if (sentinel && !e.REDIS_SENTINEL_NAME) errs.push('REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the master\'s name)');
   if (!sentinel && e.REDIS_SENTINEL_NAME) errs.push('REDIS_SENTINEL_NAME is set without REDIS_SENTINELS');
   if (!sentinel && e.REDIS_SENTINEL_PASSWORD) errs.push('REDIS_SENTINEL_PASSWORD is set without REDIS_SENTINELS');
   if (!sentinel && !cluster && e.REDIS_PASSWORD) {
-    errs.push('REDIS_PASSWORD is for Sentinel or Cluster; with a single instance put it in REDIS_URL (redis://:pw@host)');
+    errs.push('REDIS_PASSWORD is for Sentinel or Cluster; with a single instance put it in REDIS_URL (redis://:pw@h)');
   }
   if (!sentinel && !cluster && e.REDIS_TLS) {
     errs.push('REDIS_TLS is for Sentinel or Cluster; with a single instance use a rediss:// REDIS_URL');
@@ -113,7 +124,8 @@ function targetOf(e: Env): RedisTarget {
     };
   }
   if (e.REDIS_CLUSTER_NODES) {
-    return { mode: 'cluster', nodes: e.REDIS_CLUSTER_NODES, tls, ...(e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {}) };
+    const password = e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {};
+    return { mode: 'cluster', nodes: e.REDIS_CLUSTER_NODES, tls, ...password };
   }
   return { mode: 'single', url: e.REDIS_URL ?? DEFAULT_REDIS_URL };
 }
