@@ -14,6 +14,8 @@ import { redisCheck, startOpsServer, type OpsServer } from '../src/ops/http.js';
 import { describeRunner, registerRunner } from '../src/ops/runnerRegistry.js';
 import { createRedisConnection } from '../src/queue/connection.js';
 import type { ModelBackend } from '../src/inference/types.js';
+import { botKeyPrefix, setBotKeyPrefix } from '../src/queue/keys.js';
+import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
 import { runnerConfigFromEnv, type RunnerConfig } from '../src/runner/config.js';
 import {
   checkRunnerSandbox,
@@ -33,15 +35,19 @@ async function main(): Promise<void> {
   if (unsafe) log.warn(unsafe);
   await prepareDirectories(cfg);
 
-  const redis = createRedisConnection(cfg.redisUrl);
-  const bullConnection = createRedisConnection(cfg.redisUrl);
-  const subscriber = createRedisConnection(cfg.redisUrl);
+  // REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES; commands wait through a failover (maxRetriesPerRequest: null).
+  const redisConfig = redisConfigFromEnv();
+  setBotKeyPrefix(redisConfig.keyPrefix);
+  const redis = createRedisConnection(redisConfig.target);
+  const bullConnection = createRedisConnection(redisConfig.target);
+  const subscriber = createRedisConnection(redisConfig.target);
 
   log.info('loading the model backend');
   const backend = await loadBackend();
   const info = backend.info();
   const registration = await registerRunner({
     redis,
+    prefix: botKeyPrefix(),
     model: info.model,
     backend: info.backend,
     onError: (err) => log.warn({ err }, 'runner heartbeat failed'),
@@ -54,7 +60,7 @@ async function main(): Promise<void> {
   const runner = createRunnerWorker({
     connection: bullConnection,
     subscriber,
-    prefix: cfg.queuePrefix,
+    prefix: redisConfig.queuePrefix,
     concurrency: cfg.concurrency,
     lockDurationMs: cfg.lockDurationMs,
     stalledIntervalMs: cfg.stalledIntervalMs,

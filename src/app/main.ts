@@ -12,12 +12,14 @@ import { createFrognanoApp, labelFromEnv } from './index.js';
 import { handleReviewSubmitted } from './review.js';
 import { capProbotWebhookBodies } from './webhookBody.js';
 import { runPagesFromEnv } from './runPages/index.js';
-import { createRedisConnection, queuePrefixFromEnv, redisUrlFromEnv } from '../queue/connection.js';
+import { createRedisConnection } from '../queue/connection.js';
+import { describeRedisTarget, redisConfigFromEnv } from '../queue/redisConfig.js';
+import { setBotKeyPrefix } from '../queue/keys.js';
+import { answerRedisOutagesWith503 } from './redisOutage.js';
 import { createQueue, type FrognanoQueue } from '../queue/queue.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
 import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
-import { maskUrlPassword } from '../util/redact.js';
 
 let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue } | undefined;
 
@@ -25,11 +27,14 @@ let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue } | 
 async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
   // Before anything reads a body: an oversized POST is refused with 413, never buffered or HMAC'd.
   capProbotWebhookBodies(app);
-  const url = redisUrlFromEnv();
-  const queueConnection = createRedisConnection(url);
-  const redis = createRedisConnection(url);
+  const redisConfig = redisConfigFromEnv();
+  setBotKeyPrefix(redisConfig.keyPrefix);
+  // Fail-fast connections: while Redis is unreachable a webhook is answered 503 instead of hanging.
+  const queueConnection = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
+  const redis = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
   for (const c of [queueConnection, redis]) c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
-  const prefix = queuePrefixFromEnv();
+  answerRedisOutagesWith503(app, [queueConnection, redis]);
+  const prefix = redisConfig.queuePrefix;
   const queue = createQueue(queueConnection, { prefix });
   const label = labelFromEnv();
 
@@ -47,7 +52,8 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
   metrics.bindQueue(queue);
   resources = { redis, queueConnection, queue };
-  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${maskUrlPassword(url)} (key prefix ${prefix ?? 'bull'})`);
+  const where = describeRedisTarget(redisConfig.target);
+  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
 }
 
 async function main(): Promise<void> {

@@ -4,6 +4,7 @@ import { issueSlug } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
 import { RUN_PAGE_NOTE, safeRunUrl } from './runLink.js';
 import { defang, untrustedBlock, untrustedInline } from './untrusted.js';
+import { botKey } from '../queue/keys.js';
 
 /** Hidden marker that identifies the bot's single status comment on an issue. */
 export const STATUS_MARKER = '<!-- frognano:status -->';
@@ -220,7 +221,7 @@ function roundLines(state: Exclude<StatusState, { kind: 'running' }>, round: num
 }
 
 export function statusCacheKey(ref: IssueRef): string {
-  return `frognano:status:${issueSlug(ref)}`;
+  return botKey('status', issueSlug(ref));
 }
 
 const CACHE_TTL_SECONDS = 90 * 24 * 3600;

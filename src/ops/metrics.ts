@@ -15,6 +15,20 @@ export interface QueueCounts {
 /** BullMQ states that mean "waiting for a runner". Delayed jobs are retries in backoff; paused ones wait for resume. */
 const QUEUED_STATES = ['waiting', 'prioritized', 'delayed', 'paused', 'waiting-children'] as const;
 
+/** BullMQ states of jobs a runner could start right now: what the autoscaler (KEDA) scales on. */
+const BACKLOG_STATES = ['waiting', 'prioritized'] as const;
+
+/** Work held back outside BullMQ's states that a runner will start (e.g. a fair-share dispatcher's own backlog). */
+export type BacklogSource = () => Promise<number> | number;
+
+/**
+ * The autoscaling backlog, `frognano_queue_backlog`: BullMQ's startable jobs plus every registered source.
+ * One sum, so a new kind of held-back work is one more source (`FrognanoMetrics.addBacklogSource`), not a new metric.
+ */
+export function queueBacklog(counts: Record<string, number>, sources: readonly number[] = []): number {
+  return BACKLOG_STATES.reduce((n, s) => n + (counts[s] ?? 0), 0) + sources.reduce((n, v) => n + v, 0);
+}
+
 export type JobOutcome = 'pull_request' | 'no_patch' | 'refused' | 'cancelled';
 
 export type JobFinished =
@@ -38,6 +52,7 @@ export class FrognanoMetrics {
   readonly registry: Registry;
   readonly jobsQueued: Gauge;
   readonly jobsActive: Gauge;
+  readonly queueBacklog: Gauge;
   readonly jobsCompleted: Counter<'outcome'>;
   readonly jobsFailed: Counter<'reason'>;
   readonly jobDuration: Histogram<'status'>;
@@ -47,6 +62,7 @@ export class FrognanoMetrics {
   private readonly failureReasons = new Set<string>();
   private queue: QueueCounts | null = null;
   private refreshing: Promise<void> | null = null;
+  private readonly backlogSources: BacklogSource[] = [];
 
   constructor(opts: { registry?: Registry; defaultMetrics?: boolean; labels?: Record<string, string> } = {}) {
     this.registry = opts.registry ?? new Registry();
@@ -69,6 +85,15 @@ export class FrognanoMetrics {
     this.jobsActive = new Gauge({
       name: 'frognano_jobs_active',
       help: 'Jobs a runner is working on now (BullMQ active), read from Redis.',
+      registers: [],
+      async collect() {
+        await self.refreshFromBoundQueue();
+      },
+    });
+    this.queueBacklog = new Gauge({
+      name: 'frognano_queue_backlog',
+      help: 'Jobs a runner could start now (BullMQ waiting + prioritized, plus held-back work such as a dispatcher\'s '
+        + 'backlog), read from Redis: the autoscaling signal (deploy/k8s/keda).',
       registers: [],
       async collect() {
         await self.refreshFromBoundQueue();
@@ -124,6 +149,12 @@ export class FrognanoMetrics {
     if (this.registry.getSingleMetric('frognano_jobs_queued')) return;
     this.registry.registerMetric(this.jobsQueued);
     this.registry.registerMetric(this.jobsActive);
+    this.registry.registerMetric(this.queueBacklog);
+  }
+
+  /** Adds held-back work to `frognano_queue_backlog` (read on every scrape, with the queue counts). */
+  addBacklogSource(source: BacklogSource): void {
+    this.backlogSources.push(source);
   }
 
   /** prom-client collects metrics concurrently: both queue gauges share one Redis round trip per scrape. */
@@ -142,14 +173,19 @@ export class FrognanoMetrics {
     return this.refreshing;
   }
 
-  async refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number }> {
+  async refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number; backlog: number }> {
     this.exposeQueueGauges();
-    const counts = await queue.getJobCounts(...QUEUED_STATES, 'active');
+    const [counts, sources] = await Promise.all([
+      queue.getJobCounts(...QUEUED_STATES, 'active'),
+      Promise.all(this.backlogSources.map((s) => s())),
+    ]);
     const queued = QUEUED_STATES.reduce((n, s) => n + (counts[s] ?? 0), 0);
     const active = counts.active ?? 0;
+    const backlog = queueBacklog(counts, sources);
     this.jobsQueued.set(queued);
     this.jobsActive.set(active);
-    return { queued, active };
+    this.queueBacklog.set(backlog);
+    return { queued, active, backlog };
   }
 
   recordJobFinished(f: JobFinished): void {
@@ -205,6 +241,6 @@ export function recordModelTurn(t: ModelTurn): void {
   metrics.recordModelTurn(t);
 }
 
-export function refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number }> {
+export function refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number; backlog: number }> {
   return metrics.refreshQueueGauges(queue);
 }
