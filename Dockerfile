@@ -36,10 +36,12 @@ FROM deps AS build
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY runner ./runner
-COPY scripts ./scripts
-# tsconfig.build.json compiles src/, runner/ and scripts/ only (tests and benchmarks are type-checked by `npm run typecheck`).
+# tsconfig.build.json compiles src/ and runner/ only (tests, benchmarks and development scripts are type-checked by
+# `npm run typecheck`).
 RUN npm run build \
- && test -f dist/src/app/main.js && test -f dist/runner/main.js && test -f dist/src/leaf/sandboxTool.py
+ && test -f dist/src/app/main.js && test -f dist/runner/main.js && test -f dist/src/leaf/sandboxTool.py \
+ && test -f dist/src/sandbox/docker/init.py && test -f dist/src/sandbox/docker/sweep.sh \
+ && test -f dist/src/sandbox/docker/exec-wrapper.sh
 
 # ---- prod-deps: runtime dependencies only -------------------------------------------------------------------
 FROM node-base AS prod-deps

@@ -19,7 +19,14 @@ const JOB_MS = Number(process.env.JOB_MS ?? 200);
 const RUNNERS = 3;
 const BIG = 60;
 const SMALL = 4;
-const REPOS = [['acme', 'big'], ['acme', 'r1'], ['acme', 'r2'], ['beta', 'r3'], ['beta', 'r4'], ['beta', 'r5']] as const;
+const REPOS = [
+  ['acme', 'big'],
+  ['acme', 'r1'],
+  ['acme', 'r2'],
+  ['beta', 'r3'],
+  ['beta', 'r4'],
+  ['beta', 'r5'],
+] as const;
 
 interface Run {
   name: string;
@@ -35,8 +42,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function job(owner: string, repo: string, issueNumber: number): JobData {
   return {
-    installationId: owner === 'acme' ? 1 : 2, owner, repo, issueNumber, title: 't', body: 'b', defaultBranch: 'main',
-    triggeredBy: { login: 'u', id: 1 }, attempt: 1, trigger: 'label', enqueuedAt: new Date().toISOString(),
+    installationId: owner === 'acme' ? 1 : 2,
+    owner,
+    repo,
+    issueNumber,
+    title: 't',
+    body: 'b',
+    defaultBranch: 'main',
+    triggeredBy: { login: 'u', id: 1 },
+    attempt: 1,
+    trigger: 'label',
+    enqueuedAt: new Date().toISOString(),
   };
 }
 
@@ -63,17 +79,25 @@ async function runOnce(url: string, name: string, fair: boolean): Promise<Run> {
   // What runner/handOff.ts does in a runner: the slot of a job whose work is done goes to the next job at once.
   const runnerSide = new FairShare(queue, plain, {});
   const handOffMs: number[] = [];
-  const workers = Array.from({ length: RUNNERS }, () => new Worker(QUEUE_NAME, async (j) => {
-    run.start.set(j.id!, Date.now());
-    await sleep(JOB_MS);
-    run.end.set(j.id!, Date.now());
-    if (fair) {
-      const t0 = performance.now();
-      await runnerSide.handOff(j.id!);
-      handOffMs.push(performance.now() - t0);
-    }
-    return { outcome: 'no_patch', exitReason: 'bench', turns: 0, elapsedSeconds: JOB_MS / 1000 };
-  }, { connection: connect(), prefix, concurrency: 1 }));
+  const workers = Array.from(
+    { length: RUNNERS },
+    () =>
+      new Worker(
+        QUEUE_NAME,
+        async (j) => {
+          run.start.set(j.id!, Date.now());
+          await sleep(JOB_MS);
+          run.end.set(j.id!, Date.now());
+          if (fair) {
+            const t0 = performance.now();
+            await runnerSide.handOff(j.id!);
+            handOffMs.push(performance.now() - t0);
+          }
+          return { outcome: 'no_patch', exitReason: 'bench', turns: 0, elapsedSeconds: JOB_MS / 1000 };
+        },
+        { connection: connect(), prefix, concurrency: 1 },
+      ),
+  );
   await Promise.all(workers.map((w) => w.waitUntilReady()));
 
   const share = new FairShare(queue, plain, { slots: () => RUNNERS });
@@ -138,7 +162,9 @@ function firstWait(run: Run, repo: string): number {
 function report(runs: Run[]): void {
   const cell = (s: string | number, w = 22) => String(s).padEnd(w);
   console.log(`${RUNNERS} runners, job ${JOB_MS} ms; acme/big labels ${BIG} issues, then 5 others ${SMALL} each\n`);
-  console.log(cell('repository') + runs.map((r) => cell(`${r.name}: p50 / p95 wait`, 30)).join('') + 'first job (job durations)');
+  console.log(
+    cell('repository') + runs.map((r) => cell(`${r.name}: p50 / p95 wait`, 30)).join('') + 'first job (job durations)',
+  );
   for (const [owner, repo] of REPOS) {
     const name = `${owner}/${repo}`;
     const waits = runs.map((r) => waitsOf(r, name));
@@ -194,9 +220,13 @@ async function redisUrl(): Promise<{ url: string; child?: ChildProcess }> {
       srv.close(() => resolve(p));
     });
   });
-  const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'redis-server',
+    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
   await sleep(300);
   return { url: `redis://127.0.0.1:${port}`, child };
 }
@@ -207,7 +237,9 @@ try {
   const fair = await runOnce(url, 'fair', true);
   report([fifo, fair]);
   const cost = await dispatchCost(url);
-  console.log(`dispatcher alone: ${cost.passMs.toFixed(2)} ms per job (one pass per freed slot: stale check, pick, promote)`);
+  console.log(
+    `dispatcher alone: ${cost.passMs.toFixed(2)} ms per job (one pass per freed slot: stale check, pick, promote)`,
+  );
 } finally {
   child?.kill();
 }

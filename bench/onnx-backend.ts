@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
-import { buildTinyModel, type LayerType } from '../scripts/build-tiny-model.js';
+import { buildTinyModel, type LayerType } from '../test/support/tinyModel/buildTinyModel.js';
 import { OnnxBackend } from '../src/inference/onnx/backend.js';
 import { encodePrompt } from '../src/inference/onnx/tokenizer.js';
 import type { ChatMessage, ToolSpec } from '../src/inference/types.js';

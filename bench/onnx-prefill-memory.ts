@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildTinyModel } from '../scripts/build-tiny-model.js';
+import { buildTinyModel } from '../test/support/tinyModel/buildTinyModel.js';
 import { OnnxBackend } from '../src/inference/onnx/backend.js';
 
 const args = process.argv.slice(2);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { BwrapSandbox } from '../src/sandbox/bwrap.js';
 import { checkBwrap, checkDocker } from '../src/sandbox/check.js';
 import { BwrapSandboxConfigSchema, DockerSandboxConfigSchema } from '../src/sandbox/config.js';
-import { DockerSandbox } from '../src/sandbox/docker.js';
+import { DockerSandbox } from '../src/sandbox/docker/index.js';
 import { LocalSandbox } from '../src/sandbox/local.js';
 import type { Sandbox } from '../src/sandbox/types.js';
 import { summarize } from './lib.js';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { ToolExecutor } from '../src/leaf/tools.js';
-import { DockerSandbox } from '../src/sandbox/docker.js';
+import { DockerSandbox } from '../src/sandbox/docker/index.js';
 import { summarize } from './lib.js';
 
 const runs = Number(process.argv[2] ?? 40);

@@ -2,17 +2,28 @@
  * GPU runner entry point (`npm run runner`): loads the model once, registers the runner, reaps sandbox
  * containers a crashed predecessor left, and processes `frognano` jobs until SIGTERM/SIGINT.
  */
+import { trajectoryStoreFromEnv } from '../src/runs/config.js';
+import { publicUrlFromEnv } from '../src/runs/url.js';
 import { promises as fs } from 'node:fs';
 import Docker from 'dockerode';
+import type { Redis } from 'ioredis';
 import { backendConfigFromEnv, createBackend, describeRetry } from '../src/inference/index.js';
 import { createLogger } from '../src/ops/logger.js';
 import { metrics } from '../src/ops/metrics.js';
 import { redisCheck, startOpsServer, type OpsServer } from '../src/ops/http.js';
 import { describeRunner, registerRunner } from '../src/ops/runnerRegistry.js';
 import { createRedisConnection } from '../src/queue/connection.js';
-import { runnerConfigFromEnv } from '../src/runner/config.js';
-import { checkRunnerSandbox, reapStaleSandboxes, sandboxConfigFromEnv } from '../src/sandbox/index.js';
-import { createRunnerWorker } from './worker.js';
+import type { ModelBackend } from '../src/inference/types.js';
+import { botKeyPrefix, setBotKeyPrefix } from '../src/queue/keys.js';
+import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
+import { runnerConfigFromEnv, type RunnerConfig } from '../src/runner/config.js';
+import {
+  checkRunnerSandbox,
+  reapStaleSandboxes,
+  sandboxConfigFromEnv,
+  type SandboxConfig,
+} from '../src/sandbox/index.js';
+import { createRunnerWorker, type RunnerWorker } from './worker.js';
 
 const log = createLogger({ name: 'runner' });
 
@@ -22,52 +33,34 @@ async function main(): Promise<void> {
   // Refuses the unisolated local sandbox unless explicitly allowed; says so loudly when it is.
   const unsafe = checkRunnerSandbox(sandbox);
   if (unsafe) log.warn(unsafe);
-  // 0711: the sandbox user (bwrap/docker, uid 1000) must traverse it to reach its workspace, never list it.
-  await fs.mkdir(cfg.workDir, { recursive: true, mode: 0o711 });
-  // solve() copies each repository into a workspace under the OS temp dir. A docker sandbox bind-mounts that
-  // workspace by its HOST path, so it must live in FROGNANO_WORK_DIR (mounted at the same path on both sides).
-  if (!process.env.TMPDIR) process.env.TMPDIR = cfg.workDir;
-  await fs.mkdir(cfg.trajectoryDir, { recursive: true });
+  await prepareDirectories(cfg);
 
-  const redis = createRedisConnection(cfg.redisUrl);
-  const bullConnection = createRedisConnection(cfg.redisUrl);
-  const subscriber = createRedisConnection(cfg.redisUrl);
+  // REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES; commands wait through a failover (maxRetriesPerRequest: null).
+  const redisConfig = redisConfigFromEnv();
+  setBotKeyPrefix(redisConfig.keyPrefix);
+  const redis = createRedisConnection(redisConfig.target);
+  const bullConnection = createRedisConnection(redisConfig.target);
+  const subscriber = createRedisConnection(redisConfig.target);
 
   log.info('loading the model backend');
-  const backend = await createBackend(backendConfigFromEnv(process.env), {
-    onRetry: (retry) => log.warn({ retry: retry.retry, delayMs: retry.delayMs }, describeRetry(retry)),
-    onWarning: (message) => log.warn(message),
-  });
+  const backend = await loadBackend();
   const info = backend.info();
   const registration = await registerRunner({
     redis,
+    prefix: botKeyPrefix(),
     model: info.model,
     backend: info.backend,
     onError: (err) => log.warn({ err }, 'runner heartbeat failed'),
   });
   const runnerDescription = describeRunner(registration.info);
 
-  if (sandbox.kind === 'docker' || sandbox.kind === 'auto') {
-    const { socketPath, jobTimeoutMs } = sandbox.kind === 'docker' ? sandbox : sandbox.docker;
-    try {
-      const removed = await reapStaleSandboxes(new Docker(socketPath ? { socketPath } : undefined), jobTimeoutMs ?? 2 * 60 * 60_000);
-      if (removed.length) log.info({ removed: removed.length }, 'removed stale sandbox containers');
-    } catch (err) {
-      // No Docker engine is fine for `auto` (bwrap is used); say so once.
-      log.warn({ err: (err as Error).message }, 'could not look for stale sandbox containers');
-    }
-  }
-
-  let ops: OpsServer | undefined;
-  if (cfg.opsPort !== undefined) {
-    ops = await startOpsServer({ port: cfg.opsPort, checks: [redisCheck(redis)], metrics });
-    log.info({ port: ops.port }, 'ops server listening');
-  }
+  await reapLeftoverSandboxes(sandbox);
+  const ops = await startOps(cfg, redis);
 
   const runner = createRunnerWorker({
     connection: bullConnection,
     subscriber,
-    prefix: cfg.queuePrefix,
+    prefix: redisConfig.queuePrefix,
     concurrency: cfg.concurrency,
     lockDurationMs: cfg.lockDurationMs,
     stalledIntervalMs: cfg.stalledIntervalMs,
@@ -88,12 +81,68 @@ async function main(): Promise<void> {
       wallTimeMs: cfg.wallTimeMinutes ? cfg.wallTimeMinutes * 60_000 : undefined,
       sampling: cfg.sampling,
       metrics,
+      trajectoryStore: trajectoryStoreFromEnv(process.env),
+      publicUrl: publicUrlFromEnv(process.env),
     },
   });
   log.info({ runner: runnerDescription, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
 
+  const connections = [redis, bullConnection, subscriber];
+  const stop = stopOnSignal(cfg, { runner, registration, backend, ops, connections });
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+async function prepareDirectories(cfg: RunnerConfig): Promise<void> {
+  // 0711: the sandbox user (bwrap/docker, uid 1000) must traverse it to reach its workspace, never list it.
+  await fs.mkdir(cfg.workDir, { recursive: true, mode: 0o711 });
+  // solve() copies each repository into a workspace under the OS temp dir. A docker sandbox bind-mounts that
+  // workspace by its HOST path, so it must live in FROGNANO_WORK_DIR (mounted at the same path on both sides).
+  if (!process.env.TMPDIR) process.env.TMPDIR = cfg.workDir;
+  await fs.mkdir(cfg.trajectoryDir, { recursive: true });
+}
+
+function loadBackend(): Promise<ModelBackend> {
+  return createBackend(backendConfigFromEnv(process.env), {
+    onRetry: (retry) => log.warn({ retry: retry.retry, delayMs: retry.delayMs }, describeRetry(retry)),
+    onWarning: (message) => log.warn(message),
+    onDebug: (message) => log.debug(message),
+  });
+}
+
+async function reapLeftoverSandboxes(sandbox: SandboxConfig): Promise<void> {
+  if (sandbox.kind !== 'docker' && sandbox.kind !== 'auto') return;
+  const { socketPath, jobTimeoutMs } = sandbox.kind === 'docker' ? sandbox : sandbox.docker;
+  try {
+    const removed = await reapStaleSandboxes(new Docker(socketPath ? { socketPath } : undefined), jobTimeoutMs ?? 2 * 60 * 60_000);
+    if (removed.length) log.info({ removed: removed.length }, 'removed stale sandbox containers');
+  } catch (err) {
+    // No Docker engine is fine for `auto` (bwrap is used); say so once.
+    log.warn({ err: (err as Error).message }, 'could not look for stale sandbox containers');
+  }
+}
+
+async function startOps(cfg: RunnerConfig, redis: Redis): Promise<OpsServer | undefined> {
+  if (cfg.opsPort === undefined) return undefined;
+  const ops = await startOpsServer({ port: cfg.opsPort, checks: [redisCheck(redis)], metrics });
+  log.info({ port: ops.port }, 'ops server listening');
+  return ops;
+}
+
+/** What a stopping runner closes, in this order. */
+interface RunnerParts {
+  runner: RunnerWorker;
+  registration: { stop(): Promise<void> };
+  backend: ModelBackend;
+  ops?: OpsServer;
+  connections: Redis[];
+}
+
+/** The signal handler: the first signal drains the runner within the grace period, a second one exits at once. */
+function stopOnSignal(cfg: RunnerConfig, parts: RunnerParts): (signal: string) => Promise<void> {
+  const { runner, registration, backend, ops } = parts;
   let stopping = false;
-  const stop = async (signal: string) => {
+  return async (signal: string) => {
     if (stopping) {
       log.warn(`${signal} again: exiting now; active jobs return to the queue when their locks expire`);
       process.exit(1);
@@ -105,7 +154,7 @@ async function main(): Promise<void> {
       await registration.stop();
       await backend.close?.();
       await ops?.close();
-      await Promise.all([redis.quit(), bullConnection.quit(), subscriber.quit()]);
+      await Promise.all(parts.connections.map((c) => c.quit()));
       log.info('runner stopped');
       process.exit(0);
     } catch (err) {
@@ -113,8 +162,6 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
 }
 
 main().catch((err: unknown) => {

@@ -1,4 +1,4 @@
-# The image every Leaf job runs in (see src/sandbox/docker.ts for how it is started: no network, read-only root,
+# The image every Leaf job runs in (see src/sandbox/docker/ for how it is started: no network, read-only root,
 # tmpfs /tmp and HOME, the repository bind-mounted at /workspace, all capabilities dropped).
 #
 # Production:  docker build -t frognano-sandbox:latest -f runner/sandbox.Dockerfile runner/

@@ -4,7 +4,8 @@ import type { RunnerRegistration } from '../src/ops/runnerRegistry.js';
 import { onCancel } from '../src/queue/cancel.js';
 import { QUEUE_NAME, type JobData, type JobResult } from '../src/queue/schema.js';
 import { isStalledFailure } from '../src/queue/stalled.js';
-import { HandBackError, JobFailure, processJob, type AbortCause, type RunnerContext } from '../src/runner/processJob.js';
+import { processJob } from '../src/runner/processJob.js';
+import { HandBackError, JobFailure, type AbortCause, type RunnerContext } from '../src/runner/types.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
 import { createHandOff } from './handOff.js';
 import { startJobUsage } from './jobUsage.js';
@@ -87,21 +88,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
     stalledInterval: o.stalledIntervalMs ?? 60_000,
     maxStalledCount: o.maxStalledCount ?? 2,
   });
-  worker.on('failed', (job, err) => {
-    if (err instanceof WaitingError || err?.name === 'WaitingError') return;
-    log.error({ jobId: job?.id, reason: err.message }, 'job failed');
-    // BullMQ fails a job that stalled too often itself, without calling processJob: its runner died mid-job
-    // (repeatedly), so this runner, which picked it up, tells the issue.
-    if (job && isStalledFailure(err.message)) {
-      // Its run time is unknown (the runner that ran it is gone); NaN keeps it out of the duration histogram.
-      o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: 'stalled', durationSeconds: Number.NaN });
-      const report = reportStalledJob(job, o.ctx)
-        .then((state) => log.info({ jobId: job.id, stalled: job.stalledCounter, status: state?.kind ?? 'none (unreadable job data)' }, 'reported a job given up after stalling'))
-        .catch((e: unknown) => log.error({ jobId: job.id, err: e }, 'could not report a stalled job on its issue'))
-        .finally(() => reports.delete(report));
-      reports.add(report);
-    }
-  });
+  worker.on('failed', onFailed(o, reports));
   worker.on('completed', (job, result) => log.info({ jobId: job.id, outcome: result.outcome }, 'job completed'));
   worker.on('error', (err) => log.error({ err }, 'worker error'));
   worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled (its runner stopped renewing the lock); it goes back to the queue'));
@@ -125,5 +112,28 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
       await Promise.all([...reports]);
       await handOff.close();
     },
+  };
+}
+
+/** Logs a failed job; one BullMQ gave up on after it stalled too often is also reported on its issue. */
+function onFailed(
+  o: RunnerWorkerOptions,
+  reports: Set<Promise<void>>,
+): (job: Job<JobData, JobResult, string> | undefined, err: Error) => void {
+  const log = o.ctx.logger;
+  return (job, err) => {
+    if (err instanceof WaitingError || err?.name === 'WaitingError') return;
+    log.error({ jobId: job?.id, reason: err.message }, 'job failed');
+    // BullMQ fails a job that stalled too often itself, without calling processJob: its runner died mid-job
+    // (repeatedly), so this runner, which picked it up, tells the issue.
+    if (job && isStalledFailure(err.message)) {
+      // Its run time is unknown (the runner that ran it is gone); NaN keeps it out of the duration histogram.
+      o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: 'stalled', durationSeconds: Number.NaN });
+      const report = reportStalledJob(job, o.ctx)
+        .then((state) => log.info({ jobId: job.id, stalled: job.stalledCounter, status: state?.kind ?? 'none (unreadable job data)' }, 'reported a job given up after stalling'))
+        .catch((e: unknown) => log.error({ jobId: job.id, err: e }, 'could not report a stalled job on its issue'))
+        .finally(() => reports.delete(report));
+      reports.add(report);
+    }
   };
 }

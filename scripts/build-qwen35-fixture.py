@@ -42,8 +42,9 @@ from transformers import PreTrainedTokenizerFast, Qwen3_5Config, Qwen3_5ForCondi
 
 ROOT = Path(__file__).resolve().parent.parent
 # The official Qwen3.5 chat template (tools in the system turn, qwen3_coder XML tool calls, `<think>` only after the
-# last user query), the copy the Leaf prompt conformance test uses too (see its README for where it comes from).
-TEMPLATE_FILE = ROOT / "test" / "fixtures" / "qwen3.5-chat-template" / "chat_template.jinja"
+# last user query): its one copy, which the Leaf prompt conformance test reads too (test/fixtures/qwen3.5-chat-template/
+# README.md says where it comes from).
+TEMPLATE_FILE = ROOT / "test" / "fixtures" / "qwen35-tiny" / "chat_template.jinja"
 
 # Qwen2/3 pre-tokenizer split (the byte-level BPE of the Qwen family).
 QWEN_SPLIT = (

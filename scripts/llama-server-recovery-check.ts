@@ -6,7 +6,7 @@
  * Usage: npx tsx scripts/llama-server-recovery-check.ts LLAMA_SERVER MODEL.gguf
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { OpenAIBackend } from '../src/inference/openai.js';
+import { OpenAIBackend } from '../src/inference/openai/index.js';
 import { describeRetry } from '../src/inference/retry.js';
 
 const [serverBin, model] = process.argv.slice(2);

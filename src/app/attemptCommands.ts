@@ -13,6 +13,7 @@ import * as msg from './messages.js';
 import type { IssueCommentCreatedPayload } from './payloads.js';
 import { refuseOverQuota } from './quotaGate.js';
 import { announceQueued, metaFor, refreshStatus } from './statusUpdates.js';
+import { botKey } from '../queue/keys.js';
 
 /**
  * `/frognano status|retry|cancel`: what they do to an issue's current attempt. On the bot's pull request
@@ -51,7 +52,7 @@ export async function startRetry(
 ): Promise<void> {
   if (p.issue.state !== 'open') return void (await postComment(d.octokit, key, msg.closedIssueText()));
   const { queue, redis } = deps;
-  const outcome = await withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
+  const outcome = await withRedisLock(redis, botKey('issue-lock', issueSlug(key)), async () => {
     const cur = await currentAttempt(redis, key);
     if (cur !== null) {
       const job = await queue.getJob(jobIdFor({ ...key, attempt: cur }));

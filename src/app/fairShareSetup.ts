@@ -47,7 +47,9 @@ export async function startSharedService(o: {
     ? watchQuotasFile(path, {
         onChange: (cfg) => {
           o.log.info({ path }, 'quotas file changed; new limits apply');
-          void fairShare?.setWeights(weightsOf(cfg)).catch((err: unknown) => o.log.warn({ err }, 'could not store weights'));
+          void fairShare
+            ?.setWeights(weightsOf(cfg))
+            .catch((err: unknown) => o.log.warn({ err }, 'could not store weights'));
         },
         onError: (err) => o.log.error({ err: err.message }, 'quotas file unreadable; keeping the previous version'),
       })
@@ -63,7 +65,8 @@ export async function startSharedService(o: {
       },
       onError: (err) => o.log.warn({ err }, 'fair-share dispatch failed; the next event or tick retries'),
     });
-    await fairShare.setWeights(weightsOf(watch?.current() ?? null));
+    // Stored now, or before the first dispatch that reaches Redis (the app starts while Redis is down too).
+    await fairShare.setWeights(weightsOf(watch?.current() ?? null)).catch(() => undefined);
     stopLoop = startDispatchLoop(fairShare, { connection: o.events, prefix: o.prefix });
   }
   return {

@@ -18,6 +18,7 @@ import * as msg from './messages.js';
 import type { IssueCommentCreatedPayload, ReviewSubmittedPayload } from './payloads.js';
 import { refuseOverQuota } from './quotaGate.js';
 import { refreshStatus } from './statusUpdates.js';
+import { botKey } from '../queue/keys.js';
 
 /**
  * Follow-up rounds on the bot's own draft pull request: a writer's `/frognano <what to change>` comment, or a
@@ -144,7 +145,7 @@ export async function handleReviewFollowUp(
     inline = await fetchReviewComments(d.octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
     if (!inline.comments.some((c) => mentionsCommand(c.body))) return { action: 'ignored', why: 'the review does not contain /frognano' };
   }
-  const claimKey = `frognano:review:${issueSlug(pullRequestKey(owner, repo, pr.number))}:${review.id}`;
+  const claimKey = botKey('review', issueSlug(pullRequestKey(owner, repo, pr.number)), String(review.id));
   if (!(await claimOnce(deps.redis, claimKey, HANDLED_TTL_SECONDS))) return { action: 'ignored', why: 'review already handled (redelivery)' };
   try {
     const perm = await getUserPermission(d.octokit, owner, repo, reviewer.login);

@@ -12,6 +12,7 @@ import { guidanceFrom, isGuidanceRequest } from './guidance.js';
 import * as msg from './messages.js';
 import { refuseOutsider } from './outsiders.js';
 import { isPullRequest, type IssueCommentCreatedPayload } from './payloads.js';
+import { botKey } from '../queue/keys.js';
 
 /** A `/frognano …` comment by a person, on an issue or on a pull request. */
 export interface CommandComment {
@@ -39,7 +40,7 @@ const ISSUE_COMMANDS: Record<Command['kind'], IssueCommandHandler> = {
  * nothing, and a failure lets GitHub's redelivery try again.
  */
 export async function onIssueCommand(deps: HandlerDeps, d: Delivery, c: CommandComment): Promise<void> {
-  const claimKey = `frognano:comment:${issueSlug(c.key)}:${c.p.comment.id}`;
+  const claimKey = botKey('comment', issueSlug(c.key), String(c.p.comment.id));
   if (!(await claimOnce(deps.redis, claimKey, HANDLED_TTL_SECONDS))) {
     return void d.log.info('comment already handled (redelivery)');
   }

@@ -1,26 +1,10 @@
 import type { Redis } from 'ioredis';
-import { JobResultSchema } from '../queue/schema.js';
+import { JobResultSchema, readRunnerProgress } from '../queue/schema.js';
 import { getCancelRequest } from '../queue/cancel.js';
 import { isStalledFailure, stalledFailureText } from '../queue/stalled.js';
 import type { FairShare } from '../queue/fairShare/dispatcher.js';
 import { queuePosition, isPendingState, type FrognanoJob, type FrognanoQueue } from '../queue/queue.js';
 import { runningState, type StatusState } from '../github/statusComment.js';
-
-/** Progress a runner may store with `job.updateProgress(...)`; read loosely, it is only shown. */
-interface RunnerProgress {
-  runner?: string;
-  turn?: number;
-  maxTurns?: number;
-  detail?: string;
-}
-
-function readProgress(p: unknown): RunnerProgress {
-  if (typeof p !== 'object' || p === null) return {};
-  const o = p as Record<string, unknown>;
-  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : undefined);
-  const str = (v: unknown) => (typeof v === 'string' && v ? v.slice(0, 500) : undefined);
-  return { runner: str(o.runner), turn: num(o.turn), maxTurns: num(o.maxTurns), detail: str(o.detail) };
-}
 
 /** Translates a BullMQ job's live state into what the status comment shows (a held job's place: fair order). */
 export async function statusOfJob(
@@ -34,7 +18,7 @@ export async function statusOfJob(
   if (state === 'delayed' && fair) return { kind: 'queued', position: await fair.position(id) };
   if (isPendingState(state)) return { kind: 'queued', position: await queuePosition(queue, id) };
   if (state === 'active') {
-    return runningState(readProgress(job.progress), await getCancelRequest(redis, id));
+    return runningState(readRunnerProgress(job.progress), await getCancelRequest(redis, id));
   }
   if (state === 'completed') {
     const r = JobResultSchema.safeParse(job.returnvalue);

@@ -10,6 +10,7 @@ import { refuseOutsider } from './outsiders.js';
 import { isBot, isPullRequest, type IssueLabeledPayload } from './payloads.js';
 import { refuseOverQuota } from './quotaGate.js';
 import { announceQueued } from './statusUpdates.js';
+import { botKey } from '../queue/keys.js';
 
 export type LabelDecision =
   | { action: 'ignored'; why: string }
@@ -42,7 +43,7 @@ export async function onLabeled(deps: HandlerDeps, d: Delivery, p: IssueLabeledP
     await refuseOutsider(deps.redis, d.octokit, key, text, d.log.child({ user: p.sender.login, role: perm.role }));
     return { action: 'refused', role: perm.role };
   }
-  return withRedisLock(deps.redis, `frognano:issue-lock:${issueSlug(key)}`, () => queueFirstAttempt(deps, d, p, key));
+  return withRedisLock(deps.redis, botKey('issue-lock', issueSlug(key)), () => queueFirstAttempt(deps, d, p, key));
 }
 
 async function queueFirstAttempt(

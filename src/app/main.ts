@@ -12,12 +12,15 @@ import { startSharedService, type SharedService } from './fairShareSetup.js';
 import { createFrognanoApp, labelFromEnv } from './index.js';
 import { handleReviewSubmitted } from './review.js';
 import { capProbotWebhookBodies } from './webhookBody.js';
-import { createRedisConnection, queuePrefixFromEnv, redisUrlFromEnv } from '../queue/connection.js';
+import { runPagesFromEnv } from './runPages/index.js';
+import { createRedisConnection } from '../queue/connection.js';
+import { describeRedisTarget, redisConfigFromEnv } from '../queue/redisConfig.js';
+import { setBotKeyPrefix } from '../queue/keys.js';
+import { answerRedisOutagesWith503 } from './redisOutage.js';
 import { createQueue, type FrognanoQueue } from '../queue/queue.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
 import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
-import { maskUrlPassword } from '../util/redact.js';
 
 let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; shared: SharedService } | undefined;
 
@@ -25,15 +28,18 @@ let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; sha
 async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
   // Before anything reads a body: an oversized POST is refused with 413, never buffered or HMAC'd.
   capProbotWebhookBodies(app);
-  const url = redisUrlFromEnv();
-  const queueConnection = createRedisConnection(url);
-  const redis = createRedisConnection(url);
+  const redisConfig = redisConfigFromEnv();
+  setBotKeyPrefix(redisConfig.keyPrefix);
+  // Fail-fast connections: while Redis is unreachable a webhook is answered 503 instead of hanging.
+  const queueConnection = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
+  const redis = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
   for (const c of [queueConnection, redis]) c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
-  const prefix = queuePrefixFromEnv();
+  answerRedisOutagesWith503(app, [queueConnection, redis]);
+  const prefix = redisConfig.queuePrefix;
   const queue = createQueue(queueConnection, { prefix });
   const label = labelFromEnv();
   // Fair share and quotas (docs/operating-at-scale.md); BullMQ's event stream needs a connection of its own.
-  const shared = await startSharedService({ queue, redis, events: createRedisConnection(url), prefix, log: app.log });
+  const shared = await startSharedService({ queue, redis, events: createRedisConnection(redisConfig.target), prefix, log: app.log });
   const { fairShare, quotas } = shared;
 
   await createFrognanoApp({ queue, redis, label, fairShare, quotas, metrics })(app);
@@ -44,10 +50,16 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
 
   addReadinessCheck(redisCheck(redis));
   options.addHandler?.(opsHandler);
+  // The run pages (/runs/...) behind GitHub sign-in; off without the App's OAuth credentials.
+  const runPages = runPagesFromEnv(app);
+  if (runPages) options.addHandler?.(runPages.handler);
   // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
   metrics.bindQueue(queue);
+  // Held jobs wait in the fair share's lines (BullMQ counts them as delayed): the autoscaling backlog adds them.
+  if (fairShare) metrics.addBacklogSource(() => fairShare.backlog());
   resources = { redis, queueConnection, queue, shared };
-  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${maskUrlPassword(url)} (key prefix ${prefix ?? 'bull'})`);
+  const where = describeRedisTarget(redisConfig.target);
+  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
 }
 
 async function main(): Promise<void> {

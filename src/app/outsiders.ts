@@ -3,10 +3,11 @@ import { postComment } from '../github/comments.js';
 import type { StatusOctokit } from '../github/statusComment.js';
 import { issueSlug, type IssueKey } from '../queue/attempts.js';
 import type { Log } from './deps.js';
+import { botKey } from '../queue/keys.js';
 
 /** Set once an outsider was answered on this issue (no expiry, like the attempt counter). */
 export function outsiderAnsweredKey(key: IssueKey): string {
-  return `frognano:outsider-answered:${issueSlug(key)}`;
+  return botKey('outsider-answered', issueSlug(key));
 }
 
 /**

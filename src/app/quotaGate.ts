@@ -1,6 +1,7 @@
 import { postComment } from '../github/comments.js';
 import { issueSlug, type IssueKey } from '../queue/attempts.js';
 import { tenantOf } from '../queue/fairShare/tenants.js';
+import { botKey } from '../queue/keys.js';
 import { claimOnce } from '../queue/lock.js';
 import { checkQuotas, type QuotaRefusal } from '../queue/quotas/check.js';
 import type { Delivery, HandlerDeps } from './deps.js';
@@ -20,7 +21,7 @@ export async function refuseOverQuota(deps: HandlerDeps, d: Delivery, key: Issue
   if (!refusal) return null;
   deps.metrics?.recordQuotaRefusal(tenant.installation, refusal.quota);
   const log = d.log.child({ quota: refusal.quota, scope: refusal.scope, used: refusal.used, limit: refusal.limit });
-  const mark = `frognano:quota-answered:${issueSlug(key)}:${refusal.quota}`;
+  const mark = botKey('quota-answered', issueSlug(key), refusal.quota);
   const ttlSeconds = Math.max(1, Math.ceil((refusal.resetAt.getTime() - now.getTime()) / 1000));
   if (!(await claimOnce(deps.redis, mark, ttlSeconds))) {
     log.info('over quota; already said so on this thread for this period');

@@ -1,5 +1,5 @@
 /**
- * Exit codes of `frognano` (documented in `frognano --help` and the README), and the error type that
+ * Exit codes of `frognano` (documented in `frognano --help` and docs/cli.md), and the error type that
  * carries one up to main() so every failure ends with one clear line and the right code.
  */
 export const EXIT = {

@@ -6,12 +6,14 @@ Usage:
   frognano solve <repo-dir> (--issue-file FILE | --issue TEXT | --github OWNER/REPO#N) [options]
   frognano doctor [options]
   frognano replay <trajectory.json> [--markdown]
+  frognano view <trajectory.json> [--port N]
   frognano <command> --help
 
 Commands:
   solve    Let the model work on an issue in a sandboxed copy of a repository; writes patch + trajectory.
   doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, model, GitHub App credentials.
   replay   Print a trajectory written by solve (or by the runner) readably.
+  view     Serve a trajectory as the app's run page, on 127.0.0.1, for a browser.
 
 Exit codes:
   0    solve produced a patch / doctor: every required check passed
@@ -114,4 +116,18 @@ Examples:
   frognano replay run/trajectory.json --markdown > run.md
 `;
 
-export const HELP: Record<string, string> = { solve: SOLVE_HELP, doctor: DOCTOR_HELP, replay: REPLAY_HELP };
+export const VIEW_HELP = `Usage: frognano view <trajectory.json> [options]
+
+Serves the trajectory as the same page the app shows reviewers (every step, its reasoning, tool calls,
+edits as diffs, timing and tokens; j/k between steps), on 127.0.0.1 only, with no sign-in. Ctrl-C stops it.
+
+Options:
+  --port N           Port to listen on (default: any free port)
+  -h, --help         This text
+
+Examples:
+  frognano view frognano-out/2026-01-01T10-00-00Z/trajectory.json
+  frognano view run/trajectory.json --port 8400
+`;
+
+export const HELP: Record<string, string> = { solve: SOLVE_HELP, doctor: DOCTOR_HELP, replay: REPLAY_HELP, view: VIEW_HELP };

@@ -10,6 +10,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   solve: async () => (await import('./commands/solve.js')).solveCommand,
   doctor: async () => (await import('./commands/doctor.js')).doctorCommand,
   replay: async () => (await import('./commands/replay.js')).replayCommand,
+  view: async () => (await import('./commands/view.js')).viewCommand,
 };
 
 /** `frognano <command> ...` -> exit code. Never throws: every failure becomes a message and an exit code. */

@@ -1,5 +1,6 @@
 import { approvalExternalId } from './approvalRule.js';
 import type { GitHubClient } from './client.js';
+import { safeRunUrl } from './runLink.js';
 
 export const APPROVAL_CHECK_NAME = 'frognano / human approval';
 
@@ -19,6 +20,8 @@ export async function createApprovalCheck(
     issueNumber: number;
     /** Two-person rule: the person who triggered the run; their own approval does not turn the check green. */
     notApprovableBy?: string;
+    /** The run's page (runPageUrl): the check's "Details" open it instead of the pull request. */
+    detailsUrl?: string;
   },
 ): Promise<number> {
   const { data } = await octokit.rest.checks.create({
@@ -29,7 +32,7 @@ export async function createApprovalCheck(
     status: 'completed',
     conclusion: 'action_required',
     completed_at: new Date().toISOString(),
-    details_url: o.pullRequestUrl,
+    details_url: (o.detailsUrl && safeRunUrl(o.detailsUrl)) || o.pullRequestUrl,
     external_id: approvalExternalId(o.issueNumber, o.notApprovableBy),
     output: {
       title: 'Waiting for a maintainer to approve',

@@ -1,5 +1,6 @@
 import type { GitHubClient } from './client.js';
 import { GITHUB_BODY_LIMIT, NEEDS_REVIEW_LABEL, APPROVED_LABEL, labelNeedsReview } from './pullRequest.js';
+import { markdownLink } from './runLink.js';
 import { defang } from './untrusted.js';
 
 /** The runner's name for fetchPullRequest (src/github/pullRequestFetch.ts). */
@@ -71,6 +72,8 @@ export interface HistoryEntry {
   /** Commit the round pushed, or null when it pushed nothing. */
   headSha: string | null;
   result: string;
+  /** The round's page (runPageUrl): the round's name links to it. */
+  url?: string;
 }
 
 function cell(text: string): string {
@@ -78,7 +81,8 @@ function cell(text: string): string {
 }
 
 function row(e: HistoryEntry): string {
-  return `| ${cell(e.round)} | ${cell(e.trigger)} | ${e.headSha ? `\`${e.headSha.slice(0, 7)}\`` : '—'} | ${cell(e.result)} |`;
+  const name = e.url ? markdownLink(cell(e.round).replace(/[[\]]/g, ''), e.url) : cell(e.round);
+  return `| ${name} | ${cell(e.trigger)} | ${e.headSha ? `\`${e.headSha.slice(0, 7)}\`` : '—'} | ${cell(e.result)} |`;
 }
 
 /**
@@ -86,7 +90,7 @@ function row(e: HistoryEntry): string {
  * section, with a first row for the original draft, when the description has none. Everything outside
  * the markers (the bot's original text, a maintainer's edits) stays as it was.
  */
-export function appendRunHistory(body: string, entry: HistoryEntry): string {
+export function appendRunHistory(body: string, entry: HistoryEntry, draftUrl?: string): string {
   const start = body.indexOf(HISTORY_START);
   const end = body.indexOf(HISTORY_END);
   let rows: string[];
@@ -100,7 +104,7 @@ export function appendRunHistory(body: string, entry: HistoryEntry): string {
     before = body.slice(0, start);
     after = body.slice(end + HISTORY_END.length);
   } else {
-    rows = [row({ round: 'Draft', trigger: 'issue', headSha: null, result: 'draft pull request opened' })];
+    rows = [row({ round: 'Draft', trigger: 'issue', headSha: null, result: 'draft pull request opened', url: draftUrl })];
     before = `${body.trimEnd()}\n\n`;
   }
   rows.push(row(entry));

@@ -2,12 +2,15 @@ import picomatch from 'picomatch';
 import type { GitHubClient } from './client.js';
 import { BOT_BRANCH_PREFIX, type NumstatEntry } from './git.js';
 import type { RepoConfig } from './repoConfig.js';
+import { RUN_PAGE_NOTE, safeRunUrl } from './runLink.js';
 import { defang, untrustedBlock, untrustedLine } from './untrusted.js';
 
 /** GitHub rejects pull request bodies longer than this. */
 export const GITHUB_BODY_LIMIT = 65_536;
 /** Kept free below the limit: GitHub's count and JS string length differ for some characters. */
 const BODY_SAFETY_MARGIN = 512;
+/** With a run page to link, the description keeps only a summary of the steps; the page has them all. */
+export const TRAJECTORY_SUMMARY_CHARS = 6000;
 
 export const NEEDS_REVIEW_LABEL = 'frognano:needs-review';
 export const APPROVED_LABEL = 'frognano:approved';
@@ -72,6 +75,8 @@ export interface PullRequestBodyInput {
   jobId?: string;
   /** Renders the trajectory within a character budget (B's renderTrajectoryMarkdown). */
   renderTrajectory?: (maxChars: number) => string;
+  /** The round's page (runPageUrl): linked, and the trajectory here shrinks to a summary of the steps. */
+  runPageUrl?: string;
 }
 
 /** The pull request description; always within GitHub's 65,536-character limit (the trajectory shrinks to fit). */
@@ -122,13 +127,18 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   parts.push(`- Turns: ${i.turns}, elapsed: ${Math.round(i.elapsedSeconds)} s`);
   if (i.model) parts.push(`- Model: ${i.model}`);
   if (i.runner) parts.push(`- Ran on ${i.runner}`);
-  if (i.jobId) parts.push(`- Full trajectory: kept by the runner with its log, job \`${defang(i.jobId.replace(/`/g, "'"))}\``);
+  const job = i.jobId ? `job \`${defang(i.jobId.replace(/`/g, "'"))}\`` : '';
+  const pageUrl = i.runPageUrl ? safeRunUrl(i.runPageUrl) : null;
+  if (pageUrl) parts.push(`- Full trajectory: [every step, with timing and tokens](${pageUrl}) (${RUN_PAGE_NOTE})${job ? `, ${job}` : ''}`);
+  else if (job) parts.push(`- Full trajectory: kept by the runner with its log, ${job}`);
   parts.push('');
 
   const head = parts.join('\n');
-  const open = '\n<details><summary>Trajectory</summary>\n\n';
+  const summaryOnly = Boolean(pageUrl);
+  const open = `\n<details><summary>Trajectory${summaryOnly ? ' (summary; the run page has every step)' : ''}</summary>\n\n`;
   const close = '\n\n</details>\n';
-  const budget = GITHUB_BODY_LIMIT - BODY_SAFETY_MARGIN - head.length - open.length - close.length;
+  const room = GITHUB_BODY_LIMIT - BODY_SAFETY_MARGIN - head.length - open.length - close.length;
+  const budget = summaryOnly ? Math.min(room, TRAJECTORY_SUMMARY_CHARS) : room;
   if (!i.renderTrajectory) return clampBody(head);
   if (budget < 500) return clampBody(`${head}\n_The trajectory is too long to include here; see the stored JSON._\n`);
   let traj = i.renderTrajectory(budget);

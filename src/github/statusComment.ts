@@ -2,7 +2,9 @@ import type { Redis } from 'ioredis';
 import { redact } from '../util/redact.js';
 import { issueSlug } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
+import { RUN_PAGE_NOTE, safeRunUrl } from './runLink.js';
 import { defang, untrustedBlock, untrustedInline } from './untrusted.js';
+import { botKey } from '../queue/keys.js';
 
 /** Hidden marker that identifies the bot's single status comment on an issue. */
 export const STATUS_MARKER = '<!-- frognano:status -->';
@@ -25,6 +27,8 @@ export interface StatusMeta {
   updatedAt?: Date;
   /** Set for a follow-up round on the bot's pull request: the comment speaks of rounds and pushed commits. */
   round?: number;
+  /** The finished round's page (runPageUrl), linked once the round has ended. */
+  runUrl?: string;
 }
 
 export interface IssueRef {
@@ -173,6 +177,8 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
       break;
     }
   }
+  const runUrl = meta.runUrl && state.kind !== 'queued' && state.kind !== 'running' ? safeRunUrl(meta.runUrl) : null;
+  if (runUrl) lines.push('', `🔎 [Every step of this run](${runUrl}) (${RUN_PAGE_NOTE}).`);
   const footer: string[] = [];
   if (meta.triggeredBy) footer.push(`started by @${clean(meta.triggeredBy, 100)}`);
   if (meta.jobId) footer.push(`job \`${clean(meta.jobId, 200)}\``);
@@ -215,7 +221,7 @@ function roundLines(state: Exclude<StatusState, { kind: 'running' }>, round: num
 }
 
 export function statusCacheKey(ref: IssueRef): string {
-  return `frognano:status:${issueSlug(ref)}`;
+  return botKey('status', issueSlug(ref));
 }
 
 const CACHE_TTL_SECONDS = 90 * 24 * 3600;

@@ -83,15 +83,33 @@ function withoutComments(prose: string): { kept: string; hidesRest: boolean } {
   return { kept, hidesRest: false };
 }
 
+/** Word joiner: invisible and keeps a word whole (no line break inside it), unlike a zero-width space. */
+const WORD_JOINER = '\u2060';
+
+/**
+ * GitHub's closing keywords (any case) where a reference could follow: a whole word (`_fixes_` counts), then, past
+ * any Markdown emphasis (`**Fixes** #1`), a colon or whitespace or `#`, then a word holding `#` or `/` (`#1`,
+ * `o/r#1`, any issues or pull URL, a GitHub Enterprise host's too) or `GH-1`. Prose ("Fix crash on start") stays.
+ */
+const CLOSING_KEYWORD = new RegExp(
+  String.raw`(?<![\p{L}\p{N}])([cfr])(?=(?:lose[sd]?|ix(?:e[sd])?|esolve[sd]?)(?![\p{L}\p{N}])` +
+    String.raw`[*_~\x60]*(?::[*_~\x60]*\s*|\s+|(?=#))(?:\S*[#/]|GH-\d))`,
+  'giu',
+);
+
 /**
  * Makes text inert wherever it lands (prose, code, titles, commit messages): `@user` and `@org/team` no longer
- * mention, `#12`, `GH-12` and `owner/repo#12` or `owner/repo@sha` no longer reference (or close, after
- * "Fixes") an issue, and `<!--` cannot open or imitate one of the bot's hidden markers. A zero-width space
- * does it, so the text reads the same. Invisible characters that were already there are dropped first.
+ * mention, `#12`, `GH-12` and `owner/repo#12` or `owner/repo@sha` no longer reference an issue, a closing
+ * keyword (close, fixes, resolved, ...) before any reference (an issues or pull URL too) no longer closes one,
+ * and `<!--` cannot open or imitate one of the bot's hidden markers. Invisible characters do it, so the text reads
+ * the same: a zero-width space after `@` and `#`, a word joiner after a keyword's first letter (`f\u2060ixes`),
+ * which leaves GitHub's parser no keyword to match, as a letter in the middle of the word would. Invisible
+ * characters that were already there are dropped first.
  */
 export function defang(text: string): string {
   return text
     .replace(INVISIBLE, '')
+    .replace(CLOSING_KEYWORD, `$1${WORD_JOINER}`)
     .replace(/(^|[^A-Za-z0-9])@(?=[A-Za-z0-9])/g, `$1@${ZWSP}`)
     .replace(/([A-Za-z0-9_.-]\/[A-Za-z0-9_.-]+)@(?=[0-9a-f]{7})/gi, `$1@${ZWSP}`)
     .replace(/#(?=\d)/g, `#${ZWSP}`)

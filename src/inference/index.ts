@@ -3,12 +3,12 @@
  * lazily so a runner talking to a vLLM server never loads onnxruntime, and the app never loads either.
  */
 import { z } from 'zod';
-import { OpenAIBackend } from './openai.js';
+import { OpenAIBackend } from './openai/index.js';
 import type { RetryInfo } from './retry.js';
 import type { ModelBackend } from './types.js';
 
 export { parseAssistantOutput } from './toolCallParser.js';
-export { OpenAIBackend } from './openai.js';
+export { OpenAIBackend } from './openai/index.js';
 export { describeRetry, type RetryInfo } from './retry.js';
 export { LEAF_EVAL_SAMPLING } from './leafSampling.js';
 export * from './types.js';
@@ -72,6 +72,8 @@ export interface BackendHooks {
   onRetry?: (info: RetryInfo) => void;
   /** A degraded but working setup, once (e.g. a model server without its tool parser). */
   onWarning?: (message: string) => void;
+  /** Detail for a debug log (e.g. why a request carries a max_tokens nobody configured). */
+  onDebug?: (message: string) => void;
 }
 
 /** How long createBackend waits to learn an OpenAI server's context length; the backend asks again later. */

@@ -41,8 +41,13 @@ export interface RetryInfo {
 
 /** One line for a log or progress display: "model server: <reason>. Retry 2/10 in 4.0 s (12 s so far)". */
 export function describeRetry(info: RetryInfo): string {
-  const s = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
+  const s = formatSeconds;
   return `model server: ${info.reason} Retry ${info.retry}/${info.maxRetries} in ${s(info.delayMs)} (${s(info.elapsedMs)} so far)`;
+}
+
+/** A duration for messages: tenths below 10 s, whole seconds above. */
+export function formatSeconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }
 
 /**

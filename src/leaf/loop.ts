@@ -24,10 +24,8 @@ export interface RunLeafOptions {
   /** Cancels the run (exit reason `cancelled`); running commands are killed. */
   signal?: AbortSignal;
   onEvent?: LeafEventListener;
-  /** Paragraphs appended to the task message, e.g. that a setup command failed. */
+  /** Paragraphs for the end of the task message's additions, e.g. that a setup command failed. */
   notes?: string[];
-  /** The commit the workspace is at, for the task message. */
-  baseCommit?: string;
   /** Upstream's instance_id; default: owner__repo-N from the task. */
   instanceId?: string;
   /** Environment of the in-sandbox tool runner (upstream's LEAF_* limits). */
@@ -93,7 +91,7 @@ class LeafRun {
       budgetMs: this.limits.wallTimeMs,
       graceMs: this.limits.wallTimeGraceMs,
     });
-    const task = renderTaskMessage(opts.task, { baseCommit: opts.baseCommit, notes: opts.notes });
+    const task = renderTaskMessage(opts.task, { notes: opts.notes });
     for (const message of [
       { role: 'system' as const, content: SYSTEM_PROMPT },
       { role: 'user' as const, content: task },

@@ -125,7 +125,6 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       onEvent: emit,
       sampling: opts.sampling,
       toolEnv: opts.toolEnv,
-      baseCommit: ws.baseCommit,
       notes,
     });
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ToolSpec } from '../inference/types.js';
-import { EXIT_REASON_TEXT, redactDeep, type ExitReason, type FrognanoFacts, type Trajectory, type TrajectoryMessage } from './trajectoryFormat.js';
+import { EXIT_REASON_TEXT, redactDeep, TASK_SECTION_KINDS, type ExitReason, type FrognanoFacts, type Trajectory, type TrajectoryMessage } from './trajectoryFormat.js';
 
 /**
  * The trajectory module's front door: the format (trajectoryFormat.ts), reading a file, storing one, and the
@@ -43,7 +43,7 @@ const taskSchema = z.object({
   body: z.string(),
   repo: z.string().optional(),
   issueNumber: z.number().int().positive().optional(),
-  context: z.array(z.object({ heading: z.string(), text: z.string() })).optional(),
+  context: z.array(z.object({ heading: z.string(), text: z.string(), kind: z.enum(TASK_SECTION_KINDS).optional() })).optional(),
 });
 
 /**

@@ -69,9 +69,14 @@ export interface LeafTask {
   context?: TaskSection[];
 }
 
+/** What a section of the bot's additions is; the first user message orders them by it (TASK_SECTION_ORDER). */
+export const TASK_SECTION_KINDS = ['guidance', 'discussion', 'instructions', 'feedback', 'ci'] as const;
+export type TaskSectionKind = (typeof TASK_SECTION_KINDS)[number];
+
 export interface TaskSection {
   heading: string;
   text: string;
+  kind?: TaskSectionKind;
 }
 
 /** Per step, what upstream does not record; `steps[i]` here belongs to the trajectory's `steps[i]`. */

@@ -15,6 +15,20 @@ export interface QueueCounts {
 /** BullMQ states that mean "waiting for a runner". Delayed jobs are retries in backoff; paused ones wait for resume. */
 const QUEUED_STATES = ['waiting', 'prioritized', 'delayed', 'paused', 'waiting-children'] as const;
 
+/** BullMQ states of jobs a runner could start right now: what the autoscaler (KEDA) scales on. */
+const BACKLOG_STATES = ['waiting', 'prioritized'] as const;
+
+/** Work held back outside BullMQ's states that a runner will start (e.g. a fair-share dispatcher's own backlog). */
+export type BacklogSource = () => Promise<number> | number;
+
+/**
+ * The autoscaling backlog, `frognano_queue_backlog`: BullMQ's startable jobs plus every registered source.
+ * One sum, so a new kind of held-back work is one more source (`FrognanoMetrics.addBacklogSource`), not a new metric.
+ */
+export function queueBacklog(counts: Record<string, number>, sources: readonly number[] = []): number {
+  return BACKLOG_STATES.reduce((n, s) => n + (counts[s] ?? 0), 0) + sources.reduce((n, v) => n + v, 0);
+}
+
 export type JobOutcome = 'pull_request' | 'no_patch' | 'refused' | 'cancelled';
 
 export type JobFinished =
@@ -38,6 +52,7 @@ export class FrognanoMetrics {
   readonly registry: Registry;
   readonly jobsQueued: Gauge;
   readonly jobsActive: Gauge;
+  readonly queueBacklog: Gauge;
   readonly jobsCompleted: Counter<'outcome'>;
   readonly jobsFailed: Counter<'reason'>;
   readonly jobDuration: Histogram<'status'>;
@@ -45,13 +60,11 @@ export class FrognanoMetrics {
   readonly modelTokens: Counter<'backend' | 'kind'>;
   readonly turnsPerJob: Histogram;
   /** Per installation (account login): what quotas count, and the asks they refused. */
-  readonly installationRuns: Counter<'installation'>;
-  readonly installationRunnerSeconds: Counter<'installation'>;
-  readonly installationTokens: Counter<'installation'>;
-  readonly quotaRefusals: Counter<'installation' | 'quota'>;
+  readonly perInstallation: InstallationCounters;
   private readonly failureReasons = new Set<string>();
   private queue: QueueCounts | null = null;
   private refreshing: Promise<void> | null = null;
+  private readonly backlogSources: BacklogSource[] = [];
 
   constructor(opts: { registry?: Registry; defaultMetrics?: boolean; labels?: Record<string, string> } = {}) {
     this.registry = opts.registry ?? new Registry();
@@ -74,6 +87,15 @@ export class FrognanoMetrics {
     this.jobsActive = new Gauge({
       name: 'frognano_jobs_active',
       help: 'Jobs a runner is working on now (BullMQ active), read from Redis.',
+      registers: [],
+      async collect() {
+        await self.refreshFromBoundQueue();
+      },
+    });
+    this.queueBacklog = new Gauge({
+      name: 'frognano_queue_backlog',
+      help: 'Jobs a runner could start now (BullMQ waiting + prioritized, plus held-back work such as a dispatcher\'s '
+        + 'backlog), read from Redis: the autoscaling signal (deploy/k8s/keda).',
       registers: [],
       async collect() {
         await self.refreshFromBoundQueue();
@@ -117,26 +139,7 @@ export class FrognanoMetrics {
       buckets: [1, 2, 5, 10, 20, 30, 50, 75, 100],
       registers,
     });
-    const perInstallation = (name: string, help: string) =>
-      new Counter({ name, help, labelNames: ['installation'] as const, registers });
-    this.installationRuns = perInstallation(
-      'frognano_installation_runs_total',
-      'Jobs that ended on a runner, by installation (account login).',
-    );
-    this.installationRunnerSeconds = perInstallation(
-      'frognano_installation_runner_seconds_total',
-      'Seconds jobs held a runner, by installation (the runner-seconds quotas count).',
-    );
-    this.installationTokens = perInstallation(
-      'frognano_installation_generated_tokens_total',
-      'Tokens the model generated, by installation.',
-    );
-    this.quotaRefusals = new Counter({
-      name: 'frognano_quota_refusals_total',
-      help: 'Asks refused because a quota was used up, by installation and quota.',
-      labelNames: ['installation', 'quota'],
-      registers,
-    });
+    this.perInstallation = installationCounters(registers);
   }
 
   /** Have /metrics read the queue counts from this queue on every scrape (null stops it). */
@@ -149,6 +152,12 @@ export class FrognanoMetrics {
     if (this.registry.getSingleMetric('frognano_jobs_queued')) return;
     this.registry.registerMetric(this.jobsQueued);
     this.registry.registerMetric(this.jobsActive);
+    this.registry.registerMetric(this.queueBacklog);
+  }
+
+  /** Adds held-back work to `frognano_queue_backlog` (read on every scrape, with the queue counts). */
+  addBacklogSource(source: BacklogSource): void {
+    this.backlogSources.push(source);
   }
 
   /** prom-client collects metrics concurrently: both queue gauges share one Redis round trip per scrape. */
@@ -167,14 +176,19 @@ export class FrognanoMetrics {
     return this.refreshing;
   }
 
-  async refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number }> {
+  async refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number; backlog: number }> {
     this.exposeQueueGauges();
-    const counts = await queue.getJobCounts(...QUEUED_STATES, 'active');
+    const [counts, sources] = await Promise.all([
+      queue.getJobCounts(...QUEUED_STATES, 'active'),
+      Promise.all(this.backlogSources.map((s) => s())),
+    ]);
     const queued = QUEUED_STATES.reduce((n, s) => n + (counts[s] ?? 0), 0);
     const active = counts.active ?? 0;
+    const backlog = queueBacklog(counts, sources);
     this.jobsQueued.set(queued);
     this.jobsActive.set(active);
-    return { queued, active };
+    this.queueBacklog.set(backlog);
+    return { queued, active, backlog };
   }
 
   recordJobFinished(f: JobFinished): void {
@@ -198,12 +212,12 @@ export class FrognanoMetrics {
 
   /** A job ended on a runner after holding it `seconds`. */
   recordInstallationRun(installation: string, seconds: number): void {
-    this.installationRuns.inc({ installation });
-    if (Number.isFinite(seconds) && seconds > 0) this.installationRunnerSeconds.inc({ installation }, seconds);
+    this.perInstallation.runs.inc({ installation });
+    if (Number.isFinite(seconds) && seconds > 0) this.perInstallation.runnerSeconds.inc({ installation }, seconds);
   }
 
   recordQuotaRefusal(installation: string, quota: string): void {
-    this.quotaRefusals.inc({ installation, quota });
+    this.perInstallation.quotaRefusals.inc({ installation, quota });
   }
 
   /** These metrics, with model turns also counted for `installation` (one job's view, for its pipeline). */
@@ -211,7 +225,7 @@ export class FrognanoMetrics {
     const view = Object.create(this) as FrognanoMetrics;
     view.recordModelTurn = (t: ModelTurn) => {
       this.recordModelTurn(t);
-      if (t.completionTokens > 0) this.installationTokens.inc({ installation }, t.completionTokens);
+      if (t.completionTokens > 0) this.perInstallation.generatedTokens.inc({ installation }, t.completionTokens);
     };
     return view;
   }
@@ -239,6 +253,38 @@ export function normalizeLabel(value: string): string {
     .slice(0, 40);
 }
 
+export interface InstallationCounters {
+  runs: Counter<'installation'>;
+  runnerSeconds: Counter<'installation'>;
+  generatedTokens: Counter<'installation'>;
+  quotaRefusals: Counter<'installation' | 'quota'>;
+}
+
+/** The per-installation counters (quotas and fair share, docs/operating-at-scale.md). */
+function installationCounters(registers: Registry[]): InstallationCounters {
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Counter<L>({ name, help, labelNames, registers });
+  const byInstallation = ['installation'] as const;
+  return {
+    runs: counter('frognano_installation_runs_total', 'Jobs that ended on a runner, by installation.', byInstallation),
+    runnerSeconds: counter(
+      'frognano_installation_runner_seconds_total',
+      'Seconds jobs held a runner, by installation (the runner-seconds quotas count).',
+      byInstallation,
+    ),
+    generatedTokens: counter(
+      'frognano_installation_generated_tokens_total',
+      'Tokens the model generated, by installation.',
+      byInstallation,
+    ),
+    quotaRefusals: counter(
+      'frognano_quota_refusals_total',
+      'Asks refused because a quota was used up, by installation and quota.',
+      ['installation', 'quota'] as const,
+    ),
+  };
+}
+
 /** The process-wide metrics (with Node's default process metrics). */
 export const metrics = new FrognanoMetrics();
 
@@ -250,6 +296,6 @@ export function recordModelTurn(t: ModelTurn): void {
   metrics.recordModelTurn(t);
 }
 
-export function refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number }> {
+export function refreshQueueGauges(queue: QueueCounts): Promise<{ queued: number; active: number; backlog: number }> {
   return metrics.refreshQueueGauges(queue);
 }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { botKey } from './keys.js';
 
 /**
  * Attempt numbers per issue, kept in Redis so `/frognano retry` numbers stay stable across app
@@ -15,7 +16,7 @@ export function issueSlug(k: IssueKey): string {
 }
 
 export function attemptKey(k: IssueKey): string {
-  return `frognano:attempt:${issueSlug(k)}`;
+  return botKey('attempt', issueSlug(k));
 }
 
 /** The latest attempt number, or null when the issue never ran. */

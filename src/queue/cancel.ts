@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { botKey } from './keys.js';
 
 /**
  * Cancellation of a job, across processes: the app records the request under a key (so a runner
@@ -9,7 +10,7 @@ export const CANCEL_CHANNEL = 'frognano:cancel';
 const CANCEL_TTL_SECONDS = 7 * 24 * 3600;
 
 export function cancelKey(jobId: string): string {
-  return `frognano:cancel:${jobId}`;
+  return botKey('cancel', jobId);
 }
 
 export interface CancelRequest {

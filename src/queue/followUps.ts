@@ -3,6 +3,7 @@ import { currentAttempt, issueSlug, nextAttempt, type IssueKey } from './attempt
 import { withRedisLock } from './lock.js';
 import { enqueueJob, isUnfinishedState, type EnqueueResult, type FrognanoJob, type FrognanoQueue } from './queue.js';
 import { JobDataSchema, jobIdFor, type FollowUp, type JobData } from './schema.js';
+import { botKey } from './keys.js';
 
 /**
  * Follow-up rounds of a pull request are numbered like an issue's attempts, under the PR's own number
@@ -35,7 +36,7 @@ export async function enqueueFollowUp(
   const key = pullRequestKey(req.owner, req.repo, req.followUp.pullNumber);
   // Bad input is refused before a round number is spent on it.
   JobDataSchema.parse({ ...req, followUp: { ...req.followUp, round: 1 } });
-  return withRedisLock(redis, `frognano:issue-lock:${issueSlug(key)}`, async () => {
+  return withRedisLock(redis, botKey('issue-lock', issueSlug(key)), async () => {
     const cur = await currentAttempt(redis, key);
     if (cur !== null) {
       const job = await queue.getJob(jobIdFor({ ...key, attempt: cur }));

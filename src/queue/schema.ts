@@ -91,6 +91,36 @@ export const JobResultSchema = z.object({
 });
 export type JobResult = z.infer<typeof JobResultSchema>;
 
+/** Caps on what the app shows of a runner's progress (it is only shown; a runner of another version may send more). */
+const MAX_PROGRESS_TEXT = 500;
+
+/**
+ * Progress a runner stores with `job.updateProgress(...)` (src/runner/progress.ts) and the app shows in the status
+ * comment (src/app/jobStatus.ts). The app reads it with `readRunnerProgress`: field by field, dropping what it
+ * cannot read.
+ */
+export const RunnerProgressSchema = z.object({
+  runner: z.string(),
+  phase: z.enum(['starting', 'cloning', 'solving', 'publishing']),
+  turn: z.number().int().positive().optional(),
+  maxTurns: z.number().int().positive().optional(),
+  detail: z.string().optional(),
+});
+export type RunnerProgress = z.infer<typeof RunnerProgressSchema>;
+
+const shownCount = z.number().finite().positive().transform(Math.floor).optional().catch(undefined);
+const shownText = z.string().min(1).transform((s) => s.slice(0, MAX_PROGRESS_TEXT)).optional().catch(undefined);
+
+/** RunnerProgressSchema as the app reads it: each shown field on its own, anything unreadable left out. */
+const ShownProgressSchema = RunnerProgressSchema.pick({ runner: true, turn: true, maxTurns: true, detail: true })
+  .extend({ runner: shownText, turn: shownCount, maxTurns: shownCount, detail: shownText })
+  .catch({});
+export type ShownProgress = z.infer<typeof ShownProgressSchema>;
+
+export function readRunnerProgress(p: unknown): ShownProgress {
+  return ShownProgressSchema.parse(p);
+}
+
 /**
  * Deterministic job id: one job per (repository, issue, attempt), so redelivered webhooks and
  * double labels collapse onto the same BullMQ job. GitHub names are case-insensitive, hence the

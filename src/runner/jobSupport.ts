@@ -6,10 +6,10 @@ import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import type { SolveResult } from '../leaf/solve.js';
 import type { SandboxConfig } from '../sandbox/config.js';
 import { forgetSecret, redact } from '../util/redact.js';
-import type { RunnerProgress } from './progress.js';
+import type { RunnerProgress } from '../queue/schema.js';
 import type { AbortCause, FailureCategory, RunnerContext } from './types.js';
 
-/** Steps both job flows (a first attempt, src/runner/processJob.ts; a follow-up round, src/runner/followUp.ts) take alike. */
+/** Helpers every kind of round (src/runner/round.ts) and the stalled-job report use alike. */
 
 export function phaseCategory(phase: RunnerProgress['phase'] | undefined): FailureCategory {
   return phase === 'publishing' ? 'publish' : phase === 'solving' ? 'sandbox' : 'unexpected';

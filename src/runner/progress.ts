@@ -1,13 +1,5 @@
 import type { LeafEvent } from '../leaf/events.js';
-
-/** What the runner stores with job.updateProgress (read by the app's /frognano status). */
-export interface RunnerProgress {
-  runner: string;
-  phase: 'starting' | 'cloning' | 'solving' | 'publishing';
-  turn?: number;
-  maxTurns?: number;
-  detail?: string;
-}
+import type { RunnerProgress } from '../queue/schema.js';
 
 export interface ProgressSinks {
   /** Cheap (Redis): job.updateProgress. */

@@ -29,7 +29,7 @@ export const publicFailure = {
   noResult: 'The runner stopped without a result.',
 } as const;
 
-/** Phases of a job, as processJob's progress names them, in words for `publicFailure.unexpected`. */
+/** Phases of a round, as its progress names them, in words for `publicFailure.unexpected`. */
 export function duringPhase(phase: string | undefined): string {
   switch (phase) {
     case 'cloning':

@@ -4,7 +4,7 @@ import type { RepoConfig } from '../github/repoConfig.js';
 import type { StatusState } from '../github/statusComment.js';
 import { visibleText } from '../github/untrusted.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
-import type { Trajectory } from '../leaf/trajectory.js';
+import type { TaskSection, Trajectory } from '../leaf/trajectory.js';
 import type { JobData } from '../queue/schema.js';
 import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
@@ -15,7 +15,7 @@ import { buildTaskContext } from './taskContext.js';
 import { JobFailure, type AbortCause, type RunnerContext } from './types.js';
 
 /**
- * The model's part of a job, alike for a first attempt (processJob.ts) and a follow-up round (followUp.ts): the
+ * The model's part of a job, alike for every kind of round (round.ts): the
  * task (the issue as a reader sees it, plus guidance, discussion, instructions and review feedback), the sandbox on a
  * copy of `sourceDir`, the Leaf loop with progress and metrics, and the stored trajectory scrubbed of secrets.
  */
@@ -29,6 +29,8 @@ export async function solveForJob(o: {
   /** The base branch's checkout, where repository instructions (AGENTS.md) are read from. */
   instructionsDir: string;
   trajectoryDir: string;
+  /** Task sections the kind of round adds (src/runner/roundVariant.ts). */
+  taskAdditions?: TaskSection[];
   octokit: GitHubClient;
   reporter: ProgressReporter;
   signal: AbortSignal;
@@ -38,7 +40,7 @@ export async function solveForJob(o: {
   const limits = jobLimits(ctx, config);
   const sandboxCfg = sandboxFor(ctx.sandbox, config, jobId);
   const makeSandbox = ctx.createSandbox ?? createSandbox;
-  const context = await buildTaskContext({ data, repoDir: o.instructionsDir, config, octokit: o.octokit, log: o.log });
+  const context = await buildTaskContext({ data, repoDir: o.instructionsDir, config, octokit: o.octokit, log: o.log, additions: o.taskAdditions });
   o.reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
   const result = await solve({
     sourceDir: o.sourceDir,

@@ -34,7 +34,7 @@ const BARE_COMMAND = /^\/frognano(\s+(retry|cancel|status|help))?\s*$/i;
 export function guidanceSection(data: Pick<JobData, 'guidance' | 'triggeredBy'>): TaskSection[] {
   const text = visible(data.guidance ?? '');
   if (!text) return [];
-  return [{ heading: `Guidance from the maintainer who started this run (${data.triggeredBy.login})`, text: clampText(text, CONTEXT_LIMITS.guidanceChars, 'guidance') }];
+  return [{ kind: 'guidance', heading: `Guidance from the maintainer who started this run (${data.triggeredBy.login})`, text: clampText(text, CONTEXT_LIMITS.guidanceChars, 'guidance') }];
 }
 
 export function discussionSection(d: Discussion): TaskSection[] {
@@ -55,7 +55,7 @@ export function discussionSection(d: Discussion): TaskSection[] {
   const leftOut = d.leftOut + cut;
   if (parts.length === 0 && leftOut === 0) return [];
   const note = leftOut > 0 ? `${leftOut} comment${leftOut === 1 ? ' was' : 's were'} left out (only comments by people with write access to the repository are included).` : '';
-  return [{ heading: 'Discussion on the issue (comments by maintainers, oldest first)', text: [...parts, note].filter(Boolean).join('\n\n') }];
+  return [{ kind: 'discussion', heading: 'Discussion on the issue (comments by maintainers, oldest first)', text: [...parts, note].filter(Boolean).join('\n\n') }];
 }
 
 /** AGENTS.md at the root, then `.github/frognano.md` (or the file `instructionsFile` names), from git's objects. */
@@ -66,7 +66,7 @@ export async function instructionsSections(repoDir: string, config: Pick<RepoCon
     const text = f ? visible(f.text) : '';
     if (!f || !text) continue;
     const cut = f.truncatedChars > 0 ? `\n\n[${file} truncated: ${f.truncatedChars} more characters]` : '';
-    out.push({ heading: `Repository instructions (${file})`, text: `${text}${cut}` });
+    out.push({ kind: 'instructions', heading: `Repository instructions (${file})`, text: `${text}${cut}` });
   }
   return out;
 }
@@ -95,7 +95,7 @@ export function feedbackSection(f: FollowUp, by: string): TaskSection[] {
     parts.push(entry);
   }
   if (omitted > 0) parts.push(`${omitted} more inline comment${omitted === 1 ? ' was' : 's were'} left out to fit.`);
-  return [{ heading: 'Review feedback on your pull request', text: parts.join('\n\n') }];
+  return [{ kind: 'feedback', heading: 'Review feedback on your pull request', text: parts.join('\n\n') }];
 }
 
 /**
@@ -108,6 +108,8 @@ export async function buildTaskContext(o: {
   config: RepoConfig;
   octokit: PermissionOctokit;
   log: Logger;
+  /** What the kind of round adds after the shared sections (a writer's feedback on a pull request). */
+  additions?: TaskSection[];
 }): Promise<TaskSection[]> {
   const { data } = o;
   let discussion: TaskSection[] = [];
@@ -126,6 +128,6 @@ export async function buildTaskContext(o: {
     ...guidanceSection(data),
     ...discussion,
     ...(await instructionsSections(o.repoDir, o.config)),
-    ...(data.followUp ? feedbackSection(data.followUp, data.triggeredBy.login) : []),
+    ...(o.additions ?? []),
   ];
 }

@@ -1,4 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
+import type { TrajectoryStore } from '../runs/trajectoryStore.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppCredentials, InstallationAccess } from '../github/client.js';
@@ -32,7 +33,7 @@ export interface RunnerContext {
   sandbox: SandboxConfig;
   /** Per-job scratch space (clones); each job gets its own directory, removed afterwards. */
   workDir: string;
-  /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/`. */
+  /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/` (each kind of round names its own). */
   trajectoryDir: string;
   identity?: Identity;
   /** `describeRunner()` line shown in the status comment. */
@@ -51,6 +52,10 @@ export interface RunnerContext {
   createAccess?: (installationId: number, repo: string) => Promise<InstallationAccess>;
   createSandbox?: (cfg: SandboxConfig, workspaceDir: string) => Promise<Sandbox>;
   metrics?: FrognanoMetrics;
+  /** Every round's trajectory for the run pages (src/runs); none: no pages. */
+  trajectoryStore?: TrajectoryStore;
+  /** The app's public base URL (FROGNANO_PUBLIC_URL): the run pages are linked only when it is set. */
+  publicUrl?: string;
 }
 
 /** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */

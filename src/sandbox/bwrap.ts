@@ -3,13 +3,12 @@ import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MEASURE_SCRIPT, parseUsage, WorkspaceBudget, type WorkspaceUsage } from './budget.js';
+import { MEASURE_SCRIPT, parseUsage, type WorkspaceUsage } from './budget.js';
 import { createJobCgroup, joinCgroupArgv, type JobCgroup } from './cgroup.js';
-import { BwrapSandboxConfigSchema, jobTimeLimitError, parseUser, type BwrapSandboxConfig } from './config.js';
-import { HostFiles } from './hostFiles.js';
-import { InsideFilesSandbox } from './insideFiles.js';
+import { BwrapSandboxConfigSchema, parseUser, type BwrapSandboxConfig } from './config.js';
+import { JobWorkspace, resolveWorkspaceDir } from './jobWorkspace.js';
 import { baseEnv } from './local.js';
-import { claimWorkspace, type WorkspaceOwner } from './ownership.js';
+import type { WorkspaceOwner } from './ownership.js';
 import { appendNote, runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
@@ -102,6 +101,29 @@ async function assertReachable(dir: string, user: { uid: number; gid: number }):
 }
 
 /**
+ * The passwd, group and gitconfig files commands see (a directory of their own, removed on close). Only the sandbox
+ * user is named, so `id`, git and python find a user without seeing the host's accounts.
+ */
+async function writeStateDir(owner: WorkspaceOwner): Promise<string> {
+  const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-bwrap-'));
+  try {
+    await fs.writeFile(
+      path.join(stateDir, 'passwd'),
+      `root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:${owner.uid}:${owner.gid}:FrogNano sandbox:${BWRAP_HOME}:/bin/bash\n` +
+        `nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    );
+    await fs.writeFile(path.join(stateDir, 'group'), `root:x:0:\nagent:x:${owner.gid}:\nnogroup:x:65534:\n`);
+    // Same git defaults as the docker image (runner/sandbox.Dockerfile), instead of the host's /etc/gitconfig.
+    await fs.writeFile(path.join(stateDir, 'gitconfig'), GITCONFIG);
+    await fs.chmod(stateDir, 0o755);
+    return stateDir;
+  } catch (err) {
+    await fs.rm(stateDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
  * bubblewrap sandbox for hosts without a Docker engine: every namespace unshared (network: only `lo`), the host's
  * /usr and a few /etc files read-only, tmpfs /tmp and HOME, the workspace as the only writable bind (at /workspace),
  * an empty environment, all capabilities dropped, one cgroup per job for total memory (tmpfs included) and
@@ -111,28 +133,29 @@ async function assertReachable(dir: string, user: { uid: number; gid: number }):
  * A root runner starts bwrap as the sandbox uid (setpriv) so that the process limit applies: the kernel never
  * enforces RLIMIT_NPROC for real uid 0, even inside a user namespace.
  */
-export class BwrapSandbox extends InsideFilesSandbox implements Sandbox {
+export class BwrapSandbox implements Sandbox {
   readonly kind = 'bwrap' as const;
   readonly workdir = BWRAP_WORKDIR;
-  protected readonly files: HostFiles;
-  private readonly deadline: number;
-  private closing: Promise<void> | undefined;
   private readonly running = new Map<AbortController, Promise<ExecResult>>();
-  private readonly budget: WorkspaceBudget;
 
   private constructor(
     private readonly cfg: BwrapSandboxConfig,
-    readonly hostDir: string,
-    private readonly owner: WorkspaceOwner,
+    private readonly job: JobWorkspace,
     /** Holds the generated passwd/group files. */
     private readonly stateDir: string,
     /** The job's cgroup; undefined only with cgroup: 'off'. */
     private readonly cgroup: JobCgroup | undefined,
   ) {
-    super();
-    this.files = new HostFiles(hostDir, owner.chownWrites ? { uid: owner.uid, gid: owner.gid } : undefined);
-    this.deadline = Date.now() + cfg.jobTimeoutMs;
-    this.budget = new WorkspaceBudget(() => this.measureWorkspace(), { mb: cfg.workspaceMb, files: cfg.workspaceFiles }, cfg.workspaceCheckMs);
+    job.measureWith(() => this.measureWorkspace());
+  }
+
+  /** Workspace directory on the host (real path). */
+  get hostDir(): string {
+    return this.job.hostDir;
+  }
+
+  private get owner(): WorkspaceOwner {
+    return this.job.owner;
   }
 
   /**
@@ -155,38 +178,25 @@ export class BwrapSandbox extends InsideFilesSandbox implements Sandbox {
 
   static async create(workspaceDir: string, config: Partial<Omit<BwrapSandboxConfig, 'kind'>> = {}): Promise<BwrapSandbox> {
     const cfg = BwrapSandboxConfigSchema.parse({ ...config, kind: 'bwrap' });
-    const st = await fs.stat(workspaceDir).catch(() => null);
-    if (!st?.isDirectory()) throw new Error(`workspace ${workspaceDir} is not a directory`);
-    const hostDir = await fs.realpath(workspaceDir);
-    const sandboxUser = parseUser(cfg.user);
-    if ((process.getuid?.() ?? 0) === 0) await assertReachable(hostDir, sandboxUser);
+    const hostDir = await resolveWorkspaceDir(workspaceDir);
+    if ((process.getuid?.() ?? 0) === 0) await assertReachable(hostDir, parseUser(cfg.user));
     const cgroup =
       cfg.cgroup === 'required'
         ? await createJobCgroup({ memoryBytes: cfg.memoryMb * 1024 * 1024, pids: cfg.pidsLimit }, cfg.cgroupParent)
         : undefined;
-    const owner = await claimWorkspace(hostDir, sandboxUser).catch(async (err: unknown) => {
+    const job = await JobWorkspace.claim(hostDir, cfg).catch(async (err: unknown) => {
       await cgroup?.close();
       throw err;
     });
-    const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-bwrap-'));
+    let stateDir: string;
     try {
-      // Only the sandbox user is named, so `id`, git and python find a user without seeing the host's accounts.
-      await fs.writeFile(
-        path.join(stateDir, 'passwd'),
-        `root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:${owner.uid}:${owner.gid}:FrogNano sandbox:${BWRAP_HOME}:/bin/bash\n` +
-          `nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
-      );
-      await fs.writeFile(path.join(stateDir, 'group'), `root:x:0:\nagent:x:${owner.gid}:\nnogroup:x:65534:\n`);
-      // Same git defaults as the docker image (runner/sandbox.Dockerfile), instead of the host's /etc/gitconfig.
-      await fs.writeFile(path.join(stateDir, 'gitconfig'), GITCONFIG);
-      await fs.chmod(stateDir, 0o755);
+      stateDir = await writeStateDir(job.owner);
     } catch (err) {
-      await fs.rm(stateDir, { recursive: true, force: true });
-      await owner.restore();
+      await job.release();
       await cgroup?.close();
       throw err;
     }
-    return new BwrapSandbox(cfg, hostDir, owner, stateDir, cgroup);
+    return new BwrapSandbox(cfg, job, stateDir, cgroup);
   }
 
   /** The complete command line for one command (exported for checkSandbox and the tests' inspection). */
@@ -254,30 +264,21 @@ export class BwrapSandbox extends InsideFilesSandbox implements Sandbox {
     return this.cgroup && opts.inJobCgroup !== false ? joinCgroupArgv(this.cgroup.procsFiles, bwrapArgv) : bwrapArgv;
   }
 
-  protected override assertUsable(): void {
-    if (this.closing) throw new Error('sandbox is closed');
-    if (Date.now() >= this.deadline) {
-      throw jobTimeLimitError(this.cfg.jobTimeoutMs);
-    }
-    if (this.budget.exceeded) throw this.budget.exceeded;
-  }
-
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     return this.spawn(['bash', '-lc', command], options);
   }
 
   async spawn(inner: string[], options: ExecOptions = {}): Promise<ExecResult> {
-    this.assertUsable();
-    const cwdInside = options.cwd ? await this.files.resolveDirInside(options.cwd, BWRAP_WORKDIR) : BWRAP_WORKDIR;
+    this.job.assertUsable();
     const env = { ...baseEnv(BWRAP_HOME), ...options.env };
     // The job deadline bounds every command too; close() aborts whatever still runs.
-    const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.cfg.defaultTimeoutMs, this.deadline - Date.now()));
+    const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.cfg.defaultTimeoutMs, this.job.remainingMs()));
     const ac = new AbortController();
     const onAbort = () => ac.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) ac.abort();
     const oomBefore = await this.cgroup?.oomKills();
-    const run = runProcess(this.argvFor(inner, cwdInside, env, { network: options.network === true }), {
+    const run = runProcess(this.argvFor(inner, BWRAP_WORKDIR, env, { network: options.network === true }), {
         cwd: '/',
         // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
@@ -287,11 +288,11 @@ export class BwrapSandbox extends InsideFilesSandbox implements Sandbox {
         stdin: options.stdin,
       });
     this.running.set(ac, run);
-    const stopWatch = this.budget.watch(() => ac.abort());
+    const stopWatch = this.job.watch(() => ac.abort());
     try {
       const r = await run;
       await stopWatch();
-      const over = this.budget.exceeded;
+      const over = this.job.overBudget;
       if (over) {
         r.exitCode = null;
         r.cancelled = options.signal?.aborted ?? false;
@@ -310,13 +311,11 @@ export class BwrapSandbox extends InsideFilesSandbox implements Sandbox {
   }
 
   close(): Promise<void> {
-    this.closing ??= (async () => {
+    return this.job.close(async () => {
       for (const ac of this.running.keys()) ac.abort();
       await Promise.allSettled([...this.running.values()]);
       await fs.rm(this.stateDir, { recursive: true, force: true });
-      await this.owner.restore();
       await this.cgroup?.close();
-    })();
-    return this.closing;
+    });
   }
 }

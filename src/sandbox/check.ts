@@ -10,7 +10,7 @@ import {
   type SandboxConfigInput,
 } from './config.js';
 import { BwrapSandbox } from './bwrap.js';
-import { DockerSandbox, ensureDockerImage, SandboxUnavailableError } from './docker.js';
+import { DockerSandbox, ensureDockerImage, SandboxUnavailableError } from './docker/index.js';
 
 export interface SandboxCheckResult {
   kind: 'docker' | 'bwrap' | 'local';

@@ -5,7 +5,7 @@
 import { BwrapSandbox } from './bwrap.js';
 import { resolveSandboxConfig } from './check.js';
 import type { SandboxConfigInput } from './config.js';
-import { DockerSandbox } from './docker.js';
+import { DockerSandbox } from './docker/index.js';
 import { LocalSandbox } from './local.js';
 import type { Sandbox } from './types.js';
 
@@ -28,10 +28,10 @@ export {
   type AutoSandboxConfig,
 } from './config.js';
 export { checkSandbox, checkDocker, checkBwrap, resolveSandboxConfig, type SandboxCheck, type SandboxCheckResult } from './check.js';
-export { DockerSandbox, reapStaleSandboxes, SandboxUnavailableError, SANDBOX_LABEL } from './docker.js';
+export { DockerSandbox, reapStaleSandboxes, SandboxUnavailableError, SANDBOX_LABEL } from './docker/index.js';
 export { BwrapSandbox } from './bwrap.js';
 export { LocalSandbox } from './local.js';
-export { FileTooLargeError, SandboxLimitError, SandboxPathError, type ReadFileOptions, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult, type FileEntry } from './types.js';
+export { SandboxLimitError, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult } from './types.js';
 
 export async function createSandbox(cfg: SandboxConfigInput, workspaceDir: string): Promise<Sandbox> {
   const resolved = await resolveSandboxConfig(cfg);

@@ -1,8 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HostFiles } from './hostFiles.js';
-import { HostFilesSandbox } from './hostFilesSandbox.js';
 import { runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 
@@ -25,10 +23,9 @@ export function baseEnv(home: string): Record<string, string> {
  * No isolation at all: commands run as plain subprocesses of the runner in the repository directory.
  * Only for hosts without Docker and bubblewrap, and only when explicitly configured (SANDBOX=local).
  */
-export class LocalSandbox extends HostFilesSandbox implements Sandbox {
+export class LocalSandbox implements Sandbox {
   readonly kind = 'local' as const;
   readonly workdir: string;
-  protected readonly files: HostFiles;
   /**
    * A private HOME per sandbox: commands must not run the runner's dotfiles (which may hang, or hold credentials
    * such as ~/.npmrc tokens) nor leave state in them.
@@ -37,9 +34,7 @@ export class LocalSandbox extends HostFilesSandbox implements Sandbox {
   private closed = false;
 
   constructor(repoDir: string, private readonly defaultTimeoutMs = 120_000) {
-    super();
     this.workdir = path.resolve(repoDir);
-    this.files = new HostFiles(this.workdir);
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -48,10 +43,9 @@ export class LocalSandbox extends HostFilesSandbox implements Sandbox {
 
   async spawn(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
     if (this.closed) throw new Error('sandbox is closed');
-    const cwd = options.cwd ? await this.files.resolveDir(options.cwd, this.workdir) : this.workdir;
     this.home ??= mkdtemp(path.join(os.tmpdir(), 'frognano-home-'));
     return runProcess(argv, {
-      cwd,
+      cwd: this.workdir,
       env: { ...baseEnv(await this.home), ...options.env },
       timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs,
       signal: options.signal,

@@ -7,15 +7,14 @@ import { baseEnv } from './local.js';
  *
  * Commands never run as root. A non-root runner maps its own uid into the sandbox: workspace files stay owned by the
  * runner on both sides and nothing is changed. A root runner (the usual container deployment) runs commands as the
- * configured uid (1000 by default), so the workspace is chowned to that uid for the sandbox's life, files the runner
- * writes through the sandbox get that owner too, and close() gives the tree back to its original owner, so host-side
- * git (which refuses repositories owned by someone else) and cleanup keep working afterwards.
+ * configured uid (1000 by default), so the workspace is chowned to that uid for the sandbox's life (the Leaf tools
+ * write as that uid too, from inside the sandbox), and close() gives the tree back to its original owner, so
+ * host-side git (which refuses repositories owned by someone else) and cleanup keep working afterwards.
+ * JobWorkspace (jobWorkspace.ts) is the one caller.
  */
 export interface WorkspaceOwner {
   uid: number;
   gid: number;
-  /** Set when files written from the host must be chowned to uid:gid (root runner). */
-  chownWrites: boolean;
   /** The owner the workspace had before, when it was chowned (restore() gives it back). */
   original?: { uid: number; gid: number };
   /** Gives the workspace back to its owner before the sandbox; idempotent. */
@@ -31,16 +30,15 @@ export async function chownTree(dir: string, uid: number, gid: number): Promise<
 export async function claimWorkspace(dir: string, sandboxUser: { uid: number; gid: number }): Promise<WorkspaceOwner> {
   const myUid = process.getuid?.() ?? 0;
   const myGid = process.getgid?.() ?? 0;
-  if (myUid !== 0) return { uid: myUid, gid: myGid, chownWrites: false, restore: async () => {} };
+  if (myUid !== 0) return { uid: myUid, gid: myGid, restore: async () => {} };
   const st = await fs.stat(dir);
   const { uid, gid } = sandboxUser;
-  if (st.uid === uid && st.gid === gid) return { uid, gid, chownWrites: true, restore: async () => {} };
+  if (st.uid === uid && st.gid === gid) return { uid, gid, restore: async () => {} };
   await chownTree(dir, uid, gid);
   let restored = false;
   return {
     uid,
     gid,
-    chownWrites: true,
     original: { uid: st.uid, gid: st.gid },
     restore: async () => {
       if (restored) return;

@@ -6,7 +6,14 @@ import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import type { QuotasConfig } from '../../src/queue/quotas/schema.js';
 import type { JobData } from '../../src/queue/schema.js';
 import {
-  API, commentPayload, createHarness, labeledPayload, nockInstallationToken, nockPermission, receive, testPrivateKey,
+  API,
+  commentPayload,
+  createHarness,
+  labeledPayload,
+  nockInstallationToken,
+  nockPermission,
+  receive,
+  testPrivateKey,
   type Harness,
 } from './helpers.js';
 
@@ -49,8 +56,17 @@ afterEach(() => {
 
 function jobFor(owner: string, repo: string, issueNumber: number): JobData {
   return {
-    installationId: 1, owner, repo, issueNumber, title: 't', body: 'b', defaultBranch: 'main',
-    triggeredBy: { login: 'someone', id: 2 }, attempt: 1, trigger: 'label', enqueuedAt: new Date().toISOString(),
+    installationId: 1,
+    owner,
+    repo,
+    issueNumber,
+    title: 't',
+    body: 'b',
+    defaultBranch: 'main',
+    triggeredBy: { login: 'someone', id: 2 },
+    attempt: 1,
+    trigger: 'label',
+    enqueuedAt: new Date().toISOString(),
   };
 }
 
@@ -63,7 +79,12 @@ function nockCreateComment(n: number, bodies: string[], id = 9001) {
 
 describe('fair share in the app', () => {
   test('a labelled issue is held in line; its status comment shows its place in fair order', async () => {
-    for (const [owner, repo, n] of [['Zeta', 'x', 1], ['Zeta', 'x', 2], ['Codertocat', 'other', 1], ['Codertocat', 'other', 2]] as const) {
+    for (const [owner, repo, n] of [
+      ['Zeta', 'x', 1],
+      ['Zeta', 'x', 2],
+      ['Codertocat', 'other', 1],
+      ['Codertocat', 'other', 2],
+    ] as const) {
       await fair.enqueue(jobFor(owner, repo, n));
     }
     await fair.kick(); // enqueue's own dispatch (no slots) has settled

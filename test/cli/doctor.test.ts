@@ -56,7 +56,7 @@ describe('frognano doctor (subprocess)', () => {
   });
 
   test('a real (tiny) ONNX model directory loads and generates one token', async () => {
-    const { buildTinyModel } = await import('../../scripts/build-tiny-model.js');
+    const { buildTinyModel } = await import('../support/tinyModel/buildTinyModel.js');
     const dir = path.join(work, 'tiny-model');
     await buildTinyModel(dir);
     const r = await runFrognano(['doctor', '--sandbox', 'bwrap', '--model-dir', dir], { env: cleanEnv({ REDIS_URL }) });

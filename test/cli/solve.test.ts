@@ -203,7 +203,7 @@ describe('frognano solve outcomes', () => {
 
 describe('frognano solve with a real model', () => {
   test('a tiny ONNX model (random weights) runs through onnxruntime: one turn cut at --max-new-tokens, exit 1', async () => {
-    const { buildTinyModel } = await import('../../scripts/build-tiny-model.js');
+    const { buildTinyModel } = await import('../support/tinyModel/buildTinyModel.js');
     const modelDir = path.join(work, 'tiny-model');
     await buildTinyModel(modelDir);
     const out = path.join(work, 'out-onnx');

@@ -100,6 +100,16 @@ describe('Dockerfile', () => {
     }
   });
 
+  it('ships the in-sandbox programs the code reads at run time beside its modules', () => {
+    const buildRuns = runs(byName.get('build')!).join('\n');
+    const programs = ['src/leaf/sandboxTool.py', 'src/sandbox/docker/init.py', 'src/sandbox/docker/sweep.sh', 'src/sandbox/docker/exec-wrapper.sh'];
+    for (const f of programs) {
+      expect({ f, exists: existsSync(path.join(ROOT, f)), ignored: ignored(f) }).toEqual({ f, exists: true, ignored: false });
+      expect(pkg.scripts.build).toContain(`'${f}'`);
+      expect(buildRuns).toContain(`test -f dist/${f}`);
+    }
+  });
+
   it('keeps secrets and local state out of the build context', () => {
     for (const f of ['.env', 'github-app.private-key.pem', 'node_modules/x', '.git/config', 'dist/x.js', '.frognano/cache/a']) {
       expect({ f, ignored: ignored(f) }).toEqual({ f, ignored: true });

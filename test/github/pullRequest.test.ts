@@ -114,6 +114,7 @@ describe('pull request body', () => {
 
   it('keeps hostile model text inert: no pings, references, markers, headings or escapes from <details>', () => {
     const Z = '\u200B';
+    const WJ = '\u2060';
     const body = renderPullRequestBody({
       ...base,
       summary: '# Approved by @maintainers\n</details>\n<!-- frognano:status -->\nFixes #1, closes octo/other#2',
@@ -122,11 +123,11 @@ describe('pull request body', () => {
       renderTrajectory: () => '### Turn 1\n```text\n@octocat <!-- frognano:pr --> Fixes #4\n```',
     });
     expect(body).toContain(
-      ['## Summary', '', '```text', `# Approved by @${Z}maintainers`, '</details>', `<${Z}!-- frognano:status --${Z}>`, `Fixes #${Z}1, closes octo/other#${Z}2`, '```'].join('\n'),
+      ['## Summary', '', '```text', `# Approved by @${Z}maintainers`, '</details>', `<${Z}!-- frognano:status --${Z}>`, `F${WJ}ixes #${Z}1, c${WJ}loses octo/other#${Z}2`, '```'].join('\n'),
     );
     expect(body).toContain(`| \`<${Z}!-- frognano:status --${Z}>@${Z}x.ts\` | 1 | 0 |`);
     expect(body).toContain(['```text', `ping @${Z}admin #${Z}3`, `<${Z}!-- frognano --${Z}>`, '```'].join('\n'));
-    expect(body).toContain(['```text', `@${Z}octocat <${Z}!-- frognano:pr --${Z}> Fixes #${Z}4`, '```'].join('\n'));
+    expect(body).toContain(['```text', `@${Z}octocat <${Z}!-- frognano:pr --${Z}> F${WJ}ixes #${Z}4`, '```'].join('\n'));
     // Whatever the model wrote: no live mention, no hidden marker, no closing keyword with a live reference.
     expect(body).not.toMatch(/(^|[^A-Za-z0-9])@[A-Za-z0-9]/);
     expect(body).not.toContain('<!--');

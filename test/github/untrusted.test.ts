@@ -1,7 +1,11 @@
 import { describe, expect, test } from '@jest/globals';
 import { defang, untrustedBlock, untrustedInline, untrustedLine, visibleText } from '../../src/github/untrusted.js';
+import { HOSTILE_FINAL_MESSAGE, liveClosingReferences } from './closingReferences.js';
 
 const Z = '\u200B';
+/** Word joiner: what defang puts after a closing keyword's first letter. */
+const WJ = '\u2060';
+const shown = (text: string) => text.replace(/[\u200B\u2060]/g, '');
 
 describe('visibleText (issue text before it reaches the model)', () => {
   test.each([
@@ -28,7 +32,7 @@ describe('defang (text the bot posts)', () => {
     ['team mentions', 'cc @github/security', `cc @${Z}github/security`],
     ['a mention at the start and after punctuation', '@x (@y) `@z`', `@${Z}x (@${Z}y) \`@${Z}z\``],
     ['e-mail addresses are left alone (GitHub does not mention there)', 'mail me@example.com', 'mail me@example.com'],
-    ['issue references and closing keywords', 'Fixes #12, see GH-3', `Fixes #${Z}12, see GH-${Z}3`],
+    ['issue references and closing keywords', 'Fixes #12, see GH-3', `F${WJ}ixes #${Z}12, see GH-${Z}3`],
     ['cross-repository references', 'see torvalds/linux#1 and torvalds/linux@abcdef1', `see torvalds/linux#${Z}1 and torvalds/linux@${Z}abcdef1`],
     ['the bot\'s hidden markers cannot be forged', '<!-- frognano:status -->', `<${Z}!-- frognano:status --${Z}>`],
     ['invisible characters already in the text are dropped first', `@${Z}x`, `@${Z}x`],
@@ -40,6 +44,75 @@ describe('defang (text the bot posts)', () => {
   test('a defanged mention no longer matches what GitHub links: @ followed by a login character', () => {
     const out = defang('@admin @org/team @a_b');
     expect(out).not.toMatch(/@[A-Za-z0-9]/);
+  });
+});
+
+describe('defang: closing keywords (issue #22)', () => {
+  const KEYWORDS = ['close', 'closes', 'closed', 'fix', 'fixes', 'fixed', 'resolve', 'resolves', 'resolved'];
+  const CASES = [(k: string) => k, (k: string) => k[0]!.toUpperCase() + k.slice(1), (k: string) => k.toUpperCase()];
+  const SEPARATORS = [' ', ': ', ':', '\n', '  ', ':\t'];
+  const REFERENCES = [
+    '#12',
+    'GH-12',
+    'acme/widgets#12',
+    'https://github.com/acme/widgets/issues/12',
+    'https://github.com/acme/widgets/pull/12',
+    'http://github.com/acme/widgets/issues/12',
+    'https://ghe.example.com/acme/widgets/issues/12',
+    'https://ghe.example.com/acme/widgets/pull/12',
+    'http://git.corp:8080/team/repo.js/issues/12',
+  ];
+
+  test('every keyword, in any case, with or without a colon, before every reference form, closes nothing', () => {
+    let checked = 0;
+    for (const keyword of KEYWORDS) {
+      for (const spell of CASES) {
+        for (const sep of SEPARATORS) {
+          for (const ref of REFERENCES) {
+            const input = `Done. ${spell(keyword)}${sep}${ref}.`;
+            if (sep !== ':' || ref.startsWith('#') || ref.startsWith('GH') || ref.includes('/')) {
+              expect(liveClosingReferences(input)).toHaveLength(1); // the detector sees the live form
+            }
+            const out = defang(input);
+            expect({ input, live: liveClosingReferences(out) }).toEqual({ input, live: [] });
+            expect(shown(out)).toBe(input); // reads the same
+            expect(out).toContain(`${spell(keyword)[0]}${WJ}${spell(keyword).slice(1)}`);
+            checked++;
+          }
+        }
+      }
+    }
+    expect(checked).toBe(9 * 3 * 6 * 9);
+  });
+
+  test.each([
+    ['Markdown emphasis around the keyword', '**Fixes** #1 and _closes_: acme/widgets#2', `**F${WJ}ixes** #${Z}1 and _c${WJ}loses_: acme/widgets#${Z}2`],
+    ['no space before #', 'fixes#1 fix:#2', `f${WJ}ixes#${Z}1 f${WJ}ix:#${Z}2`],
+    ['a reference in angle brackets', 'Resolves <https://github.com/a/b/issues/3>', `R${WJ}esolves <https://github.com/a/b/issues/3>`],
+    ['a keyword after punctuation', '(fixes #1)', `(f${WJ}ixes #${Z}1)`],
+  ])('%s', (_what, input, expected) => {
+    expect(defang(input)).toBe(expected);
+    expect(liveClosingReferences(defang(input))).toEqual([]);
+  });
+
+  test.each([
+    ['the bot\'s own "Refs #N" is no closing keyword', 'Refs #7. Written by the model.', `Refs #${Z}7. Written by the model.`],
+    ['prose with a keyword and no reference', 'Fix crash on start; fixed the bug, it resolves nothing', 'Fix crash on start; fixed the bug, it resolves nothing'],
+    ['code and paths that contain a keyword', 'fix() in src/fixes/closed.ts, prefix #1, fixes.py', `fix() in src/fixes/closed.ts, prefix #${Z}1, fixes.py`],
+    ['words that only start with a keyword', 'Fixtures #1, closest GH-2, resolver acme/x#3', `Fixtures #${Z}1, closest GH-${Z}2, resolver acme/x#${Z}3`],
+  ])('%s', (_what, input, expected) => {
+    expect(defang(input)).toBe(expected);
+  });
+
+  test("issue #22's final message: no live closing reference, the same text to a reader, and defanging twice changes nothing", () => {
+    const out = defang(HOSTILE_FINAL_MESSAGE);
+    expect(liveClosingReferences(HOSTILE_FINAL_MESSAGE)).toHaveLength(7);
+    expect(liveClosingReferences(out)).toEqual([]);
+    expect(shown(out)).toBe(HOSTILE_FINAL_MESSAGE);
+    expect(defang(out)).toBe(out);
+    for (const wrapped of [untrustedBlock(HOSTILE_FINAL_MESSAGE, 4000), untrustedInline(HOSTILE_FINAL_MESSAGE, 4000), untrustedLine(HOSTILE_FINAL_MESSAGE, 4000)]) {
+      expect(liveClosingReferences(wrapped)).toEqual([]);
+    }
   });
 });
 

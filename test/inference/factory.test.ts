@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildTinyModel } from '../../scripts/build-tiny-model.js';
+import { buildTinyModel } from '../support/tinyModel/buildTinyModel.js';
 import {
   BackendConfigError,
   BackendConfigSchema,

@@ -1,4 +1,4 @@
-/** The per-step copy figures README "Choosing the GPU path" quotes, from bench/gpu-state-bytes.ts's arithmetic. */
+/** The per-step copy figures docs/benchmarks.md quotes, from bench/gpu-state-bytes.ts's arithmetic. */
 import { FROGNANO_4B, inProcessStepBytes, kvBytesPerToken, layerCounts, linearStateBytes } from '../../bench/gpu-state-bytes.js';
 
 const MiB = 2 ** 20;

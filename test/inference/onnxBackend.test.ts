@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
-import { buildTinyModel } from '../../scripts/build-tiny-model.js';
+import { buildTinyModel } from '../support/tinyModel/buildTinyModel.js';
 import { OnnxBackend } from '../../src/inference/onnx/backend.js';
 import { decodeLoop } from '../../src/inference/onnx/decode.js';
 import { createRng } from '../../src/inference/onnx/sampling.js';

@@ -1,12 +1,12 @@
 /**
- * The generic decoding machinery on a real (tiny) ONNX model built by scripts/build-tiny-model.ts:
+ * The generic decoding machinery on a real (tiny) ONNX model built by test/support/tinyModel:
  * state discovery, prefix reuse vs full recomputation, chunked prefill, sampling, streaming detokenization.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { buildTinyModel, type TinyModelConfig } from '../../scripts/build-tiny-model.js';
+import { buildTinyModel, type TinyModelConfig } from '../support/tinyModel/buildTinyModel.js';
 import { lastRow, OnnxDecoder } from '../../src/inference/onnx/decode.js';
 import { castFloat, floatToHalf, halfToFloat } from '../../src/inference/onnx/float16.js';
 import { IncrementalDetokenizer } from '../../src/inference/onnx/detokenize.js';

@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { OpenAIBackend, estimateTokens, type OpenAIBackendOptions } from '../../src/inference/openai.js';
+import { OpenAIBackend, overestimatePromptTokens, type OpenAIBackendOptions } from '../../src/inference/openai/index.js';
 import type { RetryInfo } from '../../src/inference/retry.js';
 import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
 
@@ -287,7 +287,7 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
     server.script((_req, res) => json(res, 200, completion({ content: 'x'.repeat(300) }, 'length', null)));
     const result = await backend().generate(HISTORY, TOOLS);
     expect(result.finishReason).toBe('length');
-    expect(result.promptTokens).toBe(estimateTokens(HISTORY, TOOLS));
+    expect(result.promptTokens).toBe(overestimatePromptTokens(HISTORY, TOOLS));
     expect(result.prefillTokens).toBe(result.promptTokens);
     expect(result.completionTokens).toBe(100);
   });
@@ -555,7 +555,7 @@ describe('OpenAIBackend.countTokens and ping', () => {
   test('no tokenizer endpoint: a conservative estimate, and no more probing', async () => {
     server.script((_req, res) => json(res, 404, { detail: 'Not Found' }));
     const b = backend();
-    expect(await b.countTokens(HISTORY, TOOLS)).toBe(estimateTokens(HISTORY, TOOLS));
+    expect(await b.countTokens(HISTORY, TOOLS)).toBe(overestimatePromptTokens(HISTORY, TOOLS));
     server.requests.length = 0;
     await b.countTokens(HISTORY, TOOLS);
     expect(server.requests).toHaveLength(0);

@@ -1,8 +1,8 @@
 /** The pieces under OpenAIBackend that have rules of their own: retry timing and the SSE reader. */
 import { DEFAULT_RETRY_POLICY, backoffDelayMs, describeRetry, isRetryableStatus, parseRetryAfter, sleep } from '../../src/inference/retry.js';
-import { contextOverflowFacts, describeHttpError, errorBody, isDeterministicServerError } from '../../src/inference/serverErrors.js';
-import { readSseData } from '../../src/inference/sse.js';
-import { toWireMessage } from '../../src/inference/openai.js';
+import { contextOverflowFacts, describeHttpError, errorBody, isDeterministicServerError } from '../../src/inference/openai/serverErrors.js';
+import { readSseData } from '../../src/inference/openai/sse.js';
+import { toWireMessage } from '../../src/inference/openai/index.js';
 
 function streamOf(parts: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();

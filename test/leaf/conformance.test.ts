@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ToolExecutor } from '../../src/leaf/tools.js';
 import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
-import { DockerSandbox } from '../../src/sandbox/docker.js';
+import { DockerSandbox } from '../../src/sandbox/docker/index.js';
 import { LocalSandbox } from '../../src/sandbox/local.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';

@@ -114,7 +114,7 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     expect(t.messages[0]).toEqual({ role: 'system', content: SYSTEM_PROMPT });
     expect(t.messages[1]).toEqual({
       role: 'user',
-      content: '# Task\n\nadd() subtracts\nadd(2, 3) returns -1; it should return 5.\n\n---\n\n**Repo:** `acme/calc`\n**Instance ID:** `acme__calc-7`\n',
+      content: 'add() subtracts\nadd(2, 3) returns -1; it should return 5.\n',
     });
     expect(t.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'tool', 'tool', 'tool', 'assistant']);
     const first = t.messages[2];

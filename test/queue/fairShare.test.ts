@@ -40,8 +40,15 @@ function followUp(owner: string, repo: string): JobData {
     ...d,
     trigger: 'comment',
     followUp: {
-      pullNumber: d.issueNumber, headBranch: 'frognano/1-1', headSha: 'a'.repeat(40), baseBranch: 'main', round: 1,
-      feedback: 'more', inlineComments: [], omittedComments: 0, source: 'comment',
+      pullNumber: d.issueNumber,
+      headBranch: 'frognano/1-1',
+      headSha: 'a'.repeat(40),
+      baseBranch: 'main',
+      round: 1,
+      feedback: 'more',
+      inlineComments: [],
+      omittedComments: 0,
+      source: 'comment',
     },
   };
 }

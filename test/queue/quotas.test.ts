@@ -59,7 +59,9 @@ describe('quotas file', () => {
   test('an unknown key is an error that names the file and the key', () => {
     expect(() => parseQuotasFile('defaults:\n  runsPerHuor: 3\n', 'q.yaml')).toThrow(/q\.yaml[\s\S]*runsPerHuor/);
     expect(() => parseQuotasFile('limits: {}\n', 'q.yaml')).toThrow(/limits/);
-    expect(() => parseQuotasFile('repositories:\n  widgets: { runsPerHour: 1 }\n', 'q.yaml')).toThrow(/repositories\.widgets/);
+    expect(() => parseQuotasFile('repositories:\n  widgets: { runsPerHour: 1 }\n', 'q.yaml')).toThrow(
+      /repositories\.widgets/,
+    );
   });
 
   test('a change to the file is picked up; a broken edit keeps the previous version', async () => {
@@ -73,7 +75,11 @@ describe('quotas file', () => {
     };
     const errors: string[] = [];
     let changed = 0;
-    const watch = watchQuotasFile(path, { intervalMs: 20, onChange: () => changed++, onError: (e) => errors.push(e.message) });
+    const watch = watchQuotasFile(path, {
+      intervalMs: 20,
+      onChange: () => changed++,
+      onError: (e) => errors.push(e.message),
+    });
     try {
       expect(watch.current().defaults.runsPerHour).toBe(1);
       replace('defaults: { runsPerHour: 7, x: 1 }\n');
@@ -138,7 +144,11 @@ describe('runner-seconds ledger', () => {
     expect(await checkQuotas(redis, cfg, acme, T0)).toBeNull();
     await recordRunnerSeconds(redis, acme, 100, T0);
     expect(await checkQuotas(redis, cfg, acme, T0)).toEqual({
-      quota: 'runnerSecondsPerDay', scope: 'installation', tenant: 'acme', used: 100, limit: 100,
+      quota: 'runnerSecondsPerDay',
+      scope: 'installation',
+      tenant: 'acme',
+      used: 100,
+      limit: 100,
       resetAt: new Date('2026-12-04T00:00:00Z'),
     });
     // Next day: the ledger is fresh; the hour's one run was taken at T0 and is back by then.

@@ -12,7 +12,7 @@ import { ReplayBackend } from '../../src/inference/replay.js';
 import { createInstallationAccess } from '../../src/github/client.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
 import { createSandbox, SandboxConfigSchema } from '../../src/sandbox/index.js';
-import { reapStaleSandboxes } from '../../src/sandbox/docker.js';
+import { reapStaleSandboxes } from '../../src/sandbox/docker/index.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';

@@ -9,7 +9,7 @@ import type { ModelBackend } from '../../src/inference/types.js';
 import { createLogger } from '../../src/ops/logger.js';
 import type { JobData } from '../../src/queue/schema.js';
 import { SandboxConfigSchema } from '../../src/sandbox/index.js';
-import type { RunnerContext } from '../../src/runner/processJob.js';
+import type { RunnerContext } from '../../src/runner/types.js';
 import type { BareRemote } from '../github/gitRepo.js';
 
 export const { privateKey: PRIVATE_KEY } = generateKeyPairSync('rsa', {

@@ -5,7 +5,8 @@ import type { ChatMessage, GenerateOptions, GenerateResult, ModelBackend, ToolSp
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { createRedisConnection } from '../../src/queue/connection.js';
 import { jobIdFor, type FollowUp, type JobData } from '../../src/queue/schema.js';
-import { processJob, type RunnerContext } from '../../src/runner/processJob.js';
+import { processJob } from '../../src/runner/processJob.js';
+import type { RunnerContext } from '../../src/runner/types.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
@@ -225,8 +226,8 @@ describe('follow-up round on the bot pull request (runner)', () => {
     expect(result.outcome).toBe('pull_request');
     const context = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8')).frognano.task.context as { heading: string; text: string }[];
     expect(context).toEqual([
-      { heading: 'Guidance from the maintainer who started this run (maint)', text: 'Greet the whole world.' },
-      { heading: 'Repository instructions (AGENTS.md)', text: 'Keep greetings short.' },
+      { kind: 'guidance', heading: 'Guidance from the maintainer who started this run (maint)', text: 'Greet the whole world.' },
+      { kind: 'instructions', heading: 'Repository instructions (AGENTS.md)', text: 'Keep greetings short.' },
     ]);
     expect(gitIn(remote.bare, 'log', '-1', '--format=%B', head())).toContain('Co-authored-by: maint <7+maint@users.noreply.github.com>');
     expect(gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['maint'] });

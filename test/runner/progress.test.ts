@@ -1,4 +1,5 @@
-import { ProgressReporter, type RunnerProgress } from '../../src/runner/progress.js';
+import { ProgressReporter } from '../../src/runner/progress.js';
+import type { RunnerProgress } from '../../src/queue/schema.js';
 
 describe('ProgressReporter', () => {
   it('throttles comment edits, keeps job progress fresher, and never writes after close()', async () => {

@@ -1,5 +1,5 @@
 import { parseRepoConfig } from '../../src/github/repoConfig.js';
-import { sandboxFor } from '../../src/runner/processJob.js';
+import { sandboxFor } from '../../src/runner/jobSupport.js';
 import { SandboxConfigSchema } from '../../src/sandbox/index.js';
 
 describe('sandboxFor', () => {

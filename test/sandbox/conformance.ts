@@ -2,11 +2,12 @@
  * The isolation properties every isolating sandbox (docker, bwrap) must have, run against the real thing.
  * Each implementation's test file calls describeIsolation() with a factory.
  */
-import { lstat, mkdtemp, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { access, lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { FileTooLargeError, type Sandbox } from '../../src/sandbox/types.js';
+import { ToolExecutor, type ToolOutcome } from '../../src/leaf/tools.js';
+import type { Sandbox } from '../../src/sandbox/types.js';
 import { hostPidsMatching, waitFor } from './support.js';
 
 export interface IsolationLimits {
@@ -22,33 +23,42 @@ const LIMITS: IsolationLimits = { memoryMb: 256, pidsLimit: 64 };
 /** A number no other process on the machine uses as a sleep argument, to find ours in /proc. */
 const marker = () => 3000 + (randomBytes(2).readUInt16BE() % 60000);
 
+/** One Leaf tool call, as the model makes it: the only way files are read and written for the model. */
+export function toolCall(sb: Sandbox, name: string, args: Record<string, unknown>): Promise<ToolOutcome> {
+  return new ToolExecutor(sb).execute({ name, arguments: args });
+}
+
 /**
- * readFile's size cap, openFileStream, and refusing what is not a regular file: every sandbox (local included) must
- * keep a huge file or a FIFO in the repository from exhausting or hanging the runner.
+ * Bounded file reads and refusing what is not a regular file: every sandbox (local included) must keep a huge file
+ * or a FIFO in the repository from exhausting or hanging the runner. Reads go through the Read tool (its helper
+ * runs inside the sandbox and caps what it prints) and through exec (maxOutputBytes caps what the host keeps).
  */
 export async function expectFileReadGuards(sb: Sandbox): Promise<void> {
-  await sb.writeFile('sized/ten.txt', '0123456789');
-  expect((await sb.readFile('sized/ten.txt', { maxBytes: 10 })).toString()).toBe('0123456789');
-  const err = await sb.readFile('sized/ten.txt', { maxBytes: 9 }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(FileTooLargeError);
-  expect(err).toMatchObject({ path: 'sized/ten.txt', size: 10, maxBytes: 9 });
+  expect(await toolCall(sb, 'Write', { file_path: 'sized/ten.txt', content: '0123456789' })).toMatchObject({ isError: false });
+  expect((await toolCall(sb, 'Read', { file_path: 'sized/ten.txt' })).output).toBe('sized/ten.txt\n1. 0123456789');
   // Made by a command, as the model would: a 3 MiB file (several read chunks) and a FIFO.
   const made = await sb.exec('head -c 3145728 /dev/zero | tr "\\0" q > sized/big.txt && mkfifo sized/pipe');
   expect(made).toMatchObject({ exitCode: 0, stderr: '' });
-  const big = await sb.readFile('sized/big.txt');
-  expect(big.length).toBe(3 * 1024 * 1024);
-  expect(big.every((b) => b === 0x71)).toBe(true);
-  await expect(sb.readFile('sized/big.txt', { maxBytes: 3 * 1024 * 1024 - 1 })).rejects.toBeInstanceOf(FileTooLargeError);
-  expect(sb.openFileStream).toBeDefined();
-  let streamed = 0;
-  for await (const chunk of await sb.openFileStream!('sized/big.txt')) streamed += (chunk as Buffer).length;
-  expect(streamed).toBe(3 * 1024 * 1024);
+  const whole = await sb.exec('cat sized/big.txt', { maxOutputBytes: 10 });
+  expect(whole).toMatchObject({ exitCode: 0, stdout: 'qqqqqqqqqq', stdoutTruncated: 3 * 1024 * 1024 - 10 });
+  const streamed = await sb.exec('wc -c < sized/big.txt; tr -d q < sized/big.txt | wc -c');
+  expect(streamed.stdout).toBe(`${3 * 1024 * 1024}\n0\n`);
+  // The Read tool answers a huge file with a bounded observation, never the whole file.
+  const big = await toolCall(sb, 'Read', { file_path: 'sized/big.txt' });
+  expect(big.isError).toBe(false);
+  expect(big.output.startsWith('sized/big.txt\n1. qqqq')).toBe(true);
+  expect(big.output.length).toBeLessThan(64 * 1024);
   // Reading a FIFO would block until the tool timeout: refused at once.
-  await expect(sb.readFile('sized/pipe')).rejects.toThrow(/^sized\/pipe is not a regular file$/);
-  await expect(sb.openFileStream!('sized/pipe')).rejects.toThrow(/^sized\/pipe is not a regular file$/);
-  await expect(sb.openFileStream!('sized')).rejects.toThrow(/sized is a directory/);
-  await expect(sb.openFileStream!('sized/none.txt')).rejects.toThrow(/File not found: sized\/none.txt/);
-  await expect(sb.openFileStream!('../../etc/passwd')).rejects.toThrow(/outside the repository/);
+  const started = Date.now();
+  expect(await toolCall(sb, 'Read', { file_path: 'sized/pipe' })).toMatchObject({
+    output: 'ValueError: sized/pipe is not a regular file',
+    isError: true,
+  });
+  expect(Date.now() - started).toBeLessThan(10_000);
+  expect((await toolCall(sb, 'Read', { file_path: 'sized' })).output).toMatch(/^IsADirectoryError: .*Is a directory/);
+  expect((await toolCall(sb, 'Read', { file_path: 'sized/none.txt' })).output).toMatch(
+    /^FileNotFoundError: .*No such file or directory: '.*sized\/none.txt'$/,
+  );
 }
 
 export function describeIsolation(name: string, factory: SandboxFactory): void {
@@ -109,12 +119,13 @@ except OSError as e:
       const r = await sb.exec('mkdir -p made/in && echo inside > made/in/sandbox.txt && git init -q && git status --short');
       expect(r.exitCode).toBe(0);
       expect(await readFile(path.join(dir, 'made/in/sandbox.txt'), 'utf8')).toBe('inside\n');
-      await sb.writeFile('from/host.txt', 'host\n');
+      expect(await toolCall(sb, 'Write', { file_path: 'from/host.txt', content: 'host\n' })).toMatchObject({ isError: false });
       const r2 = await sb.exec('echo more >> from/host.txt && mkdir from/sub && cat from/host.txt');
       expect(r2.stderr).toBe('');
       expect(r2.stdout).toBe('host\nmore\n');
-      expect((await sb.readFile('from/host.txt')).toString()).toBe('host\nmore\n');
-      expect((await sb.listFiles('from')).files.map((f) => f.path)).toEqual(['from/host.txt']);
+      expect(await readFile(path.join(dir, 'from/host.txt'), 'utf8')).toBe('host\nmore\n');
+      expect((await toolCall(sb, 'Read', { file_path: 'from/host.txt' })).output).toBe('from/host.txt\n1. host\n2. more');
+      expect((await toolCall(sb, 'Glob', { pattern: '**/*', path: 'from' })).output).toBe('from/host.txt');
     });
 
     it('lets git work in the workspace with a default identity', async () => {
@@ -234,18 +245,37 @@ except OSError as e:
     });
 
     it('runs commands in a subdirectory and refuses paths outside the workspace', async () => {
-      await sb.writeFile('pkg/mod.py', 'X = 1\n');
-      const r = await sb.exec('pwd; ls', { cwd: 'pkg' });
+      expect(await toolCall(sb, 'Write', { file_path: 'pkg/mod.py', content: 'X = 1\n' })).toMatchObject({ isError: false });
+      const r = await sb.exec('cd pkg && pwd && ls');
       expect(r.stdout).toBe('/workspace/pkg\nmod.py\n');
-      await expect(sb.exec('pwd', { cwd: '../' })).rejects.toThrow(/outside the repository/);
-      await expect(sb.exec('pwd', { cwd: 'no/such/dir' })).rejects.toThrow(/Directory not found: no\/such\/dir/);
-      await expect(sb.exec('pwd', { cwd: 'pkg/mod.py' })).rejects.toThrow(/pkg\/mod.py is not a directory/);
-      await expect(sb.readFile('../../etc/passwd')).rejects.toThrow(/outside the repository/);
-      await expect(sb.writeFile('/workspace/../escape.txt', 'x')).rejects.toThrow(/outside the repository/);
+      // Host canaries beside the workspace: a file, and a directory a symlink in the workspace points to.
+      const canary = `${dir}-canary`;
+      const secret = `CANARY-${randomBytes(8).toString('hex')}`;
+      await mkdir(canary, { recursive: true });
+      await writeFile(path.join(canary, 'secret.txt'), `${secret}\n`);
       await symlink('/etc', path.join(dir, 'etc-link'));
-      await expect(sb.readFile('etc-link/hostname')).rejects.toThrow(/outside the repository/);
-      await expect(sb.writeFile('etc-link/x', 'x')).rejects.toThrow(/outside the repository/);
-      expect((await sb.readFile('/workspace/pkg/mod.py')).toString()).toBe('X = 1\n');
+      await symlink(canary, path.join(dir, 'canary-link'));
+      try {
+        const reads = [
+          await toolCall(sb, 'Read', { file_path: `../${path.basename(canary)}/secret.txt` }),
+          await toolCall(sb, 'Read', { file_path: `/workspace/../${path.basename(canary)}/secret.txt` }),
+          await toolCall(sb, 'Read', { file_path: 'canary-link/secret.txt' }),
+          await toolCall(sb, 'Glob', { pattern: '**/*', path: 'canary-link' }),
+          await toolCall(sb, 'Bash', { command: `cat canary-link/secret.txt ../${path.basename(canary)}/secret.txt` }),
+        ];
+        for (const o of reads) expect(o.output).not.toContain(secret);
+        // The read-only system refuses the first two; the third may land in the sandbox's own /tmp, never the host's.
+        expect(await toolCall(sb, 'Write', { file_path: '/workspace/../escape.txt', content: 'x' })).toMatchObject({ isError: true });
+        expect(await toolCall(sb, 'Write', { file_path: 'etc-link/frognano-x', content: 'x' })).toMatchObject({ isError: true });
+        await toolCall(sb, 'Write', { file_path: 'canary-link/x.txt', content: 'x' });
+        for (const p of [path.join(path.dirname(dir), 'escape.txt'), '/etc/frognano-x', path.join(canary, 'x.txt')]) {
+          await expect(access(p)).rejects.toThrow(/ENOENT/);
+        }
+        expect(await readFile(path.join(canary, 'secret.txt'), 'utf8')).toBe(`${secret}\n`);
+        expect((await toolCall(sb, 'Read', { file_path: '/workspace/pkg/mod.py' })).output).toBe('pkg/mod.py\n1. X = 1');
+      } finally {
+        await rm(canary, { recursive: true, force: true });
+      }
     });
   });
 
@@ -262,7 +292,7 @@ except OSError as e:
       const before = await stat(dir);
       const sb = await factory(dir, LIMITS);
       await sb.exec('echo x > made-inside.txt');
-      await sb.writeFile('d/host.txt', 'h');
+      expect(await toolCall(sb, 'Write', { file_path: 'd/host.txt', content: 'h' })).toMatchObject({ isError: false });
       await sb.close();
       await sb.close();
       for (const p of ['.', 'made-inside.txt', 'd', 'd/host.txt']) {

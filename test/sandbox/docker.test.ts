@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL, SandboxUnavailableError } from '../../src/sandbox/docker.js';
+import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL, SandboxUnavailableError } from '../../src/sandbox/docker/index.js';
 import { describeIsolation } from './conformance.js';
 import { dockerForTests, TEST_IMAGE } from './support.js';
 

@@ -8,7 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
-import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL } from '../../src/sandbox/docker.js';
+import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL } from '../../src/sandbox/docker/index.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { dockerForTests, TEST_IMAGE } from './support.js';
 

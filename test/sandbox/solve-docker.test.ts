@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { ReplayBackend } from '../../src/inference/replay.js';
 import { solve } from '../../src/leaf/solve.js';
-import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker.js';
+import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker/index.js';
 import { makeRepo } from '../leaf/helpers.js';
 import { dockerForTests, TEST_IMAGE } from './support.js';
 

@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
-import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker.js';
+import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker/index.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { ToolExecutor, type ToolOutcome } from '../../src/leaf/tools.js';
 import { dockerForTests, hostPidsMatching, TEST_IMAGE, waitFor } from '../sandbox/support.js';
@@ -397,7 +397,9 @@ describe.each(factories)('%s sandbox: workspace disk budget', (kind, factory) =>
       expect(total).toBeLessThan(300 * 1024 * 1024);
       // The next call cannot continue the job: the loop ends on it, with the reason.
       await expect(tools.execute({ name: 'Bash', arguments: { command: 'echo more' } })).rejects.toThrow(/workspace budget of 64 MiB/);
-      await expect(sb.writeFile('x.txt', 'x')).rejects.toThrow(/workspace budget of 64 MiB/);
+      await expect(tools.execute({ name: 'Write', arguments: { file_path: 'x.txt', content: 'x' } })).rejects.toThrow(
+        /workspace budget of 64 MiB/,
+      );
     } finally {
       await sb.close();
       await fs.rm(root, { recursive: true, force: true });

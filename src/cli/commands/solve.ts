@@ -132,42 +132,10 @@ async function runInOutDir(
   if (repo.dirtyFiles > 0) {
     progress.note(`note: ${repo.dirtyFiles} uncommitted file${repo.dirtyFiles === 1 ? '' : 's'} in ${repo.dir} ${repo.dirtyFiles === 1 ? 'is' : 'are'} copied too and will show up in the patch (commit or stash first to keep them out)`);
   }
-  progress.phase(`loading model: ${describeBackend(backendCfg)}`);
-  let backend: ModelBackend;
-  try {
-    backend = await createBackend(backendCfg, {
-      onRetry: (retry) => progress.note(describeRetry(retry)),
-      onWarning: (message) => progress.note(`warning: ${message}`),
-    });
-  } catch (err) {
-    progress.stop();
-    throw setupError(`could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`, 'run `frognano doctor` with the same model options for details');
-  }
-  if (backend instanceof OpenAIBackend) {
-    // A server that is down or serves another model fails now, not after a turn's worth of retries.
-    const ping = await backend.ping();
-    if (!ping.ok) {
-      progress.stop();
-      await closeBackend(backend);
-      throw setupError(`the model endpoint is not usable: ${ping.message}`, 'check --endpoint and --model (or start the server); `frognano doctor` checks it too');
-    }
-  }
+  const backend = await openBackend(backendCfg, progress);
 
   // 3. The run. Ctrl-C aborts it; solve() still returns (exit reason `cancelled`) and writes what it has.
-  const controller = new AbortController();
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) {
-      progress.stop();
-      writeLine(io.stderr, `\nfrognano: ${signal} again — quitting without waiting.`);
-      process.exit(EXIT.INTERRUPTED);
-    }
-    interrupted = true;
-    progress.note(`Interrupted (${signal}): stopping the run and writing the partial trajectory… (Ctrl-C again to quit at once)`);
-    controller.abort(new Error(`interrupted by ${signal}`));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const interrupt = onInterrupt(progress, io);
 
   progress.phase(`copying ${repo.dir} into a ${sandboxCfg.kind} sandbox`);
   let result: SolveResult;
@@ -183,12 +151,12 @@ async function runInOutDir(
       setupCommands: values.setup ?? [],
       testCommands: values.test ?? [],
       outDir: out.dir,
-      signal: controller.signal,
+      signal: interrupt.signal,
       onEvent: progress.onEvent,
     });
   } catch (err) {
     progress.stop();
-    if (interrupted) {
+    if (interrupt.interrupted) {
       writeLine(io.stderr, `frognano: interrupted before the run produced a trajectory (${(err as Error).message})`);
       return EXIT.INTERRUPTED;
     }
@@ -197,16 +165,70 @@ async function runInOutDir(
     if (name === 'WorkspaceError' || name === 'SandboxUnavailableError') throw setupError((err as Error).message);
     throw new CliError(`the run failed: ${(err as Error).message}`, EXIT.RUNTIME, `partial results, if any, are in ${out.dir}`);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    interrupt.dispose();
     await closeBackend(backend);
   }
   progress.stop();
 
-  const code = exitCodeFor(result, interrupted);
+  const code = exitCodeFor(result, interrupt.interrupted);
   if (values.json) writeLine(io.stdout, JSON.stringify(summaryJson(result, code, out.dir, describeBackend(backendCfg), sandboxCfg.kind), null, 2));
   else io.stdout.write(summaryText(result, code, out.dir));
   return code;
+}
+
+/** Loads the model; an OpenAI-compatible server that is down or serves another model fails now, not after retries. */
+async function openBackend(backendCfg: BackendConfig, progress: ProgressReporter): Promise<ModelBackend> {
+  progress.phase(`loading model: ${describeBackend(backendCfg)}`);
+  let backend: ModelBackend;
+  try {
+    backend = await createBackend(backendCfg, {
+      onRetry: (retry) => progress.note(describeRetry(retry)),
+      onWarning: (message) => progress.note(`warning: ${message}`),
+    });
+  } catch (err) {
+    progress.stop();
+    throw setupError(`could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`, 'run `frognano doctor` with the same model options for details');
+  }
+  if (backend instanceof OpenAIBackend) {
+    const ping = await backend.ping();
+    if (!ping.ok) {
+      progress.stop();
+      await closeBackend(backend);
+      throw setupError(`the model endpoint is not usable: ${ping.message}`, 'check --endpoint and --model (or start the server); `frognano doctor` checks it too');
+    }
+  }
+  return backend;
+}
+
+/**
+ * Ctrl-C (or SIGTERM) aborts the run; solve() still returns (exit reason `cancelled`) and writes what it has.
+ * A second one quits at once.
+ */
+function onInterrupt(progress: ProgressReporter, io: CliIo): { signal: AbortSignal; readonly interrupted: boolean; dispose(): void } {
+  const controller = new AbortController();
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) {
+      progress.stop();
+      writeLine(io.stderr, `\nfrognano: ${signal} again — quitting without waiting.`);
+      process.exit(EXIT.INTERRUPTED);
+    }
+    interrupted = true;
+    progress.note(`Interrupted (${signal}): stopping the run and writing the partial trajectory… (Ctrl-C again to quit at once)`);
+    controller.abort(new Error(`interrupted by ${signal}`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    get interrupted() {
+      return interrupted;
+    },
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
 }
 
 async function closeBackend(backend: ModelBackend): Promise<void> {

@@ -49,7 +49,7 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
       const tools = await backend.probeToolCalls();
       return tools.ok
         ? check.ok(NAME, `${ping.message.replace(/\.$/, '')}; ${tools.message}`)
-        : check.fail(NAME, tools.message, 'restart the model server with the flags named (see README "Using an OpenAI-compatible endpoint")');
+        : check.fail(NAME, tools.message, 'restart the model server with the flags named (see docs/inference.md, "Using an OpenAI-compatible endpoint")');
     }
     if (cfg.kind === 'replay') return check.ok(NAME, `${what}: script parses`);
     const gen = await backend.generate(PROBE, [], { maxNewTokens: 1 });

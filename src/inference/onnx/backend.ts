@@ -18,8 +18,9 @@ import {
   type ModelBackend,
   type ToolSpec,
 } from '../types.js';
-import { decodeLoop, OnnxDecoder, PrefillAborted } from './decode.js';
+import { decodeLoop, OnnxDecoder, PrefillAborted, type DecodeLoopResult } from './decode.js';
 import { IncrementalDetokenizer } from './detokenize.js';
+import { StoppableText } from './textStream.js';
 import { CheckpointFinder } from './checkpoints.js';
 import { locateModelFiles, type ModelConfig, type ModelFiles } from './modelFiles.js';
 import { PrefixCache } from './prefixCache.js';
@@ -64,6 +65,15 @@ export interface OnnxBackendOptions {
   contextLength?: number;
   /** Name reported by info(); default: the model directory's name. */
   modelName?: string;
+}
+
+/** A rendered, encoded prompt that fits the context. */
+interface PreparedPrompt {
+  promptIds: number[];
+  promptTokens: number;
+  maxNewTokens: number;
+  /** The template opened a <think> block: the answer starts inside it. */
+  startsInThinking: boolean;
 }
 
 /** Idle time after a turn without tool calls before the follow-up state is prefilled in the background. */
@@ -228,22 +238,11 @@ export class OnnxBackend implements ModelBackend {
     if (this.closed) throw new ModelError('the onnx backend was closed');
     const started = Date.now();
     if (options.enableThinking !== undefined) this.enableThinking = options.enableThinking;
-    const prompt = this.renderPrompt(messages, tools);
-    const promptIds = this.encode(prompt);
-    const promptTokens = promptIds.length;
-    if (promptTokens === 0) throw new ModelError('the chat template rendered an empty prompt');
-    if (promptTokens >= this.contextLength) {
-      throw new ContextOverflowError(`prompt of ${promptTokens} tokens does not fit the ${this.contextLength}-token context`, promptTokens, this.contextLength);
-    }
-    // No per-turn cap unless the caller sets one (upstream Leaf's max_tokens_per_turn is null): what the context leaves.
-    const maxNewTokens = Math.min(options.maxNewTokens ?? Infinity, this.contextLength - promptTokens);
-    const startsInThinking = /<think>\s*$/.test(prompt);
-    const base = {
-      promptTokens,
-      parseErrors: [] as string[],
-    };
+    const prompt = this.preparePrompt(messages, tools, options.maxNewTokens);
+    const { promptIds, promptTokens } = prompt;
     const abortedResult = (prefillTokens: number): GenerateResult => ({
-      ...base,
+      promptTokens,
+      parseErrors: [],
       message: { role: 'assistant', content: '' },
       finishReason: 'aborted',
       prefillTokens,
@@ -265,69 +264,21 @@ export class OnnxBackend implements ModelBackend {
     }
     this.cache?.store(promptIds, prefilled.state);
 
-    // Decode, streaming text and watching for stop strings.
-    const stops = (options.stop ?? []).filter((s) => s.length > 0);
-    const holdBack = stops.length ? Math.max(...stops.map((s) => s.length)) - 1 : 0;
-    const detok = new IncrementalDetokenizer((ids) => this.tokenizer.decode(ids, { skip_special_tokens: false }));
-    let text = '';
-    let streamed = 0;
-    let stopAt = -1;
-    const stream = (final: boolean) => {
-      const end = stopAt >= 0 ? stopAt : final ? text.length : Math.max(streamed, text.length - holdBack);
-      if (end > streamed) {
-        options.onToken?.(text.slice(streamed, end));
-        streamed = end;
-      }
-    };
-    const rng = createRng(options.seed ?? 0);
-    let loop;
-    try {
-      loop = await decodeLoop(this.decoder, prefilled.logits, prefilled.state, {
-        maxNewTokens,
-        eosTokenIds: this.eosTokenIds,
-        // Unset fields fall back to upstream Leaf's eval sampling, as in the other backends.
-        temperature: options.temperature ?? LEAF_EVAL_SAMPLING.temperature,
-        topK: options.topK ?? LEAF_EVAL_SAMPLING.topK,
-        topP: options.topP ?? LEAF_EVAL_SAMPLING.topP,
-        minP: options.minP ?? LEAF_EVAL_SAMPLING.minP,
-        repetitionPenalty: options.repetitionPenalty ?? LEAF_EVAL_SAMPLING.repetitionPenalty,
-        promptIds,
-        rng,
-        signal: options.signal,
-        onTokenId: (id) => {
-          const searchFrom = Math.max(0, text.length - holdBack);
-          text += detok.push(id);
-          for (const s of stops) {
-            const at = text.indexOf(s, searchFrom);
-            if (at >= 0 && (stopAt < 0 || at < stopAt)) stopAt = at;
-          }
-          stream(false);
-          return stopAt >= 0;
-        },
-      });
-    } catch (err) {
-      throw new ModelError(`generation failed while decoding: ${(err as Error).message}`);
-    }
-    if (stopAt < 0) text += detok.flush();
-    if (stopAt >= 0) text = text.slice(0, stopAt);
-    stream(true);
-
+    const { text, loop } = await this.decode(prefilled, prompt, options);
     // Keep the post-generation state too: when the template re-renders this turn exactly, next turn reuses it.
     const fedIds = [...promptIds, ...loop.tokens].slice(0, loop.state.length);
     this.cache?.store(fedIds, loop.state);
 
-    const parsed = parseAssistantOutput(text, { idPrefix: `onnx${++this.turn}`, tools, startsInThinking });
+    const parsed = parseAssistantOutput(text, { idPrefix: `onnx${++this.turn}`, tools, startsInThinking: prompt.startsInThinking });
     const message: ChatMessage = { role: 'assistant', content: parsed.content };
     if (parsed.reasoning) message.reasoning = parsed.reasoning;
     if (parsed.toolCalls.length) message.tool_calls = parsed.toolCalls;
-    let finishReason: FinishReason;
-    if (loop.reason === 'aborted') finishReason = 'aborted';
-    else if (loop.reason === 'length') finishReason = 'length';
-    else finishReason = parsed.toolCalls.length ? 'tool_calls' : 'stop';
+    const finishReason: FinishReason =
+      loop.reason === 'aborted' || loop.reason === 'length' ? loop.reason : parsed.toolCalls.length ? 'tool_calls' : 'stop';
     // No tool call: the run may end here and a user may follow up later; get ready for that while idle.
     if (finishReason !== 'aborted' && !parsed.toolCalls.length) this.prepareFollowUp(messages, tools);
     return {
-      ...base,
+      promptTokens,
       message,
       finishReason,
       prefillTokens,
@@ -336,6 +287,55 @@ export class OnnxBackend implements ModelBackend {
       rawText: text,
       elapsedMs: Date.now() - started,
     };
+  }
+
+  /** The prompt's tokens and how many new ones the context leaves; throws when it does not fit. */
+  private preparePrompt(messages: ChatMessage[], tools: ToolSpec[], cap: number | undefined): PreparedPrompt {
+    const prompt = this.renderPrompt(messages, tools);
+    const promptIds = this.encode(prompt);
+    const promptTokens = promptIds.length;
+    if (promptTokens === 0) throw new ModelError('the chat template rendered an empty prompt');
+    if (promptTokens >= this.contextLength) {
+      const message = `prompt of ${promptTokens} tokens does not fit the ${this.contextLength}-token context`;
+      throw new ContextOverflowError(message, promptTokens, this.contextLength);
+    }
+    return {
+      promptIds,
+      promptTokens,
+      // No per-turn cap unless the caller sets one (upstream Leaf's max_tokens_per_turn is null): what the context leaves.
+      maxNewTokens: Math.min(cap ?? Infinity, this.contextLength - promptTokens),
+      startsInThinking: /<think>\s*$/.test(prompt),
+    };
+  }
+
+  /** Decodes from the prefilled state, streaming text to onToken and stopping at a stop string. */
+  private async decode(
+    prefilled: { logits: Float32Array; state: DecoderState },
+    prompt: PreparedPrompt,
+    options: GenerateOptions,
+  ): Promise<{ text: string; loop: DecodeLoopResult }> {
+    const detok = new IncrementalDetokenizer((ids) => this.tokenizer.decode(ids, { skip_special_tokens: false }));
+    const text = new StoppableText(options.stop, options.onToken);
+    let loop: DecodeLoopResult;
+    try {
+      loop = await decodeLoop(this.decoder, prefilled.logits, prefilled.state, {
+        maxNewTokens: prompt.maxNewTokens,
+        eosTokenIds: this.eosTokenIds,
+        // Unset fields fall back to upstream Leaf's eval sampling, as in the other backends.
+        temperature: options.temperature ?? LEAF_EVAL_SAMPLING.temperature,
+        topK: options.topK ?? LEAF_EVAL_SAMPLING.topK,
+        topP: options.topP ?? LEAF_EVAL_SAMPLING.topP,
+        minP: options.minP ?? LEAF_EVAL_SAMPLING.minP,
+        repetitionPenalty: options.repetitionPenalty ?? LEAF_EVAL_SAMPLING.repetitionPenalty,
+        promptIds: prompt.promptIds,
+        rng: createRng(options.seed ?? 0),
+        signal: options.signal,
+        onTokenId: (id) => text.push(detok.push(id)),
+      });
+    } catch (err) {
+      throw new ModelError(`generation failed while decoding: ${(err as Error).message}`);
+    }
+    return { text: text.finish(() => detok.flush()), loop };
   }
 
   /**

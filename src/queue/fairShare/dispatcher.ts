@@ -51,6 +51,7 @@ export class FairShare {
   private running: Promise<void> | null = null;
   private again = false;
   private recoveredAt = 0;
+  private pendingWeights: ReadonlyMap<string, number> | null = null;
 
   /** `redis`: a plain connection (no ioredis keyPrefix: keys are built inside Lua) to the queue's Redis. */
   constructor(
@@ -107,11 +108,19 @@ export class FairShare {
 
   /** Installation weights from the quotas file; installations not named weigh 1. */
   async setWeights(weights: ReadonlyMap<string, number>): Promise<void> {
-    const redis = this.redis;
+    this.pendingWeights = weights;
+    await this.storePendingWeights();
+  }
+
+  /** Weights not stored yet (Redis was unreachable) are stored before the next dispatch. */
+  private async storePendingWeights(): Promise<void> {
+    const weights = this.pendingWeights;
+    if (!weights) return;
     const key = `${this.root}:weights`;
-    const tx = redis.multi().del(key);
+    const tx = this.redis.multi().del(key);
     for (const [inst, w] of weights) tx.hset(key, inst.toLowerCase(), String(w));
     await tx.exec();
+    if (this.pendingWeights === weights) this.pendingWeights = null;
   }
 
   /**
@@ -120,6 +129,7 @@ export class FairShare {
    */
   async dispatch(): Promise<Dispatched[]> {
     const redis = this.redis;
+    await this.storePendingWeights();
     // Off the hot path (a freed slot waits on every round trip here): a dead dispatcher's picks are rare.
     if (Date.now() - this.recoveredAt > STALE_PICK_MS / 6) await this.promoteStalePicks(redis);
     const slots = this.opts.slots ? String(await this.opts.slots()) : '';
@@ -188,7 +198,9 @@ export class FairShare {
     const redis = this.redis;
     const k = this.queue.keys;
     const [wait, prioritized, picked] = await Promise.all([
-      redis.llen(k.wait), redis.zcard(k.prioritized), redis.zcard(this.dispatchingKey()),
+      redis.llen(k.wait),
+      redis.zcard(k.prioritized),
+      redis.zcard(this.dispatchingKey()),
     ]);
     return wait + prioritized + picked;
   }
@@ -222,8 +234,10 @@ export class FairShare {
     const idle = new Map<string, { ipass: number; rpass: number; rvt: number; vt: number }>();
     const classes: ClassLine[] = snap.classes.map((cls) => {
       idle.set(cls.name, {
-        ipass: Number(cls.idle?.ipass ?? 0), rpass: Number(cls.idle?.rpass ?? 0),
-        rvt: Number(cls.idle?.rvt ?? 0), vt: Number(cls.vt ?? 0),
+        ipass: Number(cls.idle?.ipass ?? 0),
+        rpass: Number(cls.idle?.rpass ?? 0),
+        rvt: Number(cls.idle?.rvt ?? 0),
+        vt: Number(cls.vt ?? 0),
       });
       return {
         name: cls.name,
@@ -231,7 +245,9 @@ export class FairShare {
           name: i.name,
           pass: Number(i.pass),
           repos: list<{ name: string; pass: string; jobs: unknown }>(i.repos).map((r) => ({
-            name: r.name, pass: Number(r.pass), jobs: list<string>(r.jobs),
+            name: r.name,
+            pass: Number(r.pass),
+            jobs: list<string>(r.jobs),
           })),
         })),
       };

@@ -23,7 +23,12 @@ const LEDGER_QUOTAS: [QuotaName, Period][] = [
  * Checks the runner-seconds ledgers, then takes one run from the hourly buckets (only when the ledgers allow it,
  * so a refused ask costs no run). Returns null when the run may be queued.
  */
-export async function checkQuotas(redis: Redis, cfg: QuotasConfig, t: Tenant, now = new Date()): Promise<QuotaRefusal | null> {
+export async function checkQuotas(
+  redis: Redis,
+  cfg: QuotasConfig,
+  t: Tenant,
+  now = new Date(),
+): Promise<QuotaRefusal | null> {
   const limits = limitsFor(cfg, t);
   for (const [quota, period] of LEDGER_QUOTAS) {
     const inst = limits.installation[quota];
@@ -32,10 +37,24 @@ export async function checkQuotas(redis: Redis, cfg: QuotasConfig, t: Tenant, no
     const used = await runnerSecondsUsed(redis, t, period, now);
     const resetAt = periodEnd(period, now);
     if (inst !== undefined && used.installation >= inst) {
-      return { quota, scope: 'installation', tenant: t.installation, used: Math.round(used.installation), limit: inst, resetAt };
+      return {
+        quota,
+        scope: 'installation',
+        tenant: t.installation,
+        used: Math.round(used.installation),
+        limit: inst,
+        resetAt,
+      };
     }
     if (repo !== undefined && used.repository >= repo) {
-      return { quota, scope: 'repository', tenant: t.repository, used: Math.round(used.repository), limit: repo, resetAt };
+      return {
+        quota,
+        scope: 'repository',
+        tenant: t.repository,
+        used: Math.round(used.repository),
+        limit: repo,
+        resetAt,
+      };
     }
   }
   const caps = { installation: limits.installation.runsPerHour, repository: limits.repository.runsPerHour };

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Tenant } from '../fairShare/tenants.js';
+import { botKey } from '../keys.js';
 
 /**
  * What tenants used, in Redis: a token bucket of runs per hour and a ledger of runner-seconds per UTC day and
- * month. Keys carry the installation as a Cluster hash tag, so one script's keys share a slot.
+ * month, under the bot's key prefix (one Cluster slot, see keys.ts).
  */
 
 const HOUR_MS = 3600_000;
@@ -11,7 +12,7 @@ const DAY_KEEP_SECONDS = 3 * 24 * 3600;
 const MONTH_KEEP_SECONDS = 63 * 24 * 3600;
 
 function bucketKey(t: Tenant, scope: 'installation' | 'repository'): string {
-  return `frognano:quota:{${t.installation}}:runs:${scope === 'installation' ? '*' : t.repository}`;
+  return botKey('quota', t.installation, 'runs', scope === 'installation' ? '*' : t.repository);
 }
 
 export type Period = 'day' | 'month';
@@ -29,14 +30,17 @@ export function periodEnd(period: Period, at: Date): Date {
 }
 
 function ledgerKey(t: Tenant, period: Period, at: Date): string {
-  return `frognano:usage:{${t.installation}}:${period}:${periodId(period, at)}`;
+  return botKey('usage', t.installation, period, periodId(period, at));
 }
 
 /** Adds the time a job held a runner to its installation's (field `*`) and repository's ledgers. */
 export async function recordRunnerSeconds(redis: Redis, t: Tenant, seconds: number, at = new Date()): Promise<void> {
   if (!Number.isFinite(seconds) || seconds <= 0) return;
   const tx = redis.multi();
-  for (const [period, keep] of [['day', DAY_KEEP_SECONDS], ['month', MONTH_KEEP_SECONDS]] as const) {
+  for (const [period, keep] of [
+    ['day', DAY_KEEP_SECONDS],
+    ['month', MONTH_KEEP_SECONDS],
+  ] as const) {
     const key = ledgerKey(t, period, at);
     tx.hincrbyfloat(key, '*', seconds).hincrbyfloat(key, t.repository, seconds).expire(key, keep);
   }
@@ -85,7 +89,8 @@ end
 return 0
 `;
 
-export type RunTaken = { taken: true } | { taken: false; scope: 'installation' | 'repository'; used: number; resetAt: Date };
+export type RunTaken =
+  { taken: true } | { taken: false; scope: 'installation' | 'repository'; used: number; resetAt: Date };
 
 /** Takes one run from the hourly buckets (capacity: runs per hour, refilled evenly over the hour). */
 export async function takeRun(
@@ -94,11 +99,24 @@ export async function takeRun(
   caps: { installation?: number; repository?: number },
   now = new Date(),
 ): Promise<RunTaken> {
-  const res = (await redis.eval(TAKE, 2, bucketKey(t, 'installation'), bucketKey(t, 'repository'), String(now.getTime()),
-    String(caps.installation ?? -1), String(caps.repository ?? -1), String(HOUR_MS))) as 0 | [number, string, number];
+  const res = (await redis.eval(
+    TAKE,
+    2,
+    bucketKey(t, 'installation'),
+    bucketKey(t, 'repository'),
+    String(now.getTime()),
+    String(caps.installation ?? -1),
+    String(caps.repository ?? -1),
+    String(HOUR_MS),
+  )) as 0 | [number, string, number];
   if (res === 0) return { taken: true };
   const [which, left, waitMs] = res;
   const scope = which === 1 ? 'installation' : 'repository';
   const cap = (scope === 'installation' ? caps.installation : caps.repository) ?? 0;
-  return { taken: false, scope, used: Math.max(0, Math.round(cap - Number(left))), resetAt: new Date(now.getTime() + waitMs) };
+  return {
+    taken: false,
+    scope,
+    used: Math.max(0, Math.round(cap - Number(left))),
+    resetAt: new Date(now.getTime() + waitMs),
+  };
 }

@@ -1,0 +1,48 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Trajectory } from '../leaf/trajectory.js';
+import { createRunPagesHandler, type RoundSource } from '../runs/http.js';
+import { storedRound, type StoredRound } from '../runs/record.js';
+import { runPageUrl } from '../runs/url.js';
+
+/** A CLI run as the one round of a run, named after its task's repository and issue when it has them. */
+export function localRound(t: Trajectory): StoredRound {
+  const [owner, repo] = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(t.frognano.task.repo ?? '') ? t.frognano.task.repo!.split('/') : ['local', 'run'];
+  const result = t.output_patch.trim() ? 'patch written' : 'no patch';
+  return storedRound(t, { owner: owner!, repo: repo!, issueNumber: t.frognano.task.issueNumber ?? 1, round: 0, kind: 'draft', trigger: 'frognano solve', result });
+}
+
+export interface ViewServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves one trajectory's page on 127.0.0.1 (never another interface: there is no sign-in). `/` redirects to it. */
+export async function startViewServer(t: Trajectory, port = 0): Promise<ViewServer> {
+  const round = localRound(t);
+  const same = (ref: { owner: string; repo: string; issueNumber: number }) =>
+    ref.owner === round.ref.owner && ref.repo === round.ref.repo && ref.issueNumber === round.ref.issueNumber;
+  const source: RoundSource = {
+    listRounds: async (ref) => (same(ref) ? [round.summary] : []),
+    getRound: async (ref) => (same(ref) && ref.round === 0 ? round : null),
+  };
+  const handler = createRunPagesHandler({ source });
+  const run = { owner: round.ref.owner, repo: round.ref.repo, issueNumber: round.ref.issueNumber };
+  const server = http.createServer((req, res) => {
+    if (handler(req, res)) return;
+    res.writeHead(302, { location: runPageUrl('', run) }).end();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: runPageUrl(base, run),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,108 @@
+import nock from 'nock';
+import type { Redis } from 'ioredis';
+import { ReplayBackend } from '../../src/inference/replay.js';
+import { createRedisConnection } from '../../src/queue/connection.js';
+import { jobIdFor, type JobData } from '../../src/queue/schema.js';
+import { processJob } from '../../src/runner/processJob.js';
+import type { RunnerContext } from '../../src/runner/types.js';
+import { HOSTILE_FINAL_MESSAGE, liveClosingReferences } from '../github/closingReferences.js';
+import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { recordGitHub, type RecordedCall } from './githubRecorder.js';
+import { recordPullRequest } from './pullRequestRecorder.js';
+
+/**
+ * Issue #22: the model ends with a message naming issues after closing keywords in every form GitHub knows. What
+ * reaches GitHub from a first attempt and from a follow-up round (the pushed commit, read back from a real bare
+ * remote, and every request body: pull request, status comment, check run, labels, run history) closes nothing.
+ */
+const REPO = 'widgets';
+const BRANCH = 'frognano/issue-7';
+const FILES = { 'hello.txt': 'hi\n' };
+const HOSTILE_TITLE = 'Fixes #3: closes https://ghe.example.com/acme/widgets/issues/4';
+const replay = (content: string) =>
+  ReplayBackend.fromTurns([
+    { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content } }] },
+    { content: HOSTILE_FINAL_MESSAGE, tool_calls: [] },
+  ]);
+
+function expectNothingCloses(commitMessage: string, calls: RecordedCall[]): void {
+  expect(liveClosingReferences(HOSTILE_FINAL_MESSAGE)).toHaveLength(7);
+  expect(commitMessage).toContain('Refs #7.'); // the bot's own reference, live: it closes nothing
+  expect(commitMessage.replace(/[\u200B\u2060]/g, '')).toContain(HOSTILE_FINAL_MESSAGE); // the model's words, as written
+  expect(liveClosingReferences(commitMessage)).toEqual([]);
+  const posted = calls
+    .filter((c) => c.method !== 'GET' && c.body !== undefined)
+    .map((c) => `${c.method} ${c.path}: ${JSON.stringify(c.body)}`);
+  expect(posted.length).toBeGreaterThan(3);
+  for (const text of posted) expect({ text, live: liveClosingReferences(text) }).toEqual({ text, live: [] });
+}
+
+describe('a hostile final message closes no issue (runner)', () => {
+  let redis: Redis;
+  let remote: BareRemote;
+  let owner: string;
+  let ctx: RunnerContext & { cleanup(): Promise<void> };
+
+  beforeAll(() => {
+    redis = createRedisConnection(process.env.REDIS_URL);
+    if (!nock.isActive()) nock.activate();
+    nock.disableNetConnect();
+  });
+  afterAll(async () => {
+    nock.enableNetConnect();
+    nock.restore();
+    await redis.quit();
+  });
+  afterEach(async () => {
+    nock.cleanAll();
+    await remote?.cleanup();
+    await ctx?.cleanup();
+    await redis.del(`frognano:status:${owner.toLowerCase()}/${REPO}#7`, `frognano:status:${owner.toLowerCase()}/${REPO}#5`);
+  });
+
+  const handle = (data: JobData) => ({ id: jobIdFor(data), data, updateProgress: async () => undefined });
+
+  it('first attempt: the commit message, pull request, status comment and check run', async () => {
+    owner = uniqueOwner('ck');
+    remote = await makeBareRemote(owner, REPO, FILES);
+    ctx = await runnerContext({ redis, remote, backend: replay('hello\n'), logger: captureLogs().logger });
+    const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
+    const data = jobData(owner, REPO, { title: HOSTILE_TITLE });
+    const result = await processJob(handle(data), ctx, new AbortController().signal);
+
+    expect(result).toMatchObject({ outcome: 'pull_request', branch: BRANCH });
+    const message = gitIn(remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);
+    expectNothingCloses(message, gh.calls);
+    expect(gh.find('POST', '/check-runs')).toHaveLength(1);
+  });
+
+  it('follow-up round: the commit message and the run history', async () => {
+    owner = uniqueOwner('ck');
+    remote = await makeBareRemote(owner, REPO, FILES, { extraBranches: { [BRANCH]: { 'hello.txt': 'hello\n' } } });
+    ctx = await runnerContext({ redis, remote, backend: replay('Hello, world\n'), logger: captureLogs().logger });
+    const pr = recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
+    const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
+    const followUp = {
+      pullNumber: 5,
+      headBranch: BRANCH,
+      headSha: gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim(),
+      baseBranch: 'main',
+      round: 1,
+      feedback: 'Say hello to the world.',
+      inlineComments: [],
+      omittedComments: 0,
+      source: 'review' as const,
+      reviewId: 80,
+    };
+    const triggeredBy = { login: 'reviewer', id: 583231 };
+    const data = jobData(owner, REPO, { title: HOSTILE_TITLE, trigger: 'review', triggeredBy, followUp });
+    const result = await processJob(handle(data), ctx, new AbortController().signal);
+
+    expect(result).toMatchObject({ outcome: 'pull_request', pullRequestNumber: 5, branch: BRANCH });
+    const message = gitIn(remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);
+    expect(message).toMatch(/^frognano: address review on #5 \(round 1\)/);
+    expectNothingCloses(message, [...gh.calls, ...pr.calls]);
+    expect(liveClosingReferences(pr.body())).toEqual([]);
+  });
+});
