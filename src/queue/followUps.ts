@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { addWaitingAsk, askId, mergeAsks, takeWaitingAsks, type FollowUpRequest, type WaitingAdded } from './asks.js';
+import { addWaitingAsk, askId, mergeAsks, readWaitingAsks, waitingAsksKey, type FollowUpRequest, type WaitingAdded } from './asks.js';
 import { currentAttempt, issueSlug, nextAttempt, type IssueKey } from './attempts.js';
 import { withRedisLock } from './lock.js';
 import { enqueueJob, isUnfinishedState, type FrognanoJob, type FrognanoQueue } from './queue.js';
@@ -47,7 +47,7 @@ export async function enqueueFollowUp(
   return withRedisLock(redis, pullRequestLockKey(key), async () => {
     const busy = await unfinishedRound(queue, redis, key);
     if (busy !== null) return { kind: 'waiting' as const, round: busy, added: await addWaitingAsk(redis, key, req) };
-    const waiting = await takeWaitingAsks(redis, key);
+    const waiting = await readWaitingAsks(redis, key);
     const asks = [...waiting.filter((w) => askId(w) !== askId(req)), req];
     return enqueueRound(queue, redis, key, asks, beforeEnqueue);
   });
@@ -69,7 +69,7 @@ export async function startWaitingRound(
   return withRedisLock(redis, pullRequestLockKey(key), async () => {
     if ((await currentAttempt(redis, key)) !== endedRound) return null;
     await redis.set(roundEndedKey(key), String(endedRound), 'EX', ROUND_ENDED_TTL_SECONDS);
-    const waiting = await takeWaitingAsks(redis, key);
+    const waiting = await readWaitingAsks(redis, key);
     if (waiting.length === 0) return null;
     return enqueueRound(queue, redis, key, waiting, beforeEnqueue);
   });
@@ -95,6 +95,8 @@ async function enqueueRound(
   const round = await nextAttempt(redis, key);
   await beforeEnqueue?.(round, req);
   const { created, job } = await enqueueJob(queue, { ...req, followUp: { ...req.followUp, round } });
+  // Only a round that exists takes the asks: if enqueueing failed they still wait, for the next ask or round end.
+  await redis.del(waitingAsksKey(key));
   return { kind: 'queued', round, job, created, asks: asks.length };
 }
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { createApprovalCheck } from '../github/checks.js';
 import type { InstallationAccess } from '../github/client.js';
-import { withCoAuthor } from '../github/coAuthor.js';
+import { withCoAuthors } from '../github/coAuthor.js';
 import {
   appendRunHistory,
   getPullRequest,
@@ -145,7 +145,8 @@ async function commitAndPush(run: FollowUpRun, head: CloneResult, change: Checke
   const f = data.followUp;
   const subject = `frognano: address ${f.source === 'review' ? 'review' : 'feedback'} on #${f.pullNumber} (round ${f.round})`;
   const finalMessage = change.solved.trajectory.final_message;
-  const message = withCoAuthor(commitMessage(subject, data.issueNumber, finalMessage), data.triggeredBy);
+  const askers = f.asks?.map((a) => a.author) ?? [data.triggeredBy];
+  const message = withCoAuthors(commitMessage(subject, data.issueNumber, finalMessage), askers);
   const identity = ctx.identity ?? DEFAULT_BOT_IDENTITY;
   const branch = f.headBranch;
   const auth = authFor(run);
