@@ -77,7 +77,8 @@ export function roundStatusText(round: number | null, summary: string | null, st
 
 /** An ask on the bot's pull request while a round runs: it waits, merged with any others, for the next round. */
 export function askWaitingText(round: number, waiting: number): string {
-  const others = waiting > 1 ? `, with ${waiting - 1} other ask${waiting === 2 ? '' : 's'} that wait too` : '';
+  const n = waiting - 1;
+  const others = n > 0 ? `, with ${n} other ask${n === 1 ? ' that waits' : 's that wait'} too` : '';
   return `Queued after round ${round}: your ask runs in the next round when round ${round} ends${others}. Comment \`/frognano cancel\` to stop round ${round} and drop the waiting asks.`;
 }
 
