@@ -5,6 +5,8 @@ import { ProbotOctokit } from 'probot';
 import nock from 'nock';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { cancelKey, requestCancel } from '../../src/queue/cancel.js';
+import { currentAttempt } from '../../src/queue/attempts.js';
+import { enqueueFollowUp, pullRequestKey } from '../../src/queue/followUps.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
 import { QUEUE_NAME, jobIdFor } from '../../src/queue/schema.js';
 import { STALLED_FAILED_REASON, stalledFailureText } from '../../src/queue/stalled.js';
@@ -193,5 +195,25 @@ describe('runner worker', () => {
     } finally {
       await redis.del(cancelKey(id));
     }
+  });
+
+  it('when BullMQ gives up on a stalled follow-up round, the asks that waited for it start the next round', async () => {
+    const ask = (commentId: number, feedback: string) => ({
+      ...jobData(owner, REPO, { trigger: 'comment', commentId }),
+      followUp: { pullNumber: 5, headBranch: 'frognano/issue-7', headSha: 'a'.repeat(40), baseBranch: 'main', feedback, inlineComments: [], omittedComments: 0, source: 'comment' as const },
+    });
+    const first = await enqueueFollowUp(queue, redis, ask(1, 'greet properly'));
+    expect(await enqueueFollowUp(queue, redis, ask(2, 'and add a test'))).toMatchObject({ kind: 'waiting', round: 1 });
+    const id = first.kind === 'queued' ? first.job.id! : '';
+    await dieWhileRunning(id);
+    const runner = await startRunner(FIX, undefined, { stalledIntervalMs: 500, maxStalledCount: 0 });
+    await waitFor('round 1 to fail', async () => (await state(id)) === 'failed');
+    const next = await waitFor('round 2', async () => queue.getJob(id.replace(/@1$/, '@2')));
+    expect(next.data).toMatchObject({ commentId: 2, followUp: { round: 2, feedback: 'and add a test' } });
+    expect(await currentAttempt(redis, pullRequestKey(owner, REPO, 5))).toBe(2);
+    await runner.shutdown(300); // round 2 itself is not this test's business
+    runners.splice(runners.indexOf(runner), 1);
+    await queue.remove(next.id!).catch(() => undefined);
+    await redis.del(`frognano:status:${owner.toLowerCase()}/${REPO}#5`);
   });
 });
