@@ -60,7 +60,10 @@ export function describeCurrentState(body: string, now: CurrentPullRequest): str
   const endInRest = rest.search(AFTER_SECTIONS);
   const end = endInRest < 0 ? body.length : start + 1 + endInRest;
   const sections = [
-    ...summarySection(now.summary, `_From follow-up round ${now.round}, the latest; earlier rounds are in the run history._`),
+    ...summarySection(
+      now.summary,
+      `_From follow-up round ${now.round}, the latest; earlier rounds are in the run history._`,
+    ),
     ...filesSection(now.files, filesNote(now)),
     ...testsSection(now.tests, `_Run by the agent in follow-up round ${now.round}._`),
   ];

@@ -15,22 +15,39 @@ import type { RunnerContext } from './types.js';
  */
 
 /** The pull request round a job is, when it is one (a first attempt on an issue is not). */
-export function pullRequestRound(data: JobData): { owner: string; repo: string; pullNumber: number; round: number } | null {
-  if (data.followUp) return { owner: data.owner, repo: data.repo, pullNumber: data.followUp.pullNumber, round: data.followUp.round };
+export function pullRequestRound(
+  data: JobData,
+): { owner: string; repo: string; pullNumber: number; round: number } | null {
+  if (data.followUp)
+    return { owner: data.owner, repo: data.repo, pullNumber: data.followUp.pullNumber, round: data.followUp.round };
   return null;
 }
 
 /** Never throws: the round's own result stands; waiting asks that could not start still wait (logged). */
-export async function startNextRound(queue: FrognanoQueue, ctx: RunnerContext, jobData: unknown, log: Logger): Promise<void> {
+export async function startNextRound(
+  queue: FrognanoQueue,
+  ctx: RunnerContext,
+  jobData: unknown,
+  log: Logger,
+): Promise<void> {
   const parsed = JobDataSchema.safeParse(jobData);
   const ended = parsed.success ? pullRequestRound(parsed.data) : null;
   if (!ended) return;
   const key = pullRequestKey(ended.owner, ended.repo, ended.pullNumber);
   try {
-    const next = await startWaitingRound(queue, ctx.redis, key, ended.round, (round, req) => announceRound(ctx, round, req, log));
-    if (next) log.info({ round: next.round, asks: next.asks, jobId: next.job.id }, 'queued the next round from the waiting asks');
+    const next = await startWaitingRound(queue, ctx.redis, key, ended.round, (round, req) =>
+      announceRound(ctx, round, req, log),
+    );
+    if (next)
+      log.info(
+        { round: next.round, asks: next.asks, jobId: next.job.id },
+        'queued the next round from the waiting asks',
+      );
   } catch (err) {
-    log.error({ err, pr: ended.pullNumber, round: ended.round }, 'could not start the next round from the waiting asks');
+    log.error(
+      { err, pr: ended.pullNumber, round: ended.round },
+      'could not start the next round from the waiting asks',
+    );
   }
 }
 
@@ -40,7 +57,12 @@ async function announceRound(ctx: RunnerContext, round: number, req: FollowUpReq
   try {
     const access = await installationAccessFor(ctx)(req.installationId, req.repo);
     try {
-      const meta = { round, jobId: jobIdFor({ ...pr, attempt: round }), triggeredBy: req.triggeredBy.login, updatedAt: new Date() };
+      const meta = {
+        round,
+        jobId: jobIdFor({ ...pr, attempt: round }),
+        triggeredBy: req.triggeredBy.login,
+        updatedAt: new Date(),
+      };
       await upsertStatusComment(access.octokit, ctx.redis, pr, { kind: 'queued' }, meta);
     } finally {
       forgetSecretLater(access.token);

@@ -1,5 +1,10 @@
 import type { InstallationAccess } from '../github/client.js';
-import { appendRunHistory, getPullRequest, setPullRequestBody, type HistoryEntry } from '../github/followUpPullRequest.js';
+import {
+  appendRunHistory,
+  getPullRequest,
+  setPullRequestBody,
+  type HistoryEntry,
+} from '../github/followUpPullRequest.js';
 import type { TestRun } from '../github/pullRequest.js';
 import { describeCurrentState, diffAgainstBase, summaryLineOf } from '../github/pullRequestDescription.js';
 import { asksOf, type FollowUp, type JobData } from '../queue/schema.js';

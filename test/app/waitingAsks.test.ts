@@ -69,14 +69,23 @@ const botPullRequest = {
 
 function prComment(body: string, commentId: number, user = 'Codertocat') {
   const p = commentPayload(body, { issueNumber: PR, commentId, user });
-  p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}`, html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}` };
+  p.issue.pull_request = {
+    url: `${API}${REPO}/pulls/${PR}`,
+    html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}`,
+  };
   return p;
 }
 
 function review(id: number, body: string, user: string) {
   const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
   p.installation = { id: 4242 };
-  p.review = { ...p.review, id, body, state: 'commented', user: { ...p.review.user, login: user, id: 7, type: 'User' } };
+  p.review = {
+    ...p.review,
+    id,
+    body,
+    state: 'commented',
+    user: { ...p.review.user, login: user, id: 7, type: 'User' },
+  };
   p.pull_request = { ...p.pull_request, ...botPullRequest };
   return p;
 }
@@ -84,9 +93,15 @@ function review(id: number, body: string, user: string) {
 /** A writer's command comment on the PR: permission, 👀, the PR; `replies` collects what the app posts. */
 function nockCommand(commentId: number, replies: string[], o: { issue?: boolean } = {}) {
   nockPermission('Codertocat', 'write');
-  const scope = nock(API).post(`${REPO}/issues/comments/${commentId}/reactions`).reply(201, {}).get(`${REPO}/pulls/${PR}`).reply(200, botPullRequest);
+  const scope = nock(API)
+    .post(`${REPO}/issues/comments/${commentId}/reactions`)
+    .reply(201, {})
+    .get(`${REPO}/pulls/${PR}`)
+    .reply(200, botPullRequest);
   if (o.issue) scope.get(`${REPO}/issues/1`).reply(200, { number: 1, title: 'Spelling', body: 'comitt -> commit' });
-  scope.post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true)).reply(201, { id: 5000 + replies.length });
+  scope
+    .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
+    .reply(201, { id: 5000 + replies.length });
 }
 
 describe('asks while round 1 of the pull request runs', () => {
@@ -130,22 +145,52 @@ describe('asks while round 1 of the pull request runs', () => {
       .reply(200, { number: 1, title: 'Spelling', body: 'comitt -> commit' })
       .get(`${REPO}/pulls/${PR}/reviews/77/comments`)
       .query(true)
-      .reply(200, [{ body: 'Use a constant.', path: 'src/a.ts', line: 4, original_line: 4, diff_hunk: '@@ -1 +1 @@\n+x', user: { login: 'hubot', type: 'User' } }])
+      .reply(200, [
+        {
+          body: 'Use a constant.',
+          path: 'src/a.ts',
+          line: 4,
+          original_line: 4,
+          diff_hunk: '@@ -1 +1 @@\n+x',
+          user: { login: 'hubot', type: 'User' },
+        },
+      ])
       .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
       .reply(201, { id: 5100 });
     await receive(h.probot, 'pull_request_review', review(77, 'Two things.\n\n/frognano', 'hubot'));
-    expect(replies).toEqual([expect.stringContaining('Queued after round 1: your ask runs in the next round when round 1 ends, with 1 other ask that waits too')]);
+    expect(replies).toEqual([
+      expect.stringContaining(
+        'Queued after round 1: your ask runs in the next round when round 1 ends, with 1 other ask that waits too',
+      ),
+    ]);
     const waiting = await readWaitingAsks(h.redis, KEY);
-    expect(waiting.map((a) => [a.triggeredBy.login, a.followUp.source])).toEqual([['Codertocat', 'comment'], ['hubot', 'review']]);
-    expect(waiting[1]!.followUp.inlineComments[0]).toMatchObject({ path: 'src/a.ts', line: 4, diffHunk: '@@ -1 +1 @@\n+x' });
+    expect(waiting.map((a) => [a.triggeredBy.login, a.followUp.source])).toEqual([
+      ['Codertocat', 'comment'],
+      ['hubot', 'review'],
+    ]);
+    expect(waiting[1]!.followUp.inlineComments[0]).toMatchObject({
+      path: 'src/a.ts',
+      line: 4,
+      diffHunk: '@@ -1 +1 @@\n+x',
+    });
   });
 
   test('after an app restart (a new app instance on the same Redis), /frognano status lists the waiting asks', async () => {
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null, keyPrefix: h.keyPrefix });
     const queueConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     const queue = createQueue(queueConn, { prefix: h.queue.opts.prefix });
-    closers.push(() => queue.close(), () => redis.quit(), () => queueConn.quit());
-    const probot = new Probot({ appId: 123, privateKey: testPrivateKey(), secret: 's', Octokit: TestOctokit, log: pino({ level: 'silent' }) });
+    closers.push(
+      () => queue.close(),
+      () => redis.quit(),
+      () => queueConn.quit(),
+    );
+    const probot = new Probot({
+      appId: 123,
+      privateKey: testPrivateKey(),
+      secret: 's',
+      Octokit: TestOctokit,
+      log: pino({ level: 'silent' }),
+    });
     await probot.load(createFrognanoApp({ queue, redis }));
     const replies: string[] = [];
     nockCommand(33, replies);
@@ -160,9 +205,13 @@ describe('asks while round 1 of the pull request runs', () => {
     const replies: string[] = [];
     const edits: string[] = [];
     nockCommand(34, replies);
-    nock(API).patch(`${REPO}/issues/comments/4001`, (b) => (edits.push(b.body), true)).reply(200, { id: 4001 });
+    nock(API)
+      .patch(`${REPO}/issues/comments/4001`, (b) => (edits.push(b.body), true))
+      .reply(200, { id: 4001 });
     await receive(h.probot, 'issue_comment', prComment('/frognano cancel', 34));
-    expect(replies).toEqual(['Dropped 2 asks that waited for the next round (from @Codertocat, @hubot); no round will start for them.']);
+    expect(replies).toEqual([
+      'Dropped 2 asks that waited for the next round (from @Codertocat, @hubot); no round will start for them.',
+    ]);
     expect(edits[0]).toContain('Cancellation requested by @Codertocat');
     expect(await readWaitingAsks(h.redis, KEY)).toEqual([]);
   });

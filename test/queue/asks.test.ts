@@ -13,7 +13,14 @@ let conn: Redis;
 let redis: Redis;
 let queue: FrognanoQueue;
 
-function ask(o: { login: string; commentId?: number; reviewId?: number; feedback: string; head?: string; at?: string }): FollowUpRequest {
+function ask(o: {
+  login: string;
+  commentId?: number;
+  reviewId?: number;
+  feedback: string;
+  head?: string;
+  at?: string;
+}): FollowUpRequest {
   return {
     installationId: 1,
     owner: 'Octo-Org',
@@ -58,15 +65,33 @@ afterAll(async () => {
 });
 
 describe('asks that arrive while a round is queued or running', () => {
-  const second = ask({ login: 'alice', commentId: 102, feedback: 'also rename the helper', at: '2026-01-01T10:00:00.000Z' });
+  const second = ask({
+    login: 'alice',
+    commentId: 102,
+    feedback: 'also rename the helper',
+    at: '2026-01-01T10:00:00.000Z',
+  });
   const third = ask({ login: 'bob', reviewId: 9, feedback: 'see inline', head: 'b', at: '2026-01-01T10:05:00.000Z' });
 
   test('wait for the next round, once each (a redelivery adds nothing)', async () => {
-    expect(await enqueueFollowUp(queue, redis, ask({ login: 'octocat', commentId: 101, feedback: 'fix it' }))).toMatchObject({ kind: 'queued', round: 1 });
-    expect(await enqueueFollowUp(queue, redis, second)).toMatchObject({ kind: 'waiting', round: 1, added: { kind: 'added', count: 1 } });
-    expect(await enqueueFollowUp(queue, redis, third)).toMatchObject({ kind: 'waiting', round: 1, added: { kind: 'added', count: 2 } });
+    expect(
+      await enqueueFollowUp(queue, redis, ask({ login: 'octocat', commentId: 101, feedback: 'fix it' })),
+    ).toMatchObject({ kind: 'queued', round: 1 });
+    expect(await enqueueFollowUp(queue, redis, second)).toMatchObject({
+      kind: 'waiting',
+      round: 1,
+      added: { kind: 'added', count: 1 },
+    });
+    expect(await enqueueFollowUp(queue, redis, third)).toMatchObject({
+      kind: 'waiting',
+      round: 1,
+      added: { kind: 'added', count: 2 },
+    });
     const redelivered = { ...second, deliveryId: randomUUID() };
-    expect(await enqueueFollowUp(queue, redis, redelivered)).toMatchObject({ kind: 'waiting', added: { kind: 'duplicate', count: 2 } });
+    expect(await enqueueFollowUp(queue, redis, redelivered)).toMatchObject({
+      kind: 'waiting',
+      added: { kind: 'duplicate', count: 2 },
+    });
     expect(await queue.count()).toBe(1);
   });
 
@@ -87,11 +112,26 @@ describe('asks that arrive while a round is queued or running', () => {
     expect(announced).toEqual([2]);
     const data = JobDataSchema.parse(next!.job.data);
     expect(data.triggeredBy.login).toBe('alice');
-    expect(data.followUp).toMatchObject({ round: 2, headSha: 'b'.repeat(40), feedback: 'also rename the helper', source: 'comment' });
+    expect(data.followUp).toMatchObject({
+      round: 2,
+      headSha: 'b'.repeat(40),
+      feedback: 'also rename the helper',
+      source: 'comment',
+    });
     expect(data.followUp!.reviewId).toBeUndefined();
     expect(data.followUp!.asks).toEqual([
-      expect.objectContaining({ author: { login: 'alice', id: 5 }, source: 'comment', commentId: 102, askedAt: '2026-01-01T10:00:00.000Z' }),
-      expect.objectContaining({ author: { login: 'bob', id: 3 }, source: 'review', reviewId: 9, feedback: 'see inline' }),
+      expect.objectContaining({
+        author: { login: 'alice', id: 5 },
+        source: 'comment',
+        commentId: 102,
+        askedAt: '2026-01-01T10:00:00.000Z',
+      }),
+      expect.objectContaining({
+        author: { login: 'bob', id: 3 },
+        source: 'review',
+        reviewId: 9,
+        feedback: 'see inline',
+      }),
     ]);
     expect(data.followUp!.asks![1]!.inlineComments[0]).toMatchObject({ path: 'src/a.ts', line: 3 });
     expect(await readWaitingAsks(redis, PR)).toEqual([]);

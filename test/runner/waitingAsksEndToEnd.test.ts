@@ -52,9 +52,19 @@ describe('asks while a round runs wait, merged, for the next round', () => {
   });
 
   it('round 1 ends -> round 2 is queued once with both asks, oldest first', async () => {
-    remote = await makeBareRemote(OWNER, REPO, { 'README.md': README }, { branch: 'master', extraBranches: { [BRANCH]: { 'README.md': README.replace('comitt', 'commit') } } });
+    remote = await makeBareRemote(
+      OWNER,
+      REPO,
+      { 'README.md': README },
+      { branch: 'master', extraBranches: { [BRANCH]: { 'README.md': README.replace('comitt', 'commit') } } },
+    );
     const token = fakeInstallationToken();
-    recordPullRequest(remote, OWNER, REPO, { number: PR, head: BRANCH, base: 'master', permissions: { [OWNER]: 'admin', hubot: 'write' } });
+    recordPullRequest(remote, OWNER, REPO, {
+      number: PR,
+      head: BRANCH,
+      base: 'master',
+      permissions: { [OWNER]: 'admin', hubot: 'write' },
+    });
     nock(API)
       .persist()
       .get(`${R}/issues/1`)
@@ -63,7 +73,17 @@ describe('asks while a round runs wait, merged, for the next round', () => {
       .reply(201, {})
       .get(new RegExp(`^${R}/pulls/${PR}/reviews/555/comments`))
       .query(true)
-      .reply(200, [{ body: 'Say "commit and push".', path: 'README.md', line: 3, original_line: 3, start_line: null, diff_hunk: HUNK, user: { login: 'hubot', type: 'User' } }]);
+      .reply(200, [
+        {
+          body: 'Say "commit and push".',
+          path: 'README.md',
+          line: 3,
+          original_line: 3,
+          start_line: null,
+          diff_hunk: HUNK,
+          user: { login: 'hubot', type: 'User' },
+        },
+      ]);
     const gh = recordGitHub(OWNER, REPO, { token, installationId: 4242, prNumber: PR });
     ctx = await runnerContext({
       redis: h.redis,
@@ -71,13 +91,36 @@ describe('asks while a round runs wait, merged, for the next round', () => {
       logger: captureLogs().logger,
       backend: ReplayBackend.fromTurns([
         // Round 1 takes a while: the other asks come meanwhile.
-        { content: '', delay_ms: 2500, tool_calls: [{ name: 'Edit', arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello, World!' } }] },
+        {
+          content: '',
+          delay_ms: 2500,
+          tool_calls: [
+            {
+              name: 'Edit',
+              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello, World!' },
+            },
+          ],
+        },
         { content: 'Greeted the world properly.', tool_calls: [] },
-        { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'README.md', old_string: 'commit often.', new_string: 'commit and push often.' } }] },
+        {
+          content: '',
+          tool_calls: [
+            {
+              name: 'Edit',
+              arguments: { file_path: 'README.md', old_string: 'commit often.', new_string: 'commit and push often.' },
+            },
+          ],
+        },
         { content: 'Did both: the reminder says push, as the review asked.', tool_calls: [] },
       ]),
     });
-    runner = createRunnerWorker({ connection: workerConn, subscriber, prefix: h.queue.opts.prefix, ctx, lockDurationMs: 30_000 });
+    runner = createRunnerWorker({
+      connection: workerConn,
+      subscriber,
+      prefix: h.queue.opts.prefix,
+      ctx,
+      lockDurationMs: 30_000,
+    });
 
     await receive(h.probot, 'issue_comment', prComment('/frognano the heading should say Hello, World!', 201, OWNER));
     await waitFor('round 1 to run', async () => (await (await h.queue.getJob(round(1)))?.getState()) === 'active');
@@ -96,26 +139,44 @@ describe('asks while a round runs wait, merged, for the next round', () => {
     expect((await h.queue.getJob(round(1)))!.returnvalue).toMatchObject({ outcome: 'pull_request' });
     expect(second.returnvalue).toMatchObject({ outcome: 'pull_request' });
     const data = JobDataSchema.parse(second.data);
-    expect(data.followUp!.asks!.map((a) => [a.author.login, a.source])).toEqual([[OWNER, 'comment'], ['hubot', 'review']]);
+    expect(data.followUp!.asks!.map((a) => [a.author.login, a.source])).toEqual([
+      [OWNER, 'comment'],
+      ['hubot', 'review'],
+    ]);
     expect(data.followUp!.asks![0]!.feedback).toBe('and mention pushing');
 
     // The model read both, oldest first, the review's inline comment with its file, line and hunk.
     const trajectory = JSON.parse(await fs.readFile(second.returnvalue.trajectoryPath!, 'utf8'));
-    const feedback = (trajectory.frognano.task.context as { heading: string; text: string }[]).find((s) => s.heading === 'Review feedback on your pull request')!.text;
+    const feedback = (trajectory.frognano.task.context as { heading: string; text: string }[]).find(
+      (s) => s.heading === 'Review feedback on your pull request',
+    )!.text;
     expect(feedback).toContain('Address the 2 requests below (oldest first) in one set of changes');
-    expect(feedback).toMatch(/Request 1 of 2: Codertocat wrote \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\):\nand mention pushing/);
-    expect(feedback.indexOf('Request 2 of 2: hubot wrote in a review')).toBeGreaterThan(feedback.indexOf('Request 1 of 2'));
-    expect(feedback).toContain(`Comment by hubot on README.md, line 3:\n\`\`\`diff\n${HUNK}\n\`\`\`\nSay "commit and push".`);
+    expect(feedback).toMatch(
+      /Request 1 of 2: Codertocat wrote \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\):\nand mention pushing/,
+    );
+    expect(feedback.indexOf('Request 2 of 2: hubot wrote in a review')).toBeGreaterThan(
+      feedback.indexOf('Request 1 of 2'),
+    );
+    expect(feedback).toContain(
+      `Comment by hubot on README.md, line 3:\n\`\`\`diff\n${HUNK}\n\`\`\`\nSay "commit and push".`,
+    );
 
     const head = gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
-    expect(gitIn(remote.bare, 'show', `${head}:README.md`)).toBe('# Hello, World!\n\nRemember to commit and push often.\n');
+    expect(gitIn(remote.bare, 'show', `${head}:README.md`)).toBe(
+      '# Hello, World!\n\nRemember to commit and push often.\n',
+    );
     const message = gitIn(remote.bare, 'log', '-1', '--format=%B', head);
     expect(message).toContain(`Co-authored-by: ${OWNER} <21031067+${OWNER}@users.noreply.github.com>`);
     expect(message).toContain('Co-authored-by: hubot <7+hubot@users.noreply.github.com>');
     // Exactly once: two rounds, no third; the runner said "round 2 queued" on the pull request before it ran.
     await new Promise((r) => setTimeout(r, 500));
     expect(await currentAttempt(h.redis, pullRequestKey(OWNER, REPO, PR))).toBe(2);
-    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({ waiting: 0, active: 0, completed: 2, failed: 0 });
+    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 2,
+      failed: 0,
+    });
     expect(gh.statusBodies().some((b) => b.includes('frognano: round 2 queued'))).toBe(true);
     expect(gh.statusBodies().at(-1)).toContain('frognano: round 2 pushed');
   });
@@ -133,15 +194,30 @@ function prComment(body: string, commentId: number, user: string) {
 function reviewPayload(id: number, body: string, user: string) {
   const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
   p.installation = { id: 4242 };
-  p.review = { ...p.review, id, body, state: 'commented', user: { ...p.review.user, login: user, id: 7, type: 'User' } };
+  p.review = {
+    ...p.review,
+    id,
+    body,
+    state: 'commented',
+    user: { ...p.review.user, login: user, id: 7, type: 'User' },
+  };
   p.sender = { ...p.sender, login: user };
   const fields = {
     number: PR,
     state: 'open',
     html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`,
     user: { login: 'frognano[bot]', id: 1, type: 'Bot' },
-    head: { ...p.pull_request.head, ref: BRANCH, sha: 'a'.repeat(40), repo: { ...p.pull_request.head.repo, full_name: `${OWNER}/${REPO}` } },
-    base: { ...p.pull_request.base, ref: 'master', repo: { ...p.pull_request.base.repo, full_name: `${OWNER}/${REPO}` } },
+    head: {
+      ...p.pull_request.head,
+      ref: BRANCH,
+      sha: 'a'.repeat(40),
+      repo: { ...p.pull_request.head.repo, full_name: `${OWNER}/${REPO}` },
+    },
+    base: {
+      ...p.pull_request.base,
+      ref: 'master',
+      repo: { ...p.pull_request.base.repo, full_name: `${OWNER}/${REPO}` },
+    },
   };
   p.pull_request = { ...p.pull_request, ...fields };
   return p;
