@@ -11,13 +11,14 @@ import { createQueue } from '../../src/queue/queue.js';
 import { QUEUE_NAME } from '../../src/queue/schema.js';
 import {
   API,
-  commentPayload,
+  botPullRequestSlice,
+  commentOnPullRequest,
   createHarness,
-  example,
   nockInstallationToken,
   nockPermission,
   receive,
   REDIS_URL,
+  reviewOnPullRequest,
   TestOctokit,
   testPrivateKey,
   type Harness,
@@ -58,36 +59,19 @@ afterEach(() => {
   expect(pending).toEqual([]);
 });
 
-const botPullRequest = {
+const botPullRequest = botPullRequestSlice({
   number: PR,
-  state: 'open',
-  html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}`,
-  user: { login: 'frognano[bot]', type: 'Bot' },
-  head: { ref: 'frognano/issue-1-attempt-2', sha: HEAD, repo: { full_name: 'Codertocat/Hello-World' } },
-  base: { ref: 'master', repo: { full_name: 'Codertocat/Hello-World' } },
-};
+  head: 'frognano/issue-1-attempt-2',
+  sha: HEAD,
+  base: 'master',
+});
 
 function prComment(body: string, commentId: number, user = 'Codertocat') {
-  const p = commentPayload(body, { issueNumber: PR, commentId, user });
-  p.issue.pull_request = {
-    url: `${API}${REPO}/pulls/${PR}`,
-    html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}`,
-  };
-  return p;
+  return commentOnPullRequest(body, { pullNumber: PR, commentId, user });
 }
 
 function review(id: number, body: string, user: string) {
-  const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
-  p.installation = { id: 4242 };
-  p.review = {
-    ...p.review,
-    id,
-    body,
-    state: 'commented',
-    user: { ...p.review.user, login: user, id: 7, type: 'User' },
-  };
-  p.pull_request = { ...p.pull_request, ...botPullRequest };
-  return p;
+  return reviewOnPullRequest({ id, body, user, pr: botPullRequest });
 }
 
 /** A writer's command comment on the PR: permission, 👀, the PR; `replies` collects what the app posts. */

@@ -6,9 +6,17 @@ import { currentAttempt } from '../../src/queue/attempts.js';
 import { pullRequestKey } from '../../src/queue/followUps.js';
 import { JobDataSchema } from '../../src/queue/schema.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
-import { commentPayload, createHarness, example, receive, REDIS_URL, type Harness } from '../app/helpers.js';
+import {
+  botPullRequestSlice,
+  commentOnPullRequest,
+  createHarness,
+  receive,
+  REDIS_URL,
+  reviewOnPullRequest,
+  type Harness,
+} from '../app/helpers.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, runnerContext } from './fixtures.js';
+import { captureLogs, fakeInstallationToken, runnerContext, waitFor } from './fixtures.js';
 import { API, recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
@@ -184,51 +192,12 @@ describe('asks while a round runs wait, merged, for the next round', () => {
 
 const round = (n: number) => `codertocat/hello-world#${PR}@${n}`;
 
+const PULL = botPullRequestSlice({ number: PR, head: BRANCH, sha: 'a'.repeat(40), base: 'master' });
+
 function prComment(body: string, commentId: number, user: string) {
-  const p = commentPayload(body, { issueNumber: PR, commentId, user });
-  p.comment.user.id = 21031067;
-  p.issue.pull_request = { url: `${API}${R}/pulls/${PR}`, html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}` };
-  return p;
+  return commentOnPullRequest(body, { pullNumber: PR, commentId, user, userId: 21031067 });
 }
 
 function reviewPayload(id: number, body: string, user: string) {
-  const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
-  p.installation = { id: 4242 };
-  p.review = {
-    ...p.review,
-    id,
-    body,
-    state: 'commented',
-    user: { ...p.review.user, login: user, id: 7, type: 'User' },
-  };
-  p.sender = { ...p.sender, login: user };
-  const fields = {
-    number: PR,
-    state: 'open',
-    html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`,
-    user: { login: 'frognano[bot]', id: 1, type: 'Bot' },
-    head: {
-      ...p.pull_request.head,
-      ref: BRANCH,
-      sha: 'a'.repeat(40),
-      repo: { ...p.pull_request.head.repo, full_name: `${OWNER}/${REPO}` },
-    },
-    base: {
-      ...p.pull_request.base,
-      ref: 'master',
-      repo: { ...p.pull_request.base.repo, full_name: `${OWNER}/${REPO}` },
-    },
-  };
-  p.pull_request = { ...p.pull_request, ...fields };
-  return p;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return reviewOnPullRequest({ id, body, user, pr: PULL });
 }

@@ -15,7 +15,7 @@ import { statusOfJob } from '../../src/app/jobStatus.js';
 import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner, waitFor } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -73,16 +73,6 @@ describe('runner worker', () => {
     const r = createRunnerWorker({ connection: conn, subscriber, prefix, ctx, lockDurationMs: 10_000, ...stalls });
     runners.push(r);
     return r;
-  }
-
-  async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await fn();
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
   }
 
   const state = async (id: string) => (await queue.getJob(id))?.getState();
