@@ -33,9 +33,13 @@ export async function describeRound(run: FollowUpRun, record: RoundRecord): Prom
   const draft = { headSha: f.round === 1 ? f.headSha : null, summary: summaryLineOf(body) };
   if (record.pushed && record.headSha) {
     const where = { owner: data.owner, repo: data.repo, base: pr.base.ref, head: record.headSha };
-    const { files, capped } = await diffAgainstBase(octokit, where);
+    // The push is done: a compare that fails leaves the sections as they were (logged) rather than failing the round.
+    const diff = await diffAgainstBase(octokit, where).catch((err: unknown) => {
+      run.log.warn({ err }, 'could not compare the pull request with its base; its description keeps its sections');
+      return null;
+    });
     const { summary, tests } = record.pushed;
-    body = describeCurrentState(body, { round: f.round, summary, files, capped, baseBranch: pr.base.ref, tests });
+    if (diff) body = describeCurrentState(body, { round: f.round, summary, ...diff, baseBranch: pr.base.ref, tests });
   }
   const entry: HistoryEntry = {
     round: `Follow-up ${f.round}`,
