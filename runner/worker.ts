@@ -2,10 +2,13 @@ import { WaitingError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RunnerRegistration } from '../src/ops/runnerRegistry.js';
 import { onCancel } from '../src/queue/cancel.js';
+import { createQueue, type FrognanoQueue } from '../src/queue/queue.js';
 import { QUEUE_NAME, type JobData, type JobResult } from '../src/queue/schema.js';
 import { isStalledFailure } from '../src/queue/stalled.js';
 import { processJob } from '../src/runner/processJob.js';
 import { HandBackError, JobFailure, type AbortCause, type RunnerContext } from '../src/runner/types.js';
+import type { EnqueueRound } from '../src/queue/followUps.js';
+import { startNextRound } from '../src/runner/nextRound.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
 import { createHandOff } from './handOff.js';
 import { startJobUsage } from './jobUsage.js';
@@ -46,7 +49,9 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   /** Status-comment writes for jobs BullMQ gave up on; shutdown waits for them. */
   const reports = new Set<Promise<void>>();
   const log = o.ctx.logger;
-  const handOff = createHandOff({ connection: o.connection, redis: o.ctx.redis, prefix: o.prefix, logger: log });
+  // A round's end queues the pull request's next round from the asks that waited for it (src/runner/nextRound.ts).
+  const queue = createQueue(o.connection, o.prefix ? { prefix: o.prefix } : {});
+  const handOff = createHandOff({ queue, redis: o.ctx.redis, logger: log });
 
   const processor = async (job: Job<JobData, JobResult, string>, token?: string): Promise<JobResult> => {
     const id = job.id ?? 'unknown';
@@ -57,6 +62,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
     });
     await o.registration?.setCurrentJob(id).catch(() => undefined);
     const started = Date.now();
+    let handedBack = false;
     const usage = startJobUsage(o.ctx, job.data);
     try {
       const result = await processJob(job, usage.ctx, controller.signal);
@@ -64,6 +70,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
       return result;
     } catch (e) {
       if (e instanceof HandBackError) {
+        handedBack = true;
         log.warn({ jobId: id }, 'handing the job back to the queue (shutdown)');
         await job.moveToWait(token);
         throw new WaitingError();
@@ -72,6 +79,8 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
       o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: category, durationSeconds: (Date.now() - started) / 1000 });
       throw e;
     } finally {
+      // A handed-back round has not ended: it runs again, and its end starts the next round.
+      if (!handedBack) await startNextRound(queue, o.ctx, job.data, log.child({ jobId: id }), handOff.enqueue);
       await usage.end();
       await handOff.jobEnding(id);
       active.delete(id);
@@ -88,7 +97,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
     stalledInterval: o.stalledIntervalMs ?? 60_000,
     maxStalledCount: o.maxStalledCount ?? 2,
   });
-  worker.on('failed', onFailed(o, reports));
+  worker.on('failed', onFailed(o, queue, reports, handOff.enqueue));
   worker.on('completed', (job, result) => log.info({ jobId: job.id, outcome: result.outcome }, 'job completed'));
   worker.on('error', (err) => log.error({ err }, 'worker error'));
   worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled (its runner stopped renewing the lock); it goes back to the queue'));
@@ -110,7 +119,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
         clearTimeout(timer);
       }
       await Promise.all([...reports]);
-      await handOff.close();
+      await queue.close();
     },
   };
 }
@@ -118,7 +127,9 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
 /** Logs a failed job; one BullMQ gave up on after it stalled too often is also reported on its issue. */
 function onFailed(
   o: RunnerWorkerOptions,
+  queue: FrognanoQueue,
   reports: Set<Promise<void>>,
+  enqueue: EnqueueRound,
 ): (job: Job<JobData, JobResult, string> | undefined, err: Error) => void {
   const log = o.ctx.logger;
   return (job, err) => {
@@ -132,6 +143,8 @@ function onFailed(
       const report = reportStalledJob(job, o.ctx)
         .then((state) => log.info({ jobId: job.id, stalled: job.stalledCounter, status: state?.kind ?? 'none (unreadable job data)' }, 'reported a job given up after stalling'))
         .catch((e: unknown) => log.error({ jobId: job.id, err: e }, 'could not report a stalled job on its issue'))
+        // The round ended (given up): the asks that waited for it start the next round.
+        .then(() => startNextRound(queue, o.ctx, job.data, log.child({ jobId: job.id }), enqueue))
         .finally(() => reports.delete(report));
       reports.add(report);
     }

@@ -28,18 +28,21 @@ export async function replyStatus(
   issueUrl: string | undefined,
   user: string,
   onPullRequest = false,
+  /** More for the reply (the asks waiting for a pull request's next round). */
+  more = '',
 ): Promise<void> {
   const { queue, redis, label } = deps;
   const reply = onPullRequest
     ? msg.roundStatusText
     : (a: number | null, s: string | null, u: string | undefined) => msg.statusReplyText(a, s, u, label);
   const attempt = await currentAttempt(redis, key);
-  if (attempt === null) return void (await postComment(d.octokit, key, `@${user} ${reply(null, null, undefined)}`));
+  const tail = more ? `\n\n${more}` : '';
+  if (attempt === null) return void (await postComment(d.octokit, key, `@${user} ${reply(null, null, undefined)}${tail}`));
   const job = await queue.getJob(jobIdFor({ ...key, attempt }));
   const state = job ? await statusOfJob(queue, redis, job, deps.fairShare) : null;
   const statusUrl = state ? await refreshStatus(deps, d.octokit, key, issueUrl, attempt) : undefined;
   const summary = state ? summarizeStatus(state, onPullRequest ? attempt : undefined) : null;
-  await postComment(d.octokit, key, `@${user} ${reply(attempt, summary, statusUrl)}`);
+  await postComment(d.octokit, key, `@${user} ${reply(attempt, summary, statusUrl)}${tail}`);
 }
 
 /** A new attempt on an open issue, unless one is queued or running; `guidance` is the writer's words for the task. */

@@ -49,7 +49,15 @@ export interface Delivery {
 
 export function handlerDeps(deps: AppDeps): HandlerDeps {
   const { queue, redis, fairShare, quotas, metrics } = deps;
-  return { queue, redis, fairShare, quotas, metrics, label: deps.label ?? DEFAULT_LABEL, now: deps.now ?? (() => new Date()) };
+  return {
+    queue,
+    redis,
+    fairShare,
+    quotas,
+    metrics,
+    label: deps.label ?? DEFAULT_LABEL,
+    now: deps.now ?? (() => new Date()),
+  };
 }
 
 export function labelFromEnv(env: NodeJS.ProcessEnv = process.env): string {

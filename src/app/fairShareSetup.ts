@@ -1,7 +1,7 @@
 import type { ConnectionOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { listRunners } from '../ops/runnerRegistry.js';
-import { FairShare } from '../queue/fairShare/dispatcher.js';
+import { FairShare, fairShareEnabled } from '../queue/fairShare/dispatcher.js';
 import { startDispatchLoop } from '../queue/fairShare/loop.js';
 import type { FrognanoQueue } from '../queue/queue.js';
 import { weightsOf, type QuotasConfig } from '../queue/quotas/schema.js';
@@ -55,7 +55,7 @@ export async function startSharedService(o: {
       })
     : undefined;
   let stopLoop = async () => {};
-  if (env.FROGNANO_FAIR_SHARE?.trim().toLowerCase() !== 'off') {
+  if (fairShareEnabled(env)) {
     let slots = { value: 1, at: 0 };
     fairShare = new FairShare(o.queue, o.redis, {
       // Read at most every few seconds: listing runners costs round trips a freed slot would wait on.

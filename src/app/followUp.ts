@@ -7,6 +7,7 @@ import { getUserPermission } from '../github/permissions.js';
 import { fetchReviewComments } from '../github/reviewFeedback.js';
 import { upsertStatusComment, type IssueRef } from '../github/statusComment.js';
 import { issueSlug, type IssueKey } from '../queue/attempts.js';
+import type { WaitingAdded } from '../queue/asks.js';
 import { enqueueFollowUp, pullRequestKey, type FollowUpRequest } from '../queue/followUps.js';
 import { claimOnce, HANDLED_TTL_SECONDS } from '../queue/lock.js';
 import { clampIssueBody, clampText, jobIdFor, MAX_FEEDBACK_CHARS, type InlineComment } from '../queue/schema.js';
@@ -19,6 +20,7 @@ import type { IssueCommentCreatedPayload, ReviewSubmittedPayload } from './paylo
 import { refuseOverQuota } from './quotaGate.js';
 import { refreshStatus } from './statusUpdates.js';
 import { botKey } from '../queue/keys.js';
+import { answerWaitingAsk, dropWaitingAsks, listWaitingAsks } from './waitingAsks.js';
 
 /**
  * Follow-up rounds on the bot's own draft pull request: a writer's `/frognano <what to change>` comment, or a
@@ -28,8 +30,9 @@ import { botKey } from '../queue/keys.js';
 
 export type FollowUpDecision =
   | { action: 'queued'; round: number; jobId: string; statusUrl?: string }
-  | { action: 'busy'; round: number; jobId: string }
   | { action: 'over_quota'; quota: string }
+  /** A round is queued or running: the ask waits for the next one (src/app/waitingAsks.ts answers). */
+  | { action: 'waiting'; round: number; added: WaitingAdded }
   | { action: 'ignored'; why: string };
 
 /** Who asks for a round on which pull request: the same for a comment and a review. */
@@ -107,17 +110,17 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
     },
   };
   let statusUrl: string | undefined;
-  const res = await enqueueFollowUp(deps.queue, deps.redis, req, async (round) => {
+  const res = await enqueueFollowUp(deps.queue, deps.redis, req, async (round, merged) => {
     const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
     // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
-    const position = await positionForNewJob(deps, { ...req, followUp: { ...req.followUp, round } });
-    const meta = { round, jobId, triggeredBy: o.by.login, updatedAt: now() };
+    const position = await positionForNewJob(deps, { ...merged, followUp: { ...merged.followUp, round } });
+    const meta = { round, jobId, triggeredBy: merged.triggeredBy.login, updatedAt: now() };
     const up = await upsertStatusComment(d.octokit, deps.redis, prRef, { kind: 'queued', position }, meta).catch(
       (err: unknown) => void d.log.warn({ err }, 'could not write the status comment'),
     );
     statusUrl = up?.url;
   }, (data) => enqueue(deps, data));
-  if (res.kind === 'busy') return { action: 'busy', round: res.round, jobId: res.job.id! };
+  if (res.kind === 'waiting') return { action: 'waiting', round: res.round, added: res.added };
   return { action: 'queued', round: res.round, jobId: res.job.id!, statusUrl };
 }
 
@@ -151,7 +154,7 @@ export async function handleReviewFollowUp(
     const perm = await getUserPermission(d.octokit, owner, repo, reviewer.login);
     if (!perm.allowed) return { action: 'ignored', why: `@${reviewer.login} has ${perm.role} access; write access is needed` };
     inline ??= await fetchReviewComments(d.octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
-    return await requestFollowUp(deps, d, {
+    const decision = await requestFollowUp(deps, d, {
       owner,
       repo,
       installationId: p.installation.id,
@@ -165,6 +168,9 @@ export async function handleReviewFollowUp(
       reviewId: review.id,
       deliveryId: d.id,
     });
+    const prKey = pullRequestKey(owner, repo, pr.number);
+    if (decision.action === 'waiting') await answerWaitingAsk(d, prKey, decision.round, decision.added);
+    return decision;
   } catch (err) {
     await deps.redis.del(claimKey); // let GitHub's redelivery try again
     throw err;
@@ -212,8 +218,15 @@ export interface CommandOnPullRequest {
 
 /** On the bot's pull request: status and cancel act on its current round; anything else asks for a round. */
 const PULL_REQUEST_COMMANDS: Record<PullRequestCommand['kind'], PullRequestCommandHandler> = {
-  status: (deps, d, { p, key }) => replyStatus(deps, d, key, p.issue.html_url, p.comment.user.login, true),
-  cancel: (deps, d, { p, key }) => cancelAttempt(deps, d, key, p.issue.html_url, p.comment.user.login),
+  status: async (deps, d, { p, key }) => {
+    const waiting = msg.waitingAsksText(await listWaitingAsks(deps, key));
+    await replyStatus(deps, d, key, p.issue.html_url, p.comment.user.login, true, waiting);
+  },
+  cancel: async (deps, d, { p, key }) => {
+    // The asks go first: a round that stops on the cancel would otherwise start the next round from them.
+    await dropWaitingAsks(deps, d, key);
+    await cancelAttempt(deps, d, key, p.issue.html_url, p.comment.user.login);
+  },
   help: async (deps, d, { key }) => postComment(d.octokit, key, msg.helpText(deps.label)),
   followUp: askForRound,
 };
@@ -239,8 +252,5 @@ async function askForRound(deps: HandlerDeps, d: Delivery, { p, key, pr }: Comma
   if (decision.action === 'ignored') {
     return void (await postComment(d.octokit, key, msg.followUpRefusedText(decision.why)));
   }
-  if (decision.action === 'busy') {
-    const statusUrl = await refreshStatus(deps, d.octokit, key, p.issue.html_url, decision.round);
-    return void (await postComment(d.octokit, key, msg.roundBusyText(decision.round, statusUrl)));
-  }
+  if (decision.action === 'waiting') await answerWaitingAsk(d, key, decision.round, decision.added);
 }

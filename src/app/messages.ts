@@ -12,8 +12,8 @@ export function helpText(label: string, unknown?: string): string {
     `| add the \`${label}\` label | queue a first attempt at this issue |`,
     '| `/frognano retry` | start a new attempt (after the previous one finished, failed or was cancelled); words after it are added to the task |',
     '| `/frognano <what to do>` | start an attempt with your words added to the task (when none is queued or running) |',
-    '| `/frognano <what to change>` on frognano\'s pull request | another round on that pull request; a review containing `/frognano` does the same, with its inline comments |',
-    '| `/frognano cancel` | withdraw a queued attempt, or stop a running one |',
+    '| `/frognano <what to change>` on frognano\'s pull request | another round on that pull request; a review containing `/frognano` does the same, with its inline comments. Asks made while a round runs wait and are merged into the next round |',
+    '| `/frognano cancel` | withdraw a queued attempt, or stop a running one (on frognano\'s pull request it also drops the asks waiting for the next round) |',
     '| `/frognano status` | refresh the status comment and tell you where things stand |',
     '',
     'Commands work for people with write, maintain or admin access to this repository. Each attempt ends in a **draft** pull request that a human must review.',
@@ -75,9 +75,29 @@ export function roundStatusText(round: number | null, summary: string | null, st
   return `Round ${round}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
 }
 
-export function roundBusyText(round: number, statusUrl?: string): string {
-  const link = statusUrl ? ` ([status](${statusUrl}))` : '';
-  return `Round ${round} on this pull request is still queued or running${link}, so I did not start another. Comment \`/frognano cancel\` first to replace it.`;
+/** An ask on the bot's pull request while a round runs: it waits, merged with any others, for the next round. */
+export function askWaitingText(round: number, waiting: number): string {
+  const n = waiting - 1;
+  const others = n > 0 ? `, with ${n} other ask${n === 1 ? ' that waits' : 's that wait'} too` : '';
+  return `Queued after round ${round}: your ask runs in the next round when round ${round} ends${others}. Comment \`/frognano cancel\` to stop round ${round} and drop the waiting asks.`;
+}
+
+/** More asks than a round takes already wait. */
+export function asksFullText(round: number, waiting: number): string {
+  return `${waiting} asks already wait for the round after round ${round}, the most I keep, so I did not add this one. Ask again once the next round has started.`;
+}
+
+/** `/frognano cancel` on the bot's pull request dropped asks that waited for the next round. */
+export function asksDroppedText(asks: { login: string }[]): string {
+  const who = [...new Set(asks.map((a) => `@${a.login}`))].join(', ');
+  return `Dropped ${asks.length} ask${asks.length === 1 ? '' : 's'} that waited for the next round (from ${who}); no round will start for ${asks.length === 1 ? 'it' : 'them'}.`;
+}
+
+/** What `/frognano status` on the bot's pull request adds about asks waiting for the next round. */
+export function waitingAsksText(asks: { login: string; source: string; at: string }[]): string {
+  if (asks.length === 0) return '';
+  const lines = asks.map((a, i) => `${i + 1}. ${a.source === 'review' ? 'a review' : 'a comment'} by \`${a.login.replace(/`/g, '')}\` (${a.at.slice(0, 16).replace('T', ' ')} UTC)`);
+  return [`Waiting for the next round (${asks.length}, oldest first, merged into one round):`, ...lines].join('\n');
 }
 
 const QUOTA_WORDS: Record<string, string> = {

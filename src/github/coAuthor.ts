@@ -17,3 +17,10 @@ export function withCoAuthor(message: string, user: { login: string; id?: number
   if (!trailer) return message;
   return `${message.trimEnd()}\n\n${trailer}\n`;
 }
+
+/** One trailer per distinct person (a round that merged several writers' asks), in one trailer paragraph. */
+export function withCoAuthors(message: string, users: { login: string; id?: number }[]): string {
+  const trailers = [...new Set(users.map(coAuthorTrailer).filter((t): t is string => t !== null))];
+  if (trailers.length === 0) return message;
+  return `${message.trimEnd()}\n\n${trailers.join('\n')}\n`;
+}

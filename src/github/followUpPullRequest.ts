@@ -1,7 +1,7 @@
 import type { GitHubClient } from './client.js';
 import { GITHUB_BODY_LIMIT, NEEDS_REVIEW_LABEL, APPROVED_LABEL, labelNeedsReview } from './pullRequest.js';
 import { markdownLink } from './runLink.js';
-import { defang } from './untrusted.js';
+import { defang, untrustedLine } from './untrusted.js';
 
 /** The runner's name for fetchPullRequest (src/github/pullRequestFetch.ts). */
 export { fetchPullRequest as getPullRequest } from './pullRequestFetch.js';
@@ -60,7 +60,7 @@ export { NEEDS_REVIEW_LABEL };
 
 // ---- run history in the PR description ----
 
-const HISTORY_START = '<!-- frognano:history -->';
+export const HISTORY_START = '<!-- frognano:history -->';
 const HISTORY_END = '<!-- /frognano:history -->';
 const MAX_HISTORY_ROWS = 60;
 
@@ -74,7 +74,12 @@ export interface HistoryEntry {
   result: string;
   /** The round's page (runPageUrl): the round's name links to it. */
   url?: string;
+  /** The round's own one-line summary (the model's words: neutralised here), when it has one. */
+  summary?: string;
 }
+
+/** The draft's row, written when the first follow-up round creates the history (its summary from the description). */
+export type DraftRow = Pick<HistoryEntry, 'headSha' | 'summary' | 'url'>;
 
 function cell(text: string): string {
   return defang(text.replace(/[|\n\r]/g, ' ').slice(0, 300));
@@ -82,7 +87,18 @@ function cell(text: string): string {
 
 function row(e: HistoryEntry): string {
   const name = e.url ? markdownLink(cell(e.round).replace(/[[\]]/g, ''), e.url) : cell(e.round);
-  return `| ${name} | ${cell(e.trigger)} | ${e.headSha ? `\`${e.headSha.slice(0, 7)}\`` : '—'} | ${cell(e.result)} |`;
+  const head = e.headSha ? `\`${e.headSha.slice(0, 7)}\`` : '—';
+  return `| ${name} | ${cell(e.trigger)} | ${head} | ${cell(e.result)} | ${summaryCell(e.summary)} |`;
+}
+
+/**
+ * The model's one-line summary in a table cell: defanged and flattened (untrustedLine), and unable to end the
+ * cell, open HTML or run a code span across cells.
+ */
+function summaryCell(summary: string | undefined): string {
+  const line = summary?.trim() ? untrustedLine(summary, 160) : '';
+  if (!line) return '—';
+  return line.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/</g, '&lt;').replace(/`/g, "'");
 }
 
 /**
@@ -90,7 +106,7 @@ function row(e: HistoryEntry): string {
  * section, with a first row for the original draft, when the description has none. Everything outside
  * the markers (the bot's original text, a maintainer's edits) stays as it was.
  */
-export function appendRunHistory(body: string, entry: HistoryEntry, draftUrl?: string): string {
+export function appendRunHistory(body: string, entry: HistoryEntry, draft: DraftRow = { headSha: null }): string {
   const start = body.indexOf(HISTORY_START);
   const end = body.indexOf(HISTORY_END);
   let rows: string[];
@@ -104,12 +120,13 @@ export function appendRunHistory(body: string, entry: HistoryEntry, draftUrl?: s
     before = body.slice(0, start);
     after = body.slice(end + HISTORY_END.length);
   } else {
-    rows = [row({ round: 'Draft', trigger: 'issue', headSha: null, result: 'draft pull request opened', url: draftUrl })];
+    rows = [row({ round: 'Draft', trigger: 'issue', result: 'draft pull request opened', ...draft })];
     before = `${body.trimEnd()}\n\n`;
   }
   rows.push(row(entry));
-  if (rows.length > MAX_HISTORY_ROWS) rows = [rows[0]!, `| … | | | ${rows.length - MAX_HISTORY_ROWS} earlier rounds not shown |`, ...rows.slice(-(MAX_HISTORY_ROWS - 2))];
-  const section = [HISTORY_START, '## Run history', '', '| Round | Trigger | Head | Result |', '| --- | --- | --- | --- |', ...rows, HISTORY_END].join('\n');
+  if (rows.length > MAX_HISTORY_ROWS) rows = [rows[0]!, `| … | | | ${rows.length - MAX_HISTORY_ROWS} earlier rounds not shown | |`, ...rows.slice(-(MAX_HISTORY_ROWS - 2))];
+  const header = ['| Round | Trigger | Head | Result | Summary |', '| --- | --- | --- | --- | --- |'];
+  const section = [HISTORY_START, '## Run history', '', ...header, ...rows, HISTORY_END].join('\n');
   let next = `${before}${section}${after}`;
   // The history must never push the description past GitHub's limit: cut the text before it instead.
   const over = next.length - (GITHUB_BODY_LIMIT - 512);

@@ -90,36 +90,10 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
     '',
     `Refs #${i.issueNumber}`,
     '',
-    '## Summary',
-    '',
-    i.summary.trim() ? untrustedBlock(i.summary, 8000) : '_The model gave no final message._',
-    '',
+    ...summarySection(i.summary),
+    ...filesSection(i.files),
+    ...testsSection(i.tests),
   );
-
-  const adds = i.files.reduce((n, f) => n + f.additions, 0);
-  const dels = i.files.reduce((n, f) => n + f.deletions, 0);
-  parts.push(`## Files changed (${i.files.length}, +${adds} −${dels})`, '', '| File | + | − |', '| --- | ---: | ---: |');
-  const shown = i.files.slice(0, 200);
-  for (const f of shown) {
-    const name = `\`${defang(f.path).replace(/[|`\n]/g, '_')}\``;
-    parts.push(f.binary ? `| ${name} | binary | |` : `| ${name} | ${f.additions} | ${f.deletions} |`);
-  }
-  if (i.files.length > shown.length) parts.push(`| … and ${i.files.length - shown.length} more files | | |`);
-  parts.push('');
-
-  parts.push('## Tests', '');
-  if (i.tests.length === 0) {
-    parts.push('_No test commands are configured (`testCommands` in `.github/frognano.yml`); the agent ran none after finishing._', '');
-  } else {
-    for (const t of i.tests.slice(0, 20)) {
-      const verdict = t.timedOut ? '⏱️ timed out' : t.exitCode === 0 ? '✅ passed' : `❌ failed (exit ${t.exitCode ?? 'killed'})`;
-      parts.push(`- \`${defang(t.command.replace(/[`\n]/g, "'").slice(0, 300))}\`: ${verdict}`);
-      if (t.exitCode !== 0 && t.outputTail.trim()) {
-        parts.push('', '  <details><summary>Output (tail)</summary>', '', untrustedBlock(t.outputTail, 3000), '', '  </details>');
-      }
-    }
-    parts.push('');
-  }
 
   parts.push('## Run', '');
   parts.push(`- Exit reason: \`${i.exitReason}\`${i.exitReasonText ? ` (${i.exitReasonText})` : ''}`);
@@ -145,6 +119,46 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   if (traj.length > budget) traj = `${traj.slice(0, budget - 60)}\n\n… [trajectory cut to fit GitHub's limit]`;
   // The renderer fences what the model wrote; defang keeps mentions, references and markers inert in it too.
   return clampBody(`${head}${open}${defang(traj)}${close}`);
+}
+
+/** `## Summary`: the model's final message, fenced (its own words, unreviewed). */
+export function summarySection(summary: string, note = ''): string[] {
+  const text = summary.trim() ? untrustedBlock(summary, 8000) : '_The model gave no final message._';
+  return ['## Summary', '', ...(note ? [note, ''] : []), text, ''];
+}
+
+/** `## Files changed (N, +a −d)` and a table of at most 200 files. */
+export function filesSection(files: NumstatEntry[], note = ''): string[] {
+  const adds = files.reduce((n, f) => n + f.additions, 0);
+  const dels = files.reduce((n, f) => n + f.deletions, 0);
+  const out = [`## Files changed (${files.length}, +${adds} −${dels})`, '', ...(note ? [note, ''] : [])];
+  out.push('| File | + | − |', '| --- | ---: | ---: |');
+  const shown = files.slice(0, 200);
+  for (const f of shown) {
+    const name = `\`${defang(f.path).replace(/[|`\n]/g, '_')}\``;
+    out.push(f.binary ? `| ${name} | binary | |` : `| ${name} | ${f.additions} | ${f.deletions} |`);
+  }
+  if (files.length > shown.length) out.push(`| … and ${files.length - shown.length} more files | | |`);
+  out.push('');
+  return out;
+}
+
+/** `## Tests`: each configured test command the agent ran after finishing, with the tail of a failure's output. */
+export function testsSection(tests: TestRun[], note = ''): string[] {
+  const out = ['## Tests', '', ...(note ? [note, ''] : [])];
+  if (tests.length === 0) {
+    out.push('_No test commands are configured (`testCommands` in `.github/frognano.yml`); the agent ran none after finishing._', '');
+    return out;
+  }
+  for (const t of tests.slice(0, 20)) {
+    const verdict = t.timedOut ? '⏱️ timed out' : t.exitCode === 0 ? '✅ passed' : `❌ failed (exit ${t.exitCode ?? 'killed'})`;
+    out.push(`- \`${defang(t.command.replace(/[`\n]/g, "'").slice(0, 300))}\`: ${verdict}`);
+    if (t.exitCode !== 0 && t.outputTail.trim()) {
+      out.push('', '  <details><summary>Output (tail)</summary>', '', untrustedBlock(t.outputTail, 3000), '', '  </details>');
+    }
+  }
+  out.push('');
+  return out;
 }
 
 function clampBody(body: string): string {

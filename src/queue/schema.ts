@@ -28,6 +28,26 @@ export const InlineCommentSchema = z.object({
 });
 export type InlineComment = z.infer<typeof InlineCommentSchema>;
 
+/** At most this many asks wait for a pull request's next round (src/queue/asks.ts); more are refused. */
+export const MAX_WAITING_ASKS = 10;
+
+/**
+ * One writer's ask that a follow-up round addresses: a `/frognano <text>` comment or a review containing
+ * `/frognano`. A round that merges asks which waited while another round ran carries each of them.
+ */
+export const AskSchema = z.object({
+  author: z.object({ login, id: z.number().int().nonnegative().optional() }),
+  source: z.enum(['comment', 'review']),
+  /** The review's or comment's text. */
+  feedback: z.string().max(MAX_FEEDBACK_CHARS + 200),
+  inlineComments: z.array(InlineCommentSchema).max(MAX_INLINE_COMMENTS).default([]),
+  omittedComments: z.number().int().nonnegative().default(0),
+  reviewId: z.number().int().positive().optional(),
+  commentId: z.number().int().positive().optional(),
+  askedAt: z.string().datetime(),
+});
+export type Ask = z.infer<typeof AskSchema>;
+
 /**
  * A follow-up round on the bot's own pull request: a writer's `/frognano <text>` on it, or a review that
  * contains `/frognano`. The job continues from the PR branch's head and pushes to the same branch.
@@ -48,8 +68,20 @@ export const FollowUpSchema = z.object({
   omittedComments: z.number().int().nonnegative().default(0),
   source: z.enum(['comment', 'review']),
   reviewId: z.number().int().positive().optional(),
+  /**
+   * Every ask this round addresses, oldest first, when it merges asks that waited for it; the fields above then
+   * repeat the oldest one. Absent in a round for a single ask (and in jobs queued before asks could wait).
+   */
+  asks: z.array(AskSchema).min(1).max(MAX_WAITING_ASKS + 1).optional(),
 });
 export type FollowUp = z.infer<typeof FollowUpSchema>;
+
+/** The asks a follow-up round addresses, oldest first (one, from the fields, when the round carries no list). */
+export function asksOf(f: FollowUp, by: { login: string; id?: number }, askedAt: string): Ask[] {
+  if (f.asks?.length) return f.asks;
+  const { feedback, inlineComments, omittedComments, source, reviewId } = f;
+  return [{ author: by, source, feedback, inlineComments, omittedComments, ...(reviewId ? { reviewId } : {}), askedAt }];
+}
 const repoPart = z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'not a GitHub owner/repository name');
 
 export const JobDataSchema = z.object({

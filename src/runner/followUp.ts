@@ -1,16 +1,7 @@
 import path from 'node:path';
 import { createApprovalCheck } from '../github/checks.js';
-import type { InstallationAccess } from '../github/client.js';
-import { withCoAuthor } from '../github/coAuthor.js';
-import {
-  appendRunHistory,
-  getPullRequest,
-  labelAwaitingReview,
-  labelNeedsHuman,
-  requestReview,
-  setPullRequestBody,
-  type HistoryEntry,
-} from '../github/followUpPullRequest.js';
+import { withCoAuthors } from '../github/coAuthor.js';
+import { getPullRequest, labelAwaitingReview, labelNeedsHuman, requestReview } from '../github/followUpPullRequest.js';
 import {
   applyPatch,
   BOT_BRANCH_PREFIX,
@@ -23,12 +14,14 @@ import {
   type NumstatEntry,
 } from '../github/git.js';
 import type { FollowUp, JobData } from '../queue/schema.js';
+import { redact } from '../util/redact.js';
 import { twoPersonRule } from './approval.js';
 import { commitMessage } from './commitMessage.js';
 import { throwIfAborted } from './jobSupport.js';
 import { publicFailure, whereToLook } from './publicFailure.js';
 import type { CheckedChange, Checkout, LiveRun, RoundVariant, Stopped } from './roundVariant.js';
 import { authFor, cloneBranch, loadConfig } from './roundSteps.js';
+import { describeRound } from './roundDescription.js';
 import { feedbackSection } from './taskContext.js';
 import { JobFailure } from './types.js';
 
@@ -70,7 +63,7 @@ export const followUpRound: RoundVariant<FollowUpData, HeadCheckout> = {
   trajectoryDir: (ctx, data) =>
     path.join(ctx.trajectoryDir, data.owner, data.repo, `pr-${data.followUp.pullNumber}-round-${data.followUp.round}`),
   nothingPublished: (run, note) =>
-    recordRound(run, null, note).catch((err: unknown) => run.log.warn({ err }, 'could not update the run history')),
+    describeRound(run, { headSha: null, result: note }).catch((err: unknown) => run.log.warn({ err }, 'could not update the run history')),
   publish: pushOnPullRequest,
 };
 
@@ -118,7 +111,9 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
   const pushed = await commitAndPush(run, checkout.head, change);
   // A new head needs a new human approval: the check waits again, the labels and the review request follow.
   const files = change.files;
-  await recordRound(run, pushed, `${files.length} file${files.length === 1 ? '' : 's'} changed${summaryLine(files)}`);
+  const result = `${files.length} file${files.length === 1 ? '' : 's'} changed${summaryLine(files)}`;
+  const summary = redact(change.solved.trajectory.final_message);
+  await describeRound(run, { headSha: pushed, result, pushed: { summary, tests: change.solved.testResults } });
   const notApprovableBy = twoPersonRule(checkout.config, data);
   await createApprovalCheck(octokit, {
     owner: data.owner,
@@ -147,7 +142,8 @@ async function commitAndPush(run: FollowUpRun, head: CloneResult, change: Checke
   const f = data.followUp;
   const subject = `frognano: address ${f.source === 'review' ? 'review' : 'feedback'} on #${f.pullNumber} (round ${f.round})`;
   const finalMessage = change.solved.trajectory.final_message;
-  const message = withCoAuthor(commitMessage(subject, data.issueNumber, finalMessage), data.triggeredBy);
+  const askers = f.asks?.map((a) => a.author) ?? [data.triggeredBy];
+  const message = withCoAuthors(commitMessage(subject, data.issueNumber, finalMessage), askers);
   const identity = ctx.identity ?? DEFAULT_BOT_IDENTITY;
   const branch = f.headBranch;
   const auth = authFor(run);
@@ -192,17 +188,6 @@ async function reapplyOnNewHead(run: FollowUpRun, patch: string): Promise<CloneR
       e,
     );
   }
-}
-
-/** Adds the round's row to the run history in the PR description (read fresh: a maintainer may have edited it). */
-async function recordRound(run: FollowUpRun, headSha: string | null, result: string): Promise<void> {
-  const { data } = run;
-  const f = data.followUp;
-  const trigger = `${f.source} by ${data.triggeredBy.login}`;
-  const entry: HistoryEntry = { round: `Follow-up ${f.round}`, trigger, headSha, result, url: run.page?.url };
-  const octokit: InstallationAccess['octokit'] = run.access.octokit;
-  const pr = await getPullRequest(octokit, data.owner, data.repo, f.pullNumber);
-  await setPullRequestBody(octokit, data.owner, data.repo, f.pullNumber, appendRunHistory(pr.body ?? '', entry));
 }
 
 function summaryLine(files: NumstatEntry[]): string {

@@ -23,6 +23,13 @@ export async function reserveRunPage(run: LiveRun, kind: RoundKind): Promise<voi
   }
 }
 
+/** The page of the whole run (every round, the first draft's included), where this round has a page. */
+export function wholeRunUrl(run: JobRun): string | undefined {
+  if (!run.page?.url || !run.ctx.publicUrl) return undefined;
+  const { owner, repo, issueNumber } = run.data;
+  return runPageUrl(run.ctx.publicUrl, { owner, repo, issueNumber });
+}
+
 /** Stores the round the page shows, with how it ended. */
 export async function storeRunPage(run: JobRun, solved: SolveResult, state: StatusState): Promise<void> {
   const store = run.ctx.trajectoryStore;

@@ -5,7 +5,7 @@ import type { PermissionOctokit } from '../github/permissions.js';
 import { readRepoFile } from '../github/repoFiles.js';
 import type { RepoConfig } from '../github/repoConfig.js';
 import type { TaskSection } from '../leaf/trajectory.js';
-import { clampText, type FollowUp, type JobData } from '../queue/schema.js';
+import { clampText, type Ask, type FollowUp, type JobData } from '../queue/schema.js';
 
 /**
  * What the bot adds to the issue text for the model (LeafTask.context), in a fixed order: a maintainer's
@@ -71,31 +71,56 @@ export async function instructionsSections(repoDir: string, config: Pick<RepoCon
   return out;
 }
 
-/** The reviewer's words, then each inline comment with its file, line and the diff hunk it was made on. */
+/**
+ * The reviewer's words, then each inline comment with its file, line and the diff hunk it was made on. A round
+ * that merges asks which waited for it lists each ask that way, oldest first, under its author.
+ */
 export function feedbackSection(f: FollowUp, by: string): TaskSection[] {
-  const parts: string[] = [];
-  const general = visible(f.feedback);
-  parts.push(
-    `This is follow-up round ${f.round} on pull request #${f.pullNumber}. The repository already contains your earlier changes ` +
-      `(branch ${f.headBranch}). Address the feedback below with new changes on top of them.`,
-  );
-  if (general) parts.push(`${by} wrote${f.source === 'review' ? ' in a review' : ''}:\n${clampText(general, CONTEXT_LIMITS.guidanceChars, 'feedback')}`);
-  let used = parts.join('\n\n').length;
-  let omitted = f.omittedComments;
-  for (const c of f.inlineComments) {
-    const body = visible(c.body);
-    if (!body) continue;
-    const where = c.line ? (c.startLine && c.startLine !== c.line ? `lines ${c.startLine}-${c.line}` : `line ${c.line}`) : 'an outdated line';
-    const entry = `Comment by ${c.author} on ${c.path}, ${where}:\n\`\`\`diff\n${c.diffHunk.replace(/```/g, "'''")}\n\`\`\`\n${clampText(body, CONTEXT_LIMITS.commentChars, 'comment')}`;
-    if (used + entry.length > CONTEXT_LIMITS.feedbackChars) {
-      omitted++;
-      continue;
-    }
-    used += entry.length;
-    parts.push(entry);
-  }
+  const merged = f.asks && f.asks.length > 1 ? f.asks : null;
+  const what = merged ? `the ${merged.length} requests below (oldest first) in one set of changes` : 'the feedback below';
+  const budget: FeedbackBudget = {
+    parts: [
+      `This is follow-up round ${f.round} on pull request #${f.pullNumber}. The repository already contains your earlier changes ` +
+        `(branch ${f.headBranch}). Address ${what} with new changes on top of them.`,
+    ],
+    used: 0,
+    omitted: 0,
+  };
+  const asks: Ask[] = merged ?? [{ ...f, author: { login: by }, askedAt: '' }];
+  asks.forEach((ask, i) => addAsk(budget, ask, merged ? `Request ${i + 1} of ${merged.length}` : null));
+  const { parts, omitted } = budget;
   if (omitted > 0) parts.push(`${omitted} more inline comment${omitted === 1 ? ' was' : 's were'} left out to fit.`);
   return [{ kind: 'feedback', heading: 'Review feedback on your pull request', text: parts.join('\n\n') }];
+}
+
+interface FeedbackBudget {
+  parts: string[];
+  used: number;
+  omitted: number;
+}
+
+/** One ask: its author's words, then its inline comments while they fit (`label` names it among several). */
+function addAsk(b: FeedbackBudget, ask: Ask, label: string | null): void {
+  const general = visible(ask.feedback);
+  const where = ask.source === 'review' ? ' in a review' : '';
+  const when = label && ask.askedAt ? ` (${ask.askedAt.slice(0, 16).replace('T', ' ')} UTC)` : '';
+  const words = general ? `:\n${clampText(general, CONTEXT_LIMITS.guidanceChars, 'feedback')}` : ' inline comments only.';
+  if (general || label) b.parts.push(`${label ? `${label}: ` : ''}${ask.author.login} wrote${where}${when}${words}`);
+  b.used = b.parts.join('\n\n').length;
+  b.omitted += ask.omittedComments;
+  for (const c of ask.inlineComments) {
+    const body = visible(c.body);
+    if (!body) continue;
+    const line = c.line ? (c.startLine && c.startLine !== c.line ? `lines ${c.startLine}-${c.line}` : `line ${c.line}`) : 'an outdated line';
+    const hunk = c.diffHunk.replace(/```/g, "'''");
+    const entry = `Comment by ${c.author} on ${c.path}, ${line}:\n\`\`\`diff\n${hunk}\n\`\`\`\n${clampText(body, CONTEXT_LIMITS.commentChars, 'comment')}`;
+    if (b.used + entry.length > CONTEXT_LIMITS.feedbackChars) {
+      b.omitted++;
+      continue;
+    }
+    b.used += entry.length;
+    b.parts.push(entry);
+  }
 }
 
 /**

@@ -93,7 +93,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     expect(bodies[0]).toContain(`job \`${ROUND1}\``);
   });
 
-  test('a second request while the round waits is answered as busy, without a second job', async () => {
+  test('a second request while the round waits is kept for the next round: 👀 and "queued after round 1", no second job', async () => {
     nockPermission('Codertocat', 'write');
     nockRoundRequest([]);
     await receive(h.probot, 'issue_comment', prComment('/frognano rename it please'));
@@ -106,12 +106,12 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
       .reply(200, botPullRequest())
       .get(`${REPO}/issues/1`)
       .reply(200, { number: 1, title: 'T', body: 'B' })
-      .patch(`${REPO}/issues/comments/4001`)
-      .reply(200, { id: 4001, html_url: 'https://github.com/x#issuecomment-4001' })
       .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
       .reply(201, { id: 4002 });
     await receive(h.probot, 'issue_comment', prComment('/frognano and another thing', { commentId: 32 }));
-    expect(replies[0]).toMatch(/^Round 1 on this pull request is still queued or running/);
+    expect(replies).toHaveLength(1);
+    expect(replies[0]).toMatch(/^Queued after round 1: /);
+    expect(replies[0]).not.toMatch(/did not start/);
     expect(await h.queue.count()).toBe(1);
   });
 

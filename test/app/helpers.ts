@@ -139,3 +139,37 @@ export function nockPermission(user: string, permission: string, roleName = perm
 export function receive(probot: Probot, name: string, payload: any, id: string = randomUUID()) {
   return probot.receive({ id, name, payload } as any);
 }
+
+/** The bot's own pull request as webhook payloads and the REST API carry it (Codertocat/Hello-World). */
+export function botPullRequestSlice(o: { number: number; head: string; sha: string; base: string }) {
+  const full_name = 'Codertocat/Hello-World';
+  return {
+    number: o.number,
+    state: 'open',
+    html_url: `https://github.com/${full_name}/pull/${o.number}`,
+    user: { login: 'frognano[bot]', id: 1, type: 'Bot' },
+    head: { ref: o.head, sha: o.sha, repo: { full_name } },
+    base: { ref: o.base, repo: { full_name } },
+  };
+}
+
+/** issue_comment.created (the real example) on pull request `pullNumber`. */
+export function commentOnPullRequest(body: string, o: { pullNumber: number; commentId: number; user: string; userId?: number }): any {
+  const p = commentPayload(body, { issueNumber: o.pullNumber, commentId: o.commentId, user: o.user });
+  if (o.userId) p.comment.user.id = o.userId;
+  const url = `/repos/Codertocat/Hello-World/pulls/${o.pullNumber}`;
+  p.issue.pull_request = { url: `${API}${url}`, html_url: `https://github.com/Codertocat/Hello-World/pull/${o.pullNumber}` };
+  return p;
+}
+
+/** pull_request_review.submitted (the real example): a commented review by `user` on the pull request `pr`. */
+export function reviewOnPullRequest(o: { id: number; body: string | null; user: string; userId?: number; pr: ReturnType<typeof botPullRequestSlice> }): any {
+  const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
+  p.installation = { id: INSTALLATION_ID };
+  p.review = { ...p.review, id: o.id, body: o.body, state: 'commented', user: { ...p.review.user, login: o.user, id: o.userId ?? 7, type: 'User' } };
+  p.sender = { ...p.sender, login: o.user };
+  const head = { ...p.pull_request.head, ...o.pr.head, repo: { ...p.pull_request.head.repo, ...o.pr.head.repo } };
+  const base = { ...p.pull_request.base, ...o.pr.base, repo: { ...p.pull_request.base.repo, ...o.pr.base.repo } };
+  p.pull_request = { ...p.pull_request, ...o.pr, head, base };
+  return p;
+}

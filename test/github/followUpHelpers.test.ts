@@ -28,8 +28,8 @@ describe('run history in the PR description', () => {
   it('adds a section with the draft row and keeps the text before it', () => {
     const body = appendRunHistory('## Summary\n\nFixed it.', entry(1));
     expect(body).toBe(
-      '## Summary\n\nFixed it.\n\n<!-- frognano:history -->\n## Run history\n\n| Round | Trigger | Head | Result |\n| --- | --- | --- | --- |\n' +
-        '| Draft | issue | — | draft pull request opened |\n| Follow-up 1 | review by @\u200bmaint | `aaaaaaa` | done |\n<!-- /frognano:history -->',
+      '## Summary\n\nFixed it.\n\n<!-- frognano:history -->\n## Run history\n\n| Round | Trigger | Head | Result | Summary |\n| --- | --- | --- | --- | --- |\n' +
+        '| Draft | issue | — | draft pull request opened | — |\n| Follow-up 1 | review by @\u200bmaint | `aaaaaaa` | done | — |\n<!-- /frognano:history -->',
     );
   });
 
@@ -38,7 +38,7 @@ describe('run history in the PR description', () => {
     const twice = appendRunHistory(once, entry(2, null));
     expect(twice.match(/## Run history/g)).toHaveLength(1);
     expect(twice).toContain('| Follow-up 1 |');
-    expect(twice).toContain('| Follow-up 2 | review by @\u200bmaint | — | done |\n<!-- /frognano:history -->\n\nMaintainer note.');
+    expect(twice).toContain('| Follow-up 2 | review by @\u200bmaint | — | done | — |\n<!-- /frognano:history -->\n\nMaintainer note.');
   });
 
   it('stays within GitHub body limits however long the description and history get', () => {

@@ -37,9 +37,9 @@ describe('run page links', () => {
   });
 
   it('the run history links each round to its page', () => {
-    const first = appendRunHistory('Body', { round: 'Follow-up 1', trigger: 'review by `maint`', headSha: 'abcdef1234', result: 'pushed', url: `${PAGE.slice(0, -2)}/1` }, PAGE);
-    expect(first).toContain(`| [Draft](${PAGE}) | issue | — | draft pull request opened |`);
-    expect(first).toContain(`| [Follow-up 1](https://bot.example.org/runs/octo/hello/7/1) | review by \`maint\` | \`abcdef1\` | pushed |`);
+    const first = appendRunHistory('Body', { round: 'Follow-up 1', trigger: 'review by `maint`', headSha: 'abcdef1234', result: 'pushed', url: `${PAGE.slice(0, -2)}/1` }, { headSha: null, url: PAGE });
+    expect(first).toContain(`| [Draft](${PAGE}) | issue | — | draft pull request opened | — |`);
+    expect(first).toContain(`| [Follow-up 1](https://bot.example.org/runs/octo/hello/7/1) | review by \`maint\` | \`abcdef1\` | pushed | — |`);
     const second = appendRunHistory(first, { round: 'CI fix 2', trigger: 'CI', headSha: null, result: 'no change' });
     expect(second).toContain(`| [Draft](${PAGE}) |`);
     expect(second).toContain('| CI fix 2 | CI | — | no change |');

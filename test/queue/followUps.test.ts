@@ -67,15 +67,17 @@ describe('follow-up jobs', () => {
     expect(await currentAttempt(redis, { owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 7 })).toBeNull();
   });
 
-  test('one round at a time: a second request while one waits is busy', async () => {
+  test('one round at a time: a second request while one waits waits for the next round, without a second job', async () => {
     const again = await enqueueFollowUp(queue, redis, request({ feedback: '/frognano and another thing' }));
-    expect(again).toMatchObject({ kind: 'busy', round: 1 });
+    expect(again).toMatchObject({ kind: 'waiting', round: 1, added: { kind: 'added', count: 1 } });
+    expect(await queue.count()).toBe(1);
   });
 
   test('the next round gets the next number once the previous one is gone', async () => {
     await (await queue.getJob('octo-org/hello.world#12@1'))!.remove();
     const next = await enqueueFollowUp(queue, redis, request());
-    expect(next).toMatchObject({ kind: 'queued', round: 2 });
+    // The ask that waited for round 1 (whose runner never took it) is merged in, oldest first.
+    expect(next).toMatchObject({ kind: 'queued', round: 2, asks: 2 });
   });
 
   test('refuses a payload the schema rejects (no sha), leaving the counter usable', async () => {

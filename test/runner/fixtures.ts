@@ -81,3 +81,14 @@ export async function runnerContext(o: {
     cleanup: () => fs.rm(root, { recursive: true, force: true }),
   };
 }
+
+/** Polls `fn` until it returns something truthy (returned), failing after `timeoutMs`. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -189,6 +189,36 @@ describe('follow-up round on the bot pull request (runner)', () => {
     expect(gh.statusBodies().at(-1)).toContain('round 1 changed nothing');
   });
 
+  it('after a round the description shows the whole pull request: its files against the base, the latest summary and tests', async () => {
+    const onlyTheTest: ReplayTurn[] = [
+      { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'test.sh', old_string: 'grep -q hello', new_string: 'grep -qx hello' } }] },
+      { content: 'Made the test match the whole line | exactly, see #12.', tool_calls: [] },
+    ];
+    await setup(ReplayBackend.fromTurns(onlyTheTest), { config: 'testCommands:\n  - sh test.sh\n' });
+    pr.setBody(
+      'Refs #7\n\n## Summary\n\n```text\nChanged the greeting to hello.\n```\n\n## Files changed (1, +1 −1)\n\n| File | + | − |\n| --- | ---: | ---: |\n' +
+        '| `hello.txt` | 1 | 1 |\n\n## Tests\n\n- `sh test.sh`: ✅ passed\n\n## Run\n\n- Turns: 2\n\nA maintainer note.',
+    );
+    const result = await run();
+    expect(result).toMatchObject({ outcome: 'pull_request' });
+    const after = head();
+    const body = pr.body();
+    // The round changed one file; the pull request, against main, changes two: the table is the pull request's.
+    expect(body).toContain('## Files changed (2, +2 −2)');
+    expect(body).toContain('| `hello.txt` | 1 | 1 |\n| `test.sh` | 1 | 1 |');
+    expect(body).toContain('_The whole pull request against `main`, after follow-up round 1._');
+    expect(body).toContain('## Summary\n\n_From follow-up round 1, the latest; earlier rounds are in the run history._');
+    expect(body).toContain('Made the test match the whole line');
+    expect(body).not.toContain('Changed the greeting to hello.\n```');
+    expect(body).toMatch(/## Tests\n\n_Run by the agent in follow-up round 1\._\n\n- `sh test.sh`: /);
+    expect(body).toContain('## Run\n\n- Turns: 2\n\nA maintainer note.');
+    // Each round keeps its trigger, head, result and one-line summary in the history, the draft's included.
+    const draftHead = gitIn(remote.bare, 'log', '-1', '--format=%P', after).trim();
+    expect(body).toContain('| Round | Trigger | Head | Result | Summary |');
+    expect(body).toContain(`| Draft | issue | \`${draftHead.slice(0, 7)}\` | draft pull request opened | Changed the greeting to hello. |`);
+    expect(body).toContain(`| Follow-up 1 | review by reviewer | \`${after.slice(0, 7)}\` | 1 file changed (+1 −1) | Made the test match the whole line \\| exactly, see #\u200b12. |`);
+  });
+
   it('does nothing on a closed pull request', async () => {
     await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW), { state: 'closed' });
     const before = head();

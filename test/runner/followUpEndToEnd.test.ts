@@ -8,7 +8,7 @@ import { createHarness, example, labeledPayload, receive, REDIS_URL, type Harnes
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { captureLogs, fakeInstallationToken, runnerContext } from './fixtures.js';
 import { API, recordGitHub, type RecordedCall } from './githubRecorder.js';
-import { recordPullRequest } from './pullRequestRecorder.js';
+import { compareFiles, recordPullRequest } from './pullRequestRecorder.js';
 
 const OWNER = 'Codertocat';
 const REPO = 'Hello-World';
@@ -104,6 +104,10 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     expect(first.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: PR, branch: BRANCH });
     const draftHead = branchHead(remote);
     expect(checks.latest(draftHead)).toMatchObject({ conclusion: 'action_required', external_id: 'issue-1;not-by=codertocat' });
+    // The pull request GitHub keeps has the description the first attempt opened it with.
+    const draftBody = String(gh.find('POST', `${R}/pulls`)[0]!.body.body);
+    expect(draftBody).toContain('## Files changed (1, +1 −1)');
+    pr.setBody(draftBody);
 
     // 2. A review with two inline comments and /frognano in its text, on the draft's head.
     await receive(h.probot, 'pull_request_review', reviewPayload({ id: REVIEW_ID, state: 'commented', body: 'Two things, see inline.\n\n/frognano', user: OWNER, head: draftHead }));
@@ -131,6 +135,19 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     // 4. The approval check is armed again on the new head; the description gained a run-history row.
     expect(checks.latest(newHead)).toMatchObject({ conclusion: 'action_required', external_id: 'issue-1;not-by=codertocat' });
     expect(pr.body()).toContain(`| Follow-up 1 | review by ${OWNER} | \`${newHead.slice(0, 7)}\` |`);
+    // The description describes the pull request as it is now: the files table is its whole diff against master,
+    // the summary is the follow-up's (the draft's stays in the history), with the new history columns.
+    const body = pr.body();
+    const whole = compareFiles(remote, 'master', newHead);
+    expect(whole).toHaveLength(1);
+    const rows = whole.map((f) => `| \`${f.filename}\` | ${f.additions} | ${f.deletions} |`).join('\n');
+    expect(body).toContain(`## Files changed (1, +2 −2)\n\n_The whole pull request against \`master\`, after follow-up round 1._\n\n| File | + | − |\n| --- | ---: | ---: |\n${rows}\n`);
+    expect(body).not.toContain('## Files changed (1, +1 −1)');
+    expect(body.match(/^## Summary$/gm)).toHaveLength(1);
+    expect(body).toContain('_From follow-up round 1, the latest; earlier rounds are in the run history._\n\n```text\nAddressed both review comments');
+    expect(body).toContain('| Round | Trigger | Head | Result | Summary |');
+    expect(body).toContain(`| Draft | issue | \`${draftHead.slice(0, 7)}\` | draft pull request opened | Fixed the spelling of "commit". |`);
+    expect(body).toContain(`| 1 file changed (+2 −2) | Addressed both review comments: the heading and the reminder. |`);
     // Progress went to one status comment on the pull request. The runner was already waiting for work when the
     // label and the review came, and still each status comment said "queued" first: it is written before the job exists.
     expect(gh.find('POST', `${R}/issues/${PR}/comments`)).toHaveLength(1);

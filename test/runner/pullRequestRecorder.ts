@@ -43,6 +43,13 @@ export function recordPullRequest(
       body = (typeof b === 'string' ? JSON.parse(b) : b).body ?? body;
       return [200, {}];
     })
+    // The compare API, from the real bare remote: the pull request's whole diff against its base (from the merge base).
+    .get(new RegExp(`^${r}/compare/[^/]+$`))
+    .reply((uri) => {
+      rec('GET', uri, undefined);
+      const [base, head] = decodeURIComponent(uri.split('/compare/')[1]!.split('?')[0]!).split('...');
+      return [200, { files: compareFiles(remote, base!, head!) }];
+    })
     .delete(new RegExp(`^${r}/issues/${o.number}/labels/.+$`))
     .reply((uri) => {
       rec('DELETE', uri, undefined);
@@ -57,5 +64,20 @@ export function recordPullRequest(
   for (const [login, permission] of Object.entries(o.permissions ?? {})) {
     scope.get(`${r}/collaborators/${login}/permission`).reply(200, { permission, role_name: permission, user: { login } });
   }
-  return { calls, body: () => body, find: (method: string, suffix: string) => calls.filter((c) => c.method === method && c.path.endsWith(suffix)) };
+  const setBody = (text: string) => void (body = text);
+  return { calls, body: () => body, setBody, find: (method: string, suffix: string) => calls.filter((c) => c.method === method && c.path.endsWith(suffix)) };
+}
+
+/** `files` of GitHub's compare answer for `base...head`: numstat of the bare remote (a binary file has no patch). */
+export function compareFiles(remote: BareRemote, base: string, head: string) {
+  const out = gitIn(remote.bare, 'diff', '--numstat', '--no-renames', `${base}...${head}`).trim();
+  return out
+    ? out.split('\n').map((line) => {
+        const [adds, dels, filename] = line.split('\t');
+        const binary = adds === '-';
+        const additions = binary ? 0 : Number(adds);
+        const deletions = binary ? 0 : Number(dels);
+        return { filename, status: 'modified', additions, deletions, changes: additions + deletions, ...(binary ? {} : { patch: '@@' }) };
+      })
+    : [];
 }

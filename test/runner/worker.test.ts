@@ -5,6 +5,8 @@ import { ProbotOctokit } from 'probot';
 import nock from 'nock';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { cancelKey, requestCancel } from '../../src/queue/cancel.js';
+import { currentAttempt } from '../../src/queue/attempts.js';
+import { enqueueFollowUp, pullRequestKey } from '../../src/queue/followUps.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
 import { QUEUE_NAME, jobIdFor } from '../../src/queue/schema.js';
 import { STALLED_FAILED_REASON, stalledFailureText } from '../../src/queue/stalled.js';
@@ -15,7 +17,7 @@ import { tenantOf } from '../../src/queue/fairShare/tenants.js';
 import { runnerSecondsUsed } from '../../src/queue/quotas/store.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner, waitFor } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -73,16 +75,6 @@ describe('runner worker', () => {
     const r = createRunnerWorker({ connection: conn, subscriber, prefix, ctx, lockDurationMs: 10_000, ...stalls });
     runners.push(r);
     return r;
-  }
-
-  async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await fn();
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
   }
 
   const state = async (id: string) => (await queue.getJob(id))?.getState();
@@ -202,5 +194,25 @@ describe('runner worker', () => {
     } finally {
       await redis.del(cancelKey(id));
     }
+  });
+
+  it('when BullMQ gives up on a stalled follow-up round, the asks that waited for it start the next round', async () => {
+    const ask = (commentId: number, feedback: string) => ({
+      ...jobData(owner, REPO, { trigger: 'comment', commentId }),
+      followUp: { pullNumber: 5, headBranch: 'frognano/issue-7', headSha: 'a'.repeat(40), baseBranch: 'main', feedback, inlineComments: [], omittedComments: 0, source: 'comment' as const },
+    });
+    const first = await enqueueFollowUp(queue, redis, ask(1, 'greet properly'));
+    expect(await enqueueFollowUp(queue, redis, ask(2, 'and add a test'))).toMatchObject({ kind: 'waiting', round: 1 });
+    const id = first.kind === 'queued' ? first.job.id! : '';
+    await dieWhileRunning(id);
+    const runner = await startRunner(FIX, undefined, { stalledIntervalMs: 500, maxStalledCount: 0 });
+    await waitFor('round 1 to fail', async () => (await state(id)) === 'failed');
+    const next = await waitFor('round 2', async () => queue.getJob(id.replace(/@1$/, '@2')));
+    expect(next.data).toMatchObject({ commentId: 2, followUp: { round: 2, feedback: 'and add a test' } });
+    expect(await currentAttempt(redis, pullRequestKey(owner, REPO, 5))).toBe(2);
+    await runner.shutdown(300); // round 2 itself is not this test's business
+    runners.splice(runners.indexOf(runner), 1);
+    await queue.remove(next.id!).catch(() => undefined);
+    await redis.del(`frognano:status:${owner.toLowerCase()}/${REPO}#5`);
   });
 });

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { describeRunner, listRunners } from '../../ops/runnerRegistry.js';
-import { createRedisConnection, DEFAULT_REDIS_URL } from '../../queue/connection.js';
+import { createRedisConnection } from '../../queue/connection.js';
+import { describeRedisTarget, redisConfigFromEnv, type RedisConfig } from '../../queue/redisConfig.js';
 import { maskUrlPassword } from '../../util/redact.js';
 import { packageInfo } from '../../util/packageInfo.js';
 import { check, type CheckResult } from './check.js';
@@ -31,12 +32,17 @@ export async function checkRedis(env: NodeJS.ProcessEnv, timeoutMs = 3000): Prom
  * with none, issues are queued but nobody works on them.
  */
 export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3000): Promise<CheckResult[]> {
-  const configured = Boolean(env.REDIS_URL);
-  const url = env.REDIS_URL || DEFAULT_REDIS_URL;
-  const shown = maskUrlPassword(url);
+  const configured = Boolean(env.REDIS_URL || env.REDIS_SENTINELS || env.REDIS_CLUSTER_NODES);
+  let config: RedisConfig;
+  try {
+    config = redisConfigFromEnv(env);
+  } catch (err) {
+    return [check.fail('Redis', (err as Error).message, 'fix the REDIS_* settings (README, Configuration reference: Queue)')];
+  }
+  const shown = describeRedisTarget(config.target);
   let client: Redis;
   try {
-    client = createRedisConnection(url, {
+    client = createRedisConnection(config.target, {
       lazyConnect: true,
       connectTimeout: timeoutMs,
       maxRetriesPerRequest: 0,
@@ -57,7 +63,7 @@ export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3
     const info = await withTimeout(client.info('server'), timeoutMs);
     const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown version';
     const redisLine = check.ok('Redis', `${pong} from Redis ${version} at ${shown}`);
-    const runners = await withTimeout(listRunners(client), timeoutMs);
+    const runners = await withTimeout(listRunners(client, { prefix: config.keyPrefix }), timeoutMs);
     const runnersLine = runners.length
       ? check.ok('Runners', `${runners.length} registered: ${runners.map((r) => `${describeRunner(r)}${r.currentJob ? ` working on ${r.currentJob}` : ''}`).join('; ')}`, false)
       : check.warn('Runners', 'none registered in this Redis', 'jobs wait in the queue until a runner starts: `npm run runner` on the GPU machine, with the same REDIS_URL');

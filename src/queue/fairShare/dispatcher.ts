@@ -20,6 +20,11 @@ export const HOLD_MS = 30 * 24 * 3600 * 1000;
 const STALE_PICK_MS = 30_000;
 const SNAPSHOT_JOBS_PER_REPO = 1000;
 
+/** FROGNANO_FAIR_SHARE=off turns the fair share off (jobs go straight into the queue); app and runners read it. */
+export function fairShareEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.FROGNANO_FAIR_SHARE?.trim().toLowerCase() !== 'off';
+}
+
 export interface FairShareOptions {
   /**
    * Model slots: the runners' total concurrency (read on each dispatch, so it can follow the fleet). Absent (a
