@@ -4,7 +4,7 @@ import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
 import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import type { QuotasConfig } from '../../src/queue/quotas/schema.js';
-import type { JobData } from '../../src/queue/schema.js';
+import { issueJob } from '../support/tenantJobs.js';
 import {
   API,
   commentPayload,
@@ -54,22 +54,6 @@ afterEach(() => {
   expect(pending).toEqual([]);
 });
 
-function jobFor(owner: string, repo: string, issueNumber: number): JobData {
-  return {
-    installationId: 1,
-    owner,
-    repo,
-    issueNumber,
-    title: 't',
-    body: 'b',
-    defaultBranch: 'main',
-    triggeredBy: { login: 'someone', id: 2 },
-    attempt: 1,
-    trigger: 'label',
-    enqueuedAt: new Date().toISOString(),
-  };
-}
-
 /** Records the bodies of comments created on issue `n`. */
 function nockCreateComment(n: number, bodies: string[], id = 9001) {
   return nock(API)
@@ -85,7 +69,7 @@ describe('fair share in the app', () => {
       ['Codertocat', 'other', 1],
       ['Codertocat', 'other', 2],
     ] as const) {
-      await fair.enqueue(jobFor(owner, repo, n));
+      await fair.enqueue(issueJob(owner, repo, n));
     }
     await fair.kick(); // enqueue's own dispatch (no slots) has settled
     slots = 1;
@@ -107,8 +91,8 @@ describe('fair share in the app', () => {
   });
 
   test('/frognano status on a held job gives its place in fair order', async () => {
-    await fair.enqueue(jobFor('Acme', 'x', 1));
-    await fair.enqueue(jobFor('Acme', 'x', 2));
+    await fair.enqueue(issueJob('Acme', 'x', 1));
+    await fair.enqueue(issueJob('Acme', 'x', 2));
     nockPermission('Codertocat', 'write');
     nock(API).get(`${REPO}/issues/1/comments`).query(true).reply(200, []);
     nockCreateComment(1, []);

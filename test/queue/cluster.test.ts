@@ -18,6 +18,11 @@ import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/que
 import { redisConfigFromEnv, type RedisConfig } from '../../src/queue/redisConfig.js';
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
 import { listRunners, registerRunner } from '../../src/ops/runnerRegistry.js';
+import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
+import { checkQuotas } from '../../src/queue/quotas/check.js';
+import { QuotasFileSchema } from '../../src/queue/quotas/schema.js';
+import { recordRunnerSeconds, runnerSecondsUsed } from '../../src/queue/quotas/store.js';
+import { issueJob } from '../support/tenantJobs.js';
 import { haveRedisTools, startCluster, stopAll, waitFor } from '../support/redisServers.js';
 
 const run = haveRedisTools() ? describe : describe.skip;
@@ -147,5 +152,37 @@ run('Redis Cluster (3 masters): the queue key flows', () => {
     } finally {
       await worker.close();
     }
+  });
+});
+
+// The fair share's scripts build their keys from the queue prefix, the quotas' from the bot's: both `{frognano}`.
+run('Redis Cluster (3 masters): fair share and quotas', () => {
+  test('held jobs are dispatched in fair order up to the slots; place, cancel and backlog work', async () => {
+    const counts = await queue.getJobCounts('waiting', 'active', 'prioritized');
+    const used = Object.values(counts).reduce((a, b) => a + b, 0);
+    let slots = 0;
+    const fair = new FairShare(queue, redis, { slots: () => slots });
+    expect(fair.root.startsWith('{frognano}:')).toBe(true);
+    const ids: string[] = [];
+    for (const [owner, repo, n] of [['acme', 'a', 1], ['acme', 'a', 2], ['beta', 'b', 1], ['beta', 'b', 2]] as const) {
+      ids.push((await fair.enqueue(issueJob(owner, repo, n))).job.id!);
+    }
+    await fair.kick();
+    expect(await fair.position(ids[2]!)).toBe(used + 2);
+    expect(await fair.forget(ids[3]!)).toBe(true);
+    await (await queue.getJob(ids[3]!))!.remove();
+    slots = used + 2;
+    expect((await fair.dispatch()).map((m) => m.jobId)).toEqual([ids[0], ids[2]]);
+    expect(await fair.backlog()).toBe(1);
+  });
+
+  test('quotas: the token bucket and the ledger', async () => {
+    const limits = QuotasFileSchema.parse({ defaults: { runsPerHour: 1, runnerSecondsPerDay: 10 } });
+    const t = { installation: 'acme', repository: 'acme/a' };
+    expect(await checkQuotas(redis, limits, t)).toBeNull();
+    expect(await checkQuotas(redis, limits, t)).toMatchObject({ quota: 'runsPerHour', used: 1, limit: 1 });
+    await recordRunnerSeconds(redis, t, 12);
+    expect(await runnerSecondsUsed(redis, t, 'day')).toEqual({ installation: 12, repository: 12 });
+    expect(await checkQuotas(redis, limits, t)).toMatchObject({ quota: 'runnerSecondsPerDay', used: 12 });
   });
 });

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
 import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
+import { followUpJob, issueJob } from '../support/tenantJobs.js';
 import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
 import { fairShareBacklog } from '../../src/queue/fairShare/backlog.js';
 
@@ -16,42 +17,8 @@ let slots = 0;
 let fair: FairShare;
 
 let issue = 0;
-function data(owner: string, repo: string, over: Partial<JobData> = {}): JobData {
-  issue += 1;
-  return {
-    installationId: 1,
-    owner,
-    repo,
-    issueNumber: issue,
-    title: 't',
-    body: 'b',
-    defaultBranch: 'main',
-    triggeredBy: { login: 'octocat', id: 1 },
-    attempt: 1,
-    trigger: 'label',
-    enqueuedAt: new Date().toISOString(),
-    ...over,
-  };
-}
-
-function followUp(owner: string, repo: string): JobData {
-  const d = data(owner, repo);
-  return {
-    ...d,
-    trigger: 'comment',
-    followUp: {
-      pullNumber: d.issueNumber,
-      headBranch: 'frognano/1-1',
-      headSha: 'a'.repeat(40),
-      baseBranch: 'main',
-      round: 1,
-      feedback: 'more',
-      inlineComments: [],
-      omittedComments: 0,
-      source: 'comment',
-    },
-  };
-}
+const data = (owner: string, repo: string) => issueJob(owner, repo, ++issue);
+const followUp = (owner: string, repo: string) => followUpJob(owner, repo, ++issue);
 
 /** Adds jobs in order; returns their ids with a short name `repo#n` for readable expectations. */
 async function add(list: JobData[]): Promise<Map<string, string>> {
