@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { redact } from '../util/redact.js';
 import { issueSlug } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
-import { defang, untrustedBlock, untrustedInline } from './untrusted.js';
+import { defang, untrustedBlock, untrustedInline, untrustedLine } from './untrusted.js';
 
 /** Hidden marker that identifies the bot's single status comment on an issue. */
 export const STATUS_MARKER = '<!-- frognano:status -->';
@@ -25,6 +25,8 @@ export interface StatusMeta {
   updatedAt?: Date;
   /** Set for a follow-up round on the bot's pull request: the comment speaks of rounds and pushed commits. */
   round?: number;
+  /** What an automatic round answers (`Answering failing CI: \`test\`.`): no person asked for it. */
+  answering?: string;
 }
 
 export interface IssueRef {
@@ -173,6 +175,7 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
       break;
     }
   }
+  if (meta.answering) lines.push('', untrustedLine(meta.answering, 500));
   const footer: string[] = [];
   if (meta.triggeredBy) footer.push(`started by @${clean(meta.triggeredBy, 100)}`);
   if (meta.jobId) footer.push(`job \`${clean(meta.jobId, 200)}\``);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { issueSlug } from './attempts.js';
+import { CiFixSchema } from './ciFix.js';
 
 /** BullMQ queue name (DESIGN.md). */
 export const QUEUE_NAME = 'frognano';
@@ -46,7 +47,8 @@ export const FollowUpSchema = z.object({
   inlineComments: z.array(InlineCommentSchema).max(MAX_INLINE_COMMENTS).default([]),
   /** How many inline comments did not fit. */
   omittedComments: z.number().int().nonnegative().default(0),
-  source: z.enum(['comment', 'review']),
+  /** `ci`: an automatic round that answers failing checks on the head (the job's `ciFix`). */
+  source: z.enum(['comment', 'review', 'ci']),
   reviewId: z.number().int().positive().optional(),
 });
 export type FollowUp = z.infer<typeof FollowUpSchema>;
@@ -64,11 +66,13 @@ export const JobDataSchema = z.object({
   triggeredBy: z.object({ login, id: z.number().int().nonnegative().optional() }),
   /** 1 for the first run; each `/frognano retry` adds one. */
   attempt: z.number().int().min(1).max(1000),
-  trigger: z.enum(['label', 'comment', 'review']),
+  trigger: z.enum(['label', 'comment', 'review', 'ci']),
   /** A writer's words for this attempt (`/frognano retry <guidance>`, `/frognano <guidance>`). */
   guidance: z.string().max(MAX_GUIDANCE_CHARS + 200).optional(),
   /** Set when this job is a follow-up round on the bot's pull request rather than a fresh attempt. */
   followUp: FollowUpSchema.optional(),
+  /** Set with `followUp` (source `ci`) when the round answers failing CI on the pull request's head. */
+  ciFix: CiFixSchema.optional(),
   /** Comment that triggered the job (for reactions and replies). */
   commentId: z.number().int().positive().optional(),
   /** X-GitHub-Delivery of the webhook that created the job (for tracing redeliveries). */

@@ -25,6 +25,7 @@ import {
 import type { FollowUp, JobData } from '../queue/schema.js';
 import { twoPersonRule } from './approval.js';
 import { commitMessage } from './commitMessage.js';
+import { roundName, roundSubject, roundTrigger } from './roundLabels.js';
 import { throwIfAborted } from './jobSupport.js';
 import { publicFailure, whereToLook } from './publicFailure.js';
 import type { CheckedChange, Checkout, LiveRun, RoundVariant, Stopped } from './roundVariant.js';
@@ -36,7 +37,7 @@ export type FollowUpData = JobData & { followUp: FollowUp };
 type FollowUpRun = LiveRun<FollowUpData>;
 
 /** The PR branch at its current head; config and instructions come from the base branch. */
-interface HeadCheckout extends Checkout {
+export interface HeadCheckout extends Checkout {
   head: CloneResult;
   prUrl: string;
 }
@@ -143,7 +144,7 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
 async function commitAndPush(run: FollowUpRun, head: CloneResult, change: CheckedChange): Promise<string> {
   const { data, ctx, signal, jobId } = run;
   const f = data.followUp;
-  const subject = `frognano: address ${f.source === 'review' ? 'review' : 'feedback'} on #${f.pullNumber} (round ${f.round})`;
+  const subject = roundSubject(data);
   const finalMessage = change.solved.trajectory.final_message;
   const message = withCoAuthor(commitMessage(subject, data.issueNumber, finalMessage), data.triggeredBy);
   const identity = ctx.identity ?? DEFAULT_BOT_IDENTITY;
@@ -196,8 +197,7 @@ async function reapplyOnNewHead(run: FollowUpRun, patch: string): Promise<CloneR
 async function recordRound(run: FollowUpRun, headSha: string | null, result: string): Promise<void> {
   const { data } = run;
   const f = data.followUp;
-  const trigger = `${f.source} by ${data.triggeredBy.login}`;
-  const entry: HistoryEntry = { round: `Follow-up ${f.round}`, trigger, headSha, result };
+  const entry: HistoryEntry = { round: roundName(data), trigger: roundTrigger(data), headSha, result };
   const octokit: InstallationAccess['octokit'] = run.access.octokit;
   const pr = await getPullRequest(octokit, data.owner, data.repo, f.pullNumber);
   await setPullRequestBody(octokit, data.owner, data.repo, f.pullNumber, appendRunHistory(pr.body ?? '', entry));
