@@ -10,7 +10,9 @@ import { issueSlug, type IssueKey } from '../queue/attempts.js';
 import { enqueueFollowUp, pullRequestKey, type FollowUpRequest } from '../queue/followUps.js';
 import { claimOnce, HANDLED_TTL_SECONDS } from '../queue/lock.js';
 import { clampIssueBody, clampText, jobIdFor, MAX_FEEDBACK_CHARS, type InlineComment } from '../queue/schema.js';
+import type { CiFix } from '../queue/ciFix.js';
 import { cancelAttempt, replyStatus } from './attemptCommands.js';
+import { autofixSwitch, onAutofixCommand } from './autofixCommand.js';
 import { parseCommand } from './commands.js';
 import type { Delivery, HandlerDeps } from './deps.js';
 import * as msg from './messages.js';
@@ -40,8 +42,11 @@ export interface RoundAsk {
 }
 
 /** A round request as the queue takes it: the ask, and what it says. */
-interface RoundRequest extends RoundAsk {
-  source: 'comment' | 'review';
+export interface RoundRequest extends RoundAsk {
+  source: 'comment' | 'review' | 'ci';
+  /** A CI-fix round (src/app/ciFix.ts): the failing checks, and the line the status comment says about them. */
+  ciFix?: CiFix;
+  answering?: string;
   feedback: string;
   inlineComments?: InlineComment[];
   omittedComments?: number;
@@ -99,13 +104,14 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
       source: o.source,
       ...(o.reviewId ? { reviewId: o.reviewId } : {}),
     },
+    ...(o.ciFix ? { ciFix: o.ciFix } : {}),
   };
   let statusUrl: string | undefined;
   const res = await enqueueFollowUp(deps.queue, deps.redis, req, async (round) => {
     const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
     // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
     const position = (await deps.queue.getJobCountByTypes('waiting', 'prioritized')) + 1;
-    const meta = { round, jobId, triggeredBy: o.by.login, updatedAt: now() };
+    const meta = { round, jobId, triggeredBy: o.by.login, updatedAt: now(), ...(o.answering ? { answering: o.answering } : {}) };
     const up = await upsertStatusComment(d.octokit, deps.redis, prRef, { kind: 'queued', position }, meta).catch(
       (err: unknown) => void d.log.warn({ err }, 'could not write the status comment'),
     );
@@ -166,7 +172,12 @@ export async function handleReviewFollowUp(
 }
 
 /** What `/frognano …` means on the bot's pull request. */
-export type PullRequestCommand = { kind: 'status' } | { kind: 'cancel' } | { kind: 'help'; unknown?: string } | { kind: 'followUp' };
+export type PullRequestCommand =
+  | { kind: 'status' }
+  | { kind: 'cancel' }
+  | { kind: 'help'; unknown?: string }
+  | { kind: 'followUp' }
+  | { kind: 'autofix' };
 
 /**
  * On a pull request, `/frognano <anything but status|cancel|help>` asks for a round, and so does a bare
@@ -176,6 +187,7 @@ export type PullRequestCommand = { kind: 'status' } | { kind: 'cancel' } | { kin
 export function pullRequestCommand(body: string | null | undefined): PullRequestCommand | null {
   const c = parseCommand(body);
   if (!c) return null;
+  if (autofixSwitch(body) !== null) return { kind: 'autofix' };
   if (c.kind === 'status' || c.kind === 'cancel') return c;
   if (c.kind === 'retry' || c.unknown) return { kind: 'followUp' };
   if (/^\s*\/frognano\s+help\b/im.test(body ?? '')) return { kind: 'help' };
@@ -210,6 +222,7 @@ const PULL_REQUEST_COMMANDS: Record<PullRequestCommand['kind'], PullRequestComma
   cancel: (deps, d, { p, key }) => cancelAttempt(deps, d, key, p.issue.html_url, p.comment.user.login),
   help: async (deps, d, { key }) => postComment(d.octokit, key, msg.helpText(deps.label)),
   followUp: askForRound,
+  autofix: (deps, d, { p, key }) => onAutofixCommand(deps, d, key, p.comment.body),
 };
 
 export async function onPullRequestCommand(deps: HandlerDeps, d: Delivery, c: CommandOnPullRequest): Promise<void> {

@@ -37,6 +37,13 @@ export type CiFix = z.infer<typeof CiFixSchema>;
 
 const slug = (pr: IssueKey) => issueSlug(pr);
 
+/** The failing checks a CI-fix round answers, for people: `lint`, `test` (and 3 more). */
+export function answeredChecks(ci: Pick<CiFix, 'checks' | 'omitted'>, max = 5): string {
+  const names = ci.checks.map((c) => `\`${c.name.replace(/`/g, "'")}\``);
+  const more = names.length - max + ci.omitted;
+  return `${names.slice(0, max).join(', ')}${more > 0 ? ` (and ${more} more)` : ''}`;
+}
+
 /**
  * One round per (pull request head, set of failing checks): the several events of one CI run, redeliveries and a
  * second app replica all land on the same key; the first claim wins.
@@ -57,7 +64,7 @@ export async function releaseCiFailure(redis: Redis, pr: IssueKey, headSha: stri
 }
 
 /** True the first time a note of this kind is posted on this pull request (the bot says each thing once). */
-export function claimCiNote(redis: Redis, pr: IssueKey, note: 'human-head' | 'predates' | 'cap' | 'refused'): Promise<boolean> {
+export function claimCiNote(redis: Redis, pr: IssueKey, note: string): Promise<boolean> {
   return claimOnce(redis, `frognano:cifix:note:${slug(pr)}:${note}`, HANDLED_TTL_SECONDS);
 }
 

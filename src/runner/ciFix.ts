@@ -3,12 +3,11 @@ import { createInstallationAccess } from '../github/client.js';
 import { postComment } from '../github/comments.js';
 import type { ChecksOctokit } from '../github/checkRuns.js';
 import type { CiFix } from '../queue/ciFix.js';
-import { claimCiNote } from '../queue/ciFix.js';
+import { answeredChecks, claimCiNote } from '../queue/ciFix.js';
 import { pullRequestKey } from '../queue/followUps.js';
 import { errorText } from '../util/errors.js';
 import { readCiReport, type CiReport } from './ciReport.js';
 import { followUpRound, type FollowUpData, type HeadCheckout } from './followUp.js';
-import { answeredChecks } from './roundLabels.js';
 import type { LiveRun, RoundVariant, Stopped } from './roundVariant.js';
 
 export type CiFixData = FollowUpData & { ciFix: CiFix };
@@ -29,7 +28,7 @@ export const ciFixRound: RoundVariant<CiFixData, CiCheckout> = {
   logFields: (data) => ({ ...followUpRound.logFields(data), failing: data.ciFix.checks.map((c) => c.name).slice(0, 10) }),
   statusTarget: (data) => {
     const target = followUpRound.statusTarget(data);
-    return { ...target, meta: { ...target.meta, answering: `Answering failing CI: ${answeredChecks(data)}.` } };
+    return { ...target, meta: { ...target.meta, answering: `Answering failing CI: ${answeredChecks(data.ciFix)}.` } };
   },
   texts: (data) => ({
     ...followUpRound.texts(data),

@@ -1,3 +1,4 @@
+import { answeredChecks } from '../queue/ciFix.js';
 import type { FollowUp, JobData } from '../queue/schema.js';
 
 /**
@@ -13,16 +14,9 @@ export function roundSubject(data: RoundData): string {
   return `frognano: address ${WHAT[f.source]} on #${f.pullNumber} (round ${f.round})`;
 }
 
-/** The failing checks a CI-fix round answers, for people: `lint`, `test` (and 3 more). */
-export function answeredChecks(data: Pick<JobData, 'ciFix'>, max = 5): string {
-  const names = (data.ciFix?.checks ?? []).map((c) => `\`${c.name.replace(/`/g, "'")}\``);
-  const more = names.length - max + (data.ciFix?.omitted ?? 0);
-  return `${names.slice(0, max).join(', ')}${more > 0 ? ` (and ${more} more)` : ''}`;
-}
-
 /** Who asked for the round, and how (`review by maint`; `failing CI: \`test\``). */
 export function roundTrigger(data: RoundData): string {
-  if (data.followUp.source === 'ci') return `failing CI: ${answeredChecks(data)}`;
+  if (data.followUp.source === 'ci') return `failing CI: ${data.ciFix ? answeredChecks(data.ciFix) : '?'}`;
   return `${data.followUp.source} by ${data.triggeredBy.login}`;
 }
 
