@@ -59,7 +59,7 @@ class LineRing {
 }
 
 /** Reads a byte stream to its end, keeping only the cleaned tail and the last error lines. */
-export async function tailOfLog(stream: AsyncIterable<Uint8Array>, limits: LogLimits = DEFAULT_LOG_LIMITS) {
+export async function tailOfLog(stream: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, limits: LogLimits = DEFAULT_LOG_LIMITS) {
   const tail = new LineRing(limits.maxLines, limits.maxBytes);
   const errors = new LineRing(limits.maxErrorLines, limits.maxBytes / 4);
   const decoder = new TextDecoder();
