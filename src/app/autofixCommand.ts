@@ -10,7 +10,12 @@ export function autofixSwitch(body: string | null | undefined): boolean | null {
 }
 
 /** Stores the switch for this pull request (permission already checked) and says what it means. */
-export async function onAutofixCommand(deps: HandlerDeps, d: Delivery, pr: IssueKey, body: string | null): Promise<void> {
+export async function onAutofixCommand(
+  deps: HandlerDeps,
+  d: Delivery,
+  pr: IssueKey,
+  body: string | null,
+): Promise<void> {
   const on = autofixSwitch(body);
   if (on === null) return;
   await setAutofix(deps.redis, pr, on);

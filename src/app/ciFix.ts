@@ -47,7 +47,8 @@ export async function onCiCompleted(deps: HandlerDeps, d: Delivery, ev: CiEvent)
   const branches = ev.branches.filter((b) => b.startsWith(BOT_BRANCH_PREFIX));
   if (branches.length === 0) return { action: 'ignored', why: 'not a frognano branch' };
   const checks = await readCommitChecks(d.octokit, { owner: ev.owner, repo: ev.repo, sha: ev.headSha });
-  if (checks.state === 'pending') return { action: 'ignored', why: `CI still running (${checks.waitingFor.slice(0, 3).join(', ')})` };
+  if (checks.state === 'pending')
+    return { action: 'ignored', why: `CI still running (${checks.waitingFor.slice(0, 3).join(', ')})` };
   if (checks.failing.length === 0) return { action: 'ignored', why: 'CI passed' };
   const pr = await pullRequestFor(d, ev, branches);
   if (!pr) return { action: 'ignored', why: 'no open pull request has this commit as its head' };
@@ -55,7 +56,8 @@ export async function onCiCompleted(deps: HandlerDeps, d: Delivery, ev: CiEvent)
   if (notTarget) return { action: 'ignored', why: notTarget };
   const key = pullRequestKey(ev.owner, ev.repo, pr.number);
   const names = checks.failing.map((f) => f.name);
-  if (!(await claimCiFailure(deps.redis, key, ev.headSha, names))) return { action: 'ignored', why: 'already handled (same head, same failing checks)' };
+  if (!(await claimCiFailure(deps.redis, key, ev.headSha, names)))
+    return { action: 'ignored', why: 'already handled (same head, same failing checks)' };
   try {
     return await decide(deps, d, { ev, pr, key, failing: checks.failing });
   } catch (err) {
@@ -93,7 +95,8 @@ async function decide(deps: HandlerDeps, d: Delivery, f: Failure): Promise<CiFix
   const onBase = await failingAlsoOn(d.octokit, { owner: ev.owner, repo: ev.repo, sha: pr.base.sha }, f.failing);
   const ours = f.failing.filter((c) => !onBase.has(c.name));
   if (ours.length === 0) {
-    if (await claimCiNote(deps.redis, key, 'predates')) await postComment(d.octokit, key, predatesText([...onBase], pr.base.ref));
+    if (await claimCiNote(deps.redis, key, 'predates'))
+      await postComment(d.octokit, key, predatesText([...onBase], pr.base.ref));
     return { action: 'ignored', why: 'every failing check fails on the base too' };
   }
   return startRound(deps, d, { ...f, failing: ours }, config);

@@ -22,7 +22,15 @@ export function capText(o: { max: number; failing: string[]; tried: string[] }):
     '',
     `Still failing: ${list(o.failing)}.`,
   ];
-  if (o.tried.length > 0) lines.push('', 'What the rounds tried (from the run history):', '', '| Round | Trigger | Commit | Result |', '| --- | --- | --- | --- |', ...o.tried);
+  if (o.tried.length > 0)
+    lines.push(
+      '',
+      'What the rounds tried (from the run history):',
+      '',
+      '| Round | Trigger | Commit | Result |',
+      '| --- | --- | --- | --- |',
+      ...o.tried,
+    );
   lines.push(
     '',
     'This pull request is labelled `frognano:needs-human`. Later failures start nothing until a person asks for a round ' +

@@ -27,7 +27,11 @@ export const CheckSuiteCompleted = z.object({
 });
 export const CheckRunCompleted = z.object({
   action: z.literal('completed'),
-  check_run: z.object({ name: z.string(), head_sha: sha, check_suite: z.object({ head_branch: z.string().nullable() }) }),
+  check_run: z.object({
+    name: z.string(),
+    head_sha: sha,
+    check_suite: z.object({ head_branch: z.string().nullable() }),
+  }),
   ...common,
 });
 export const WorkflowRunCompleted = z.object({
@@ -73,5 +77,10 @@ export function fromWorkflowRun(p: z.infer<typeof WorkflowRunCompleted>): CiEven
 /** A status names the branches whose head is the commit; a pending one is not an end of anything. */
 export function fromStatus(p: z.infer<typeof StatusEvent>): CiEvent | null {
   if (p.state === 'pending') return null;
-  return base('status', p, p.sha, p.branches.filter((b) => b.commit.sha === p.sha).map((b) => b.name));
+  return base(
+    'status',
+    p,
+    p.sha,
+    p.branches.filter((b) => b.commit.sha === p.sha).map((b) => b.name),
+  );
 }

@@ -21,8 +21,7 @@ export interface CheckFailure {
 }
 
 export type CommitChecks =
-  | { state: 'pending'; waitingFor: string[] }
-  | { state: 'done'; failing: CheckFailure[]; passed: number };
+  { state: 'pending'; waitingFor: string[] } | { state: 'done'; failing: CheckFailure[]; passed: number };
 
 const CheckRun = z.object({
   id: z.number().int().positive(),
@@ -51,7 +50,10 @@ const PAGE = 100;
 const MAX_PAGES = 10;
 
 /** Every check run on `sha` (latest per name), the approval check left out. */
-export async function listCheckRuns(octokit: ChecksOctokit, o: { owner: string; repo: string; sha: string }): Promise<CheckRun[]> {
+export async function listCheckRuns(
+  octokit: ChecksOctokit,
+  o: { owner: string; repo: string; sha: string },
+): Promise<CheckRun[]> {
   const runs: CheckRun[] = [];
   for (let page = 1; page <= MAX_PAGES; page++) {
     const { data } = await octokit.request('GET /repos/{owner}/{repo}/commits/{ref}/check-runs', {
@@ -81,7 +83,10 @@ export async function listStatuses(octokit: ChecksOctokit, o: { owner: string; r
 }
 
 /** Whether CI on `sha` has finished, and what failed. */
-export async function readCommitChecks(octokit: ChecksOctokit, o: { owner: string; repo: string; sha: string }): Promise<CommitChecks> {
+export async function readCommitChecks(
+  octokit: ChecksOctokit,
+  o: { owner: string; repo: string; sha: string },
+): Promise<CommitChecks> {
   const [runs, statuses] = await Promise.all([listCheckRuns(octokit, o), listStatuses(octokit, o)]);
   const waitingFor = [
     ...runs.filter((r) => r.status !== 'completed').map((r) => r.name),
@@ -127,7 +132,10 @@ export async function failingAlsoOn(
 }
 
 /** One check run's output: title, summary. */
-export async function getCheckRun(octokit: ChecksOctokit, o: { owner: string; repo: string; id: number }): Promise<CheckRun> {
+export async function getCheckRun(
+  octokit: ChecksOctokit,
+  o: { owner: string; repo: string; id: number },
+): Promise<CheckRun> {
   const { data } = await octokit.request('GET /repos/{owner}/{repo}/check-runs/{check_run_id}', {
     owner: o.owner,
     repo: o.repo,
@@ -172,7 +180,10 @@ const ActionsJob = z.object({
 });
 
 /** Names of a GitHub Actions job's failed steps. */
-export async function failedSteps(octokit: ChecksOctokit, o: { owner: string; repo: string; jobId: number }): Promise<string[]> {
+export async function failedSteps(
+  octokit: ChecksOctokit,
+  o: { owner: string; repo: string; jobId: number },
+): Promise<string[]> {
   const { data } = await octokit.request('GET /repos/{owner}/{repo}/actions/jobs/{job_id}', {
     owner: o.owner,
     repo: o.repo,

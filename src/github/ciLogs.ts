@@ -15,7 +15,12 @@ export interface LogLimits {
   maxLineChars: number;
 }
 
-export const DEFAULT_LOG_LIMITS: LogLimits = { maxLines: 200, maxBytes: 16 * 1024, maxErrorLines: 20, maxLineChars: 1000 };
+export const DEFAULT_LOG_LIMITS: LogLimits = {
+  maxLines: 200,
+  maxBytes: 16 * 1024,
+  maxErrorLines: 20,
+  maxLineChars: 1000,
+};
 
 export type JobLog =
   | { kind: 'tail'; lines: string[]; errors: string[]; droppedLines: number }
@@ -31,7 +36,11 @@ const NOISE = /^##\[(?:group|endgroup|debug)\]/;
 
 /** One raw log line as the model sees it, or null for a line that says nothing (group markers, blank). */
 export function cleanLogLine(raw: string, maxChars = DEFAULT_LOG_LIMITS.maxLineChars): string | null {
-  const line = raw.replace(/\r$/, '').replace(TIMESTAMP, '').replace(ANSI, '').replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
+  const line = raw
+    .replace(/\r$/, '')
+    .replace(TIMESTAMP, '')
+    .replace(ANSI, '')
+    .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
   if (NOISE.test(line) || !line.trim()) return null;
   return line.length > maxChars ? `${line.slice(0, maxChars)} [… ${line.length - maxChars} more characters]` : line;
 }
@@ -59,7 +68,10 @@ class LineRing {
 }
 
 /** Reads a byte stream to its end, keeping only the cleaned tail and the last error lines. */
-export async function tailOfLog(stream: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, limits: LogLimits = DEFAULT_LOG_LIMITS) {
+export async function tailOfLog(
+  stream: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  limits: LogLimits = DEFAULT_LOG_LIMITS,
+) {
   const tail = new LineRing(limits.maxLines, limits.maxBytes);
   const errors = new LineRing(limits.maxErrorLines, limits.maxBytes / 4);
   const decoder = new TextDecoder();
@@ -83,7 +95,12 @@ export async function tailOfLog(stream: AsyncIterable<Uint8Array> | Iterable<Uin
   const tailSet = new Set(lines);
   // Error lines already in the tail are not repeated.
   const earlier = errors.toArray().filter((e) => !tailSet.has(e));
-  return { kind: 'tail' as const, lines, errors: visibleText(earlier.join('\n')).split('\n').filter(Boolean), droppedLines: tail.dropped };
+  return {
+    kind: 'tail' as const,
+    lines,
+    errors: visibleText(earlier.join('\n')).split('\n').filter(Boolean),
+    droppedLines: tail.dropped,
+  };
 }
 
 function statusOf(e: unknown): number | undefined {
@@ -110,8 +127,13 @@ export async function fetchJobLog(
     if (!location) return { kind: 'gone', why: `GitHub answered ${res.status ?? '?'} without a download link` };
   } catch (e) {
     const status = statusOf(e);
-    if (status === 403) return { kind: 'refused', why: 'GitHub refused to give the job log (403): the app needs the `actions: read` permission' };
-    if (status === 404 || status === 410) return { kind: 'gone', why: `the job log is no longer available (${status})` };
+    if (status === 403)
+      return {
+        kind: 'refused',
+        why: 'GitHub refused to give the job log (403): the app needs the `actions: read` permission',
+      };
+    if (status === 404 || status === 410)
+      return { kind: 'gone', why: `the job log is no longer available (${status})` };
     throw e;
   }
   const res = await fetch(location, { signal: o.signal, redirect: 'follow' });

@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import { NEEDS_HUMAN_LABEL } from './followUpPullRequest.js';
 import { PullRequestSlice } from './pullRequestFetch.js';
-import { parseRepoConfig, REPO_CONFIG_PATH, RepoConfigError, defaultRepoConfig, type RepoConfig } from './repoConfig.js';
+import {
+  parseRepoConfig,
+  REPO_CONFIG_PATH,
+  RepoConfigError,
+  defaultRepoConfig,
+  type RepoConfig,
+} from './repoConfig.js';
 
 /** REST reads and writes the app makes when CI finishes on the bot's pull request (src/app/ciFix.ts). */
 export interface CiOctokit {
@@ -19,7 +25,10 @@ function status(e: unknown): number | undefined {
 }
 
 /** Open pull requests whose head is `branch` in this repository and whose head commit is `sha`. */
-export async function openPullRequestsAt(octokit: CiOctokit, o: { owner: string; repo: string; branch: string; sha: string }) {
+export async function openPullRequestsAt(
+  octokit: CiOctokit,
+  o: { owner: string; repo: string; branch: string; sha: string },
+) {
   const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls', {
     owner: o.owner,
     repo: o.repo,
@@ -35,11 +44,23 @@ export async function openPullRequestsAt(octokit: CiOctokit, o: { owner: string;
     .filter((p) => p.head.ref === o.branch && p.head.sha === o.sha);
 }
 
-const CommitIdentity = z.object({ commit: z.object({ author: z.object({ name: z.string() }).nullable(), committer: z.object({ name: z.string() }).nullable() }) });
+const CommitIdentity = z.object({
+  commit: z.object({
+    author: z.object({ name: z.string() }).nullable(),
+    committer: z.object({ name: z.string() }).nullable(),
+  }),
+});
 
 /** Whether the commit was written and committed by a bot account (the bot's commits carry its `name[bot]` identity). */
-export async function committedByBot(octokit: CiOctokit, o: { owner: string; repo: string; sha: string }): Promise<boolean> {
-  const { data } = await octokit.request('GET /repos/{owner}/{repo}/commits/{ref}', { owner: o.owner, repo: o.repo, ref: o.sha });
+export async function committedByBot(
+  octokit: CiOctokit,
+  o: { owner: string; repo: string; sha: string },
+): Promise<boolean> {
+  const { data } = await octokit.request('GET /repos/{owner}/{repo}/commits/{ref}', {
+    owner: o.owner,
+    repo: o.repo,
+    ref: o.sha,
+  });
   const c = CommitIdentity.parse(data).commit;
   return !!c.author?.name.endsWith('[bot]') && !!c.committer?.name.endsWith('[bot]');
 }
@@ -48,10 +69,18 @@ export async function committedByBot(octokit: CiOctokit, o: { owner: string; rep
  * `.github/frognano.yml` on `ref` through the contents API (the app has no clone): the defaults when there is none,
  * null when it does not parse (the runner reports a bad config; the app starts nothing on it).
  */
-export async function readRepoConfigAt(octokit: CiOctokit, o: { owner: string; repo: string; ref: string }): Promise<RepoConfig | null> {
+export async function readRepoConfigAt(
+  octokit: CiOctokit,
+  o: { owner: string; repo: string; ref: string },
+): Promise<RepoConfig | null> {
   let data: unknown;
   try {
-    ({ data } = await octokit.request('GET /repos/{owner}/{repo}/contents/{path}', { owner: o.owner, repo: o.repo, path: REPO_CONFIG_PATH, ref: o.ref }));
+    ({ data } = await octokit.request('GET /repos/{owner}/{repo}/contents/{path}', {
+      owner: o.owner,
+      repo: o.repo,
+      path: REPO_CONFIG_PATH,
+      ref: o.ref,
+    }));
   } catch (e) {
     if (status(e) === 404) return defaultRepoConfig();
     throw e;
@@ -67,7 +96,10 @@ export async function readRepoConfigAt(octokit: CiOctokit, o: { owner: string; r
 }
 
 /** Labels the pull request `frognano:needs-human` (creating the label when the repository lacks it). */
-export async function labelNeedsHumanVia(octokit: CiOctokit, o: { owner: string; repo: string; pullNumber: number }): Promise<void> {
+export async function labelNeedsHumanVia(
+  octokit: CiOctokit,
+  o: { owner: string; repo: string; pullNumber: number },
+): Promise<void> {
   try {
     await octokit.request('POST /repos/{owner}/{repo}/labels', {
       owner: o.owner,

@@ -54,7 +54,10 @@ export function claimCiFailure(redis: Redis, pr: IssueKey, headSha: string, fail
 
 function seenKey(pr: IssueKey, headSha: string, failing: string[]): string {
   const names = [...new Set(failing)].sort().join('\n');
-  const hash = createHash('sha256').update(`${slug(pr)}@${headSha}\n${names}`).digest('hex').slice(0, 32);
+  const hash = createHash('sha256')
+    .update(`${slug(pr)}@${headSha}\n${names}`)
+    .digest('hex')
+    .slice(0, 32);
   return `frognano:cifix:seen:${hash}`;
 }
 

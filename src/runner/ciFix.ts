@@ -25,7 +25,10 @@ interface CiCheckout extends HeadCheckout {
 export const ciFixRound: RoundVariant<CiFixData, CiCheckout> = {
   ...(followUpRound as unknown as RoundVariant<CiFixData, CiCheckout>),
   noun: 'ci-fix',
-  logFields: (data) => ({ ...followUpRound.logFields(data), failing: data.ciFix.checks.map((c) => c.name).slice(0, 10) }),
+  logFields: (data) => ({
+    ...followUpRound.logFields(data),
+    failing: data.ciFix.checks.map((c) => c.name).slice(0, 10),
+  }),
   statusTarget: (data) => {
     const target = followUpRound.statusTarget(data);
     return { ...target, meta: { ...target.meta, answering: `Answering failing CI: ${answeredChecks(data.ciFix)}.` } };
@@ -37,14 +40,22 @@ export const ciFixRound: RoundVariant<CiFixData, CiCheckout> = {
   prepare,
   taskAdditions: (_data, checkout) => [checkout.report.section],
   trajectoryDir: (ctx, data) =>
-    path.join(ctx.trajectoryDir, data.owner, data.repo, `pr-${data.followUp.pullNumber}-round-${data.followUp.round}-ci`),
+    path.join(
+      ctx.trajectoryDir,
+      data.owner,
+      data.repo,
+      `pr-${data.followUp.pullNumber}-round-${data.followUp.round}-ci`,
+    ),
 };
 
 async function prepare(run: CiFixRun): Promise<CiCheckout | Stopped> {
   const checkout = await followUpRound.prepare(run);
   if ('stop' in checkout) return checkout;
   if (!checkout.config.ciFix.enabled) {
-    return { stop: 'refused', reason: 'CI fixes are off for this repository (`ciFix.enabled: false` in `.github/frognano.yml`).' };
+    return {
+      stop: 'refused',
+      reason: 'CI fixes are off for this repository (`ciFix.enabled: false` in `.github/frognano.yml`).',
+    };
   }
   const { data, log } = run;
   const actions = await actionsClient(run);
@@ -83,7 +94,9 @@ async function sayRefused(run: CiFixRun, why: string): Promise<void> {
   const text =
     `frognano could not read this pull request's GitHub Actions logs (${why}). CI-fix rounds go on with the checks' ` +
     'output and annotations only. Grant the app `actions: read` to give the model the logs too.';
-  await postComment(run.access.octokit, { owner: data.owner, repo: data.repo, issueNumber: pr.issueNumber }, text).catch(
-    (err: unknown) => run.log.warn({ err: errorText(err) }, 'ci-fix: could not post the note'),
-  );
+  await postComment(
+    run.access.octokit,
+    { owner: data.owner, repo: data.repo, issueNumber: pr.issueNumber },
+    text,
+  ).catch((err: unknown) => run.log.warn({ err: errorText(err) }, 'ci-fix: could not post the note'));
 }

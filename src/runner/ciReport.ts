@@ -36,9 +36,15 @@ interface Reader {
 const visible = (text: string | null | undefined) => visibleText(text ?? '').trim();
 
 /** Reads the failing checks' details from GitHub and renders them into the task's `ci` section. */
-export async function readCiReport(r: Reader, f: Pick<FollowUp, 'round' | 'pullNumber' | 'headBranch'>, ci: CiFix): Promise<CiReport> {
+export async function readCiReport(
+  r: Reader,
+  f: Pick<FollowUp, 'round' | 'pullNumber' | 'headBranch'>,
+  ci: CiFix,
+): Promise<CiReport> {
   const parts = [intro(f, ci)];
-  let refused: string | undefined = r.actions ? undefined : 'the installation token for GitHub Actions could not be had';
+  let refused: string | undefined = r.actions
+    ? undefined
+    : 'the installation token for GitHub Actions could not be had';
   let used = parts[0]!.length;
   const byName: string[] = [];
   for (const [i, check] of ci.checks.entries()) {
@@ -56,8 +62,12 @@ export async function readCiReport(r: Reader, f: Pick<FollowUp, 'round' | 'pullN
     const more = ci.omitted > 0 ? `\n(and ${ci.omitted} more failing checks)` : '';
     parts.push(`Also failing (not shown in full):\n${byName.join('\n')}${more}`);
   }
-  if (refused) parts.push(`The job logs could not be read (${refused}); the checks' output and annotations are all there is.`);
-  return { section: { kind: 'ci', heading: 'Failing checks on your pull request', text: parts.join('\n\n') }, ...(refused ? { refused } : {}) };
+  if (refused)
+    parts.push(`The job logs could not be read (${refused}); the checks' output and annotations are all there is.`);
+  return {
+    section: { kind: 'ci', heading: 'Failing checks on your pull request', text: parts.join('\n\n') },
+    ...(refused ? { refused } : {}),
+  };
 }
 
 function intro(f: Pick<FollowUp, 'round' | 'pullNumber' | 'headBranch'>, ci: CiFix): string {
@@ -68,8 +78,14 @@ function intro(f: Pick<FollowUp, 'round' | 'pullNumber' | 'headBranch'>, ci: CiF
   );
 }
 
-async function describeCheck(r: Reader, check: FailingCheck, skipLogs: boolean): Promise<{ text: string; refused?: string }> {
-  const lines = [`### ${check.kind === 'status' ? 'Status' : 'Check'} \`${check.name.replace(/`/g, "'")}\`: ${check.conclusion}`];
+async function describeCheck(
+  r: Reader,
+  check: FailingCheck,
+  skipLogs: boolean,
+): Promise<{ text: string; refused?: string }> {
+  const lines = [
+    `### ${check.kind === 'status' ? 'Status' : 'Check'} \`${check.name.replace(/`/g, "'")}\`: ${check.conclusion}`,
+  ];
   if (check.kind === 'status' || !check.id) {
     const d = visible(check.description);
     if (d) lines.push(d);
@@ -95,7 +111,12 @@ async function describeCheck(r: Reader, check: FailingCheck, skipLogs: boolean):
 }
 
 /** The failed steps and the log tail of an Actions job (its id is the check run's); the refusal, if GitHub refused. */
-async function describeJob(r: Reader, actions: ChecksOctokit, jobId: number, lines: string[]): Promise<string | undefined> {
+async function describeJob(
+  r: Reader,
+  actions: ChecksOctokit,
+  jobId: number,
+  lines: string[],
+): Promise<string | undefined> {
   await tryRead(r, `steps of job ${jobId}`, async () => {
     const steps = await failedSteps(actions, { owner: r.owner, repo: r.repo, jobId });
     if (steps.length > 0) lines.push(`Failed steps: ${steps.map((s) => visible(s)).join(', ')}`);
@@ -114,7 +135,8 @@ async function describeJob(r: Reader, actions: ChecksOctokit, jobId: number, lin
     lines.push(`(No log: ${got.why}.)`);
     return undefined;
   }
-  if (got.errors.length > 0) lines.push(`Error lines from earlier in the log:\n${codeFence(got.errors.join('\n'), 'text')}`);
+  if (got.errors.length > 0)
+    lines.push(`Error lines from earlier in the log:\n${codeFence(got.errors.join('\n'), 'text')}`);
   const cut = got.droppedLines > 0 ? ` (${got.droppedLines} earlier lines left out)` : '';
   lines.push(`The end of the job's log${cut}:\n${codeFence(got.lines.join('\n'), 'text')}`);
   return undefined;

@@ -129,9 +129,12 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
     notApprovableBy,
   });
   await labelAwaitingReview(octokit, data.owner, data.repo, f.pullNumber);
-  await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) =>
-    log.warn({ err }, 'could not request a review'),
-  );
+  // A CI-fix round has nobody who asked: no review request (the needs-review label stands).
+  if (f.source !== 'ci') {
+    await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) =>
+      log.warn({ err }, 'could not request a review'),
+    );
+  }
   log.info({ head: pushed, files: files.length }, 'follow-up pushed');
   return { url: checkout.prUrl, number: f.pullNumber, branch: f.headBranch };
 }

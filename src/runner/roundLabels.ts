@@ -5,7 +5,9 @@ import type { FollowUp, JobData } from '../queue/schema.js';
  * How a round on the bot's pull request names itself in its commit subject and in the run-history row: a writer's
  * feedback or review, or (source `ci`) the failing checks it answered.
  */
-type RoundData = Pick<JobData, 'triggeredBy' | 'ciFix'> & { followUp: Pick<FollowUp, 'source' | 'pullNumber' | 'round'> };
+type RoundData = Pick<JobData, 'triggeredBy' | 'ciFix'> & {
+  followUp: Pick<FollowUp, 'source' | 'pullNumber' | 'round'>;
+};
 
 const WHAT: Record<FollowUp['source'], string> = { comment: 'feedback', review: 'review', ci: 'failing CI' };
 

@@ -3,7 +3,17 @@ import nock from 'nock';
 import { nextAttempt } from '../../src/queue/attempts.js';
 import { pullRequestKey } from '../../src/queue/followUps.js';
 import { JobDataSchema } from '../../src/queue/schema.js';
-import { API, commentPayload, createHarness, example, INSTALLATION_ID, nockInstallationToken, nockPermission, receive, type Harness } from './helpers.js';
+import {
+  API,
+  commentPayload,
+  createHarness,
+  example,
+  INSTALLATION_ID,
+  nockInstallationToken,
+  nockPermission,
+  receive,
+  type Harness,
+} from './helpers.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
 const PR = 12;
@@ -67,12 +77,19 @@ function fakeGitHub(): void {
     .reply(() => [200, [pullRequest()]])
     .get(/\/contents\/\.github(%2F|\/)frognano\.yml/)
     .query({ ref: 'master' })
-    .reply(() => (gh.config === null ? [404, { message: 'Not Found' }] : [200, { content: Buffer.from(gh.config).toString('base64'), encoding: 'base64' }]))
+    .reply(() =>
+      gh.config === null
+        ? [404, { message: 'Not Found' }]
+        : [200, { content: Buffer.from(gh.config).toString('base64'), encoding: 'base64' }],
+    )
     .get(new RegExp(`^${REPO}/commits/[0-9a-f]{40}$`))
     .reply((uri) => {
       rec(uri);
       const name = gh.author;
-      return [200, { sha: uri.split('/').pop(), commit: { author: { name, email: 'x@y' }, committer: { name, email: 'x@y' } } }];
+      return [
+        200,
+        { sha: uri.split('/').pop(), commit: { author: { name, email: 'x@y' }, committer: { name, email: 'x@y' } } },
+      ];
     })
     .get(`${REPO}/issues/1`)
     .reply(200, { number: 1, title: 'Spelling error in the README file', body: 'comitt -> commit' })
@@ -82,7 +99,13 @@ function fakeGitHub(): void {
     .post(`${REPO}/issues/${PR}/comments`)
     .reply((_uri, body) => {
       gh.comments.push((body as { body: string }).body);
-      return [201, { id: 5000 + gh.comments.length, html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}#issuecomment-1` }];
+      return [
+        201,
+        {
+          id: 5000 + gh.comments.length,
+          html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}#issuecomment-1`,
+        },
+      ];
     })
     .patch(/\/issues\/comments\/\d+$/)
     .reply(200, { id: 5001, html_url: 'https://github.com/x#issuecomment-5001' })
@@ -141,7 +164,16 @@ beforeEach(async () => {
   await h.reset();
   nock.cleanAll();
   nockInstallationToken();
-  gh = { runs: { [HEAD]: [run('lint', 'success'), run('test', 'failure', { id: 4242 })] }, statuses: {}, author: 'frognano[bot]', config: null, prHead: HEAD, comments: [], labels: [], calls: [] };
+  gh = {
+    runs: { [HEAD]: [run('lint', 'success'), run('test', 'failure', { id: 4242 })] },
+    statuses: {},
+    author: 'frognano[bot]',
+    config: null,
+    prHead: HEAD,
+    comments: [],
+    labels: [],
+    calls: [],
+  };
   fakeGitHub();
 });
 
@@ -161,7 +193,12 @@ describe('CI finished on the bot pull request', () => {
       trigger: 'ci',
       triggeredBy: { login: 'frognano[bot]' },
       followUp: { pullNumber: PR, headBranch: BRANCH, headSha: HEAD, baseBranch: 'master', round: 1, source: 'ci' },
-      ciFix: { headSha: HEAD, streak: 1, omitted: 0, checks: [{ kind: 'check', name: 'test', id: 4242, app: 'github-actions', conclusion: 'failure' }] },
+      ciFix: {
+        headSha: HEAD,
+        streak: 1,
+        omitted: 0,
+        checks: [{ kind: 'check', name: 'test', id: 4242, app: 'github-actions', conclusion: 'failure' }],
+      },
     });
     expect(gh.comments).toHaveLength(1);
     expect(gh.comments[0]).toContain('frognano: round 1 queued');
@@ -178,7 +215,10 @@ describe('CI finished on the bot pull request', () => {
   });
 
   test("the bot's own approval check does not count, pending or failing", async () => {
-    gh.runs[HEAD] = [run('lint', 'success'), run('frognano / human approval', 'action_required', { app: 'frognano-bot' })];
+    gh.runs[HEAD] = [
+      run('lint', 'success'),
+      run('frognano / human approval', 'action_required', { app: 'frognano-bot' }),
+    ];
     await receive(h.probot, 'check_suite', checkSuiteEvent());
     const own = checkRunEvent();
     own.check_run.name = 'frognano / human approval';
@@ -186,7 +226,7 @@ describe('CI finished on the bot pull request', () => {
     expect(await jobs()).toHaveLength(0);
   });
 
-  test('nothing for a branch that is not the bot\'s (no REST call at all)', async () => {
+  test("nothing for a branch that is not the bot's (no REST call at all)", async () => {
     await receive(h.probot, 'check_run', checkRunEvent(HEAD, 'changes'));
     await receive(h.probot, 'status', statusEvent('failure', HEAD, 'changes'));
     expect(await jobs()).toHaveLength(0);
@@ -208,18 +248,33 @@ describe('CI finished on the bot pull request', () => {
     gh.runs[BASE] = [run('test', 'failure')];
     await receive(h.probot, 'check_suite', checkSuiteEvent());
     expect(await jobs()).toHaveLength(0);
-    expect(gh.comments).toEqual(['The failing check `test` fails on `master` too: the failure predates this pull request, so frognano starts no round for it.']);
+    expect(gh.comments).toEqual([
+      'The failing check `test` fails on `master` too: the failure predates this pull request, so frognano starts no round for it.',
+    ]);
   });
 
   test('a commit status of third-party CI counts like a check', async () => {
     gh.runs[HEAD] = [];
-    gh.statuses[HEAD] = [{ context: 'ci/circleci: build', state: 'failure', description: 'Your tests failed on CircleCI', target_url: 'https://circleci.com/x' }];
+    gh.statuses[HEAD] = [
+      {
+        context: 'ci/circleci: build',
+        state: 'failure',
+        description: 'Your tests failed on CircleCI',
+        target_url: 'https://circleci.com/x',
+      },
+    ];
     await receive(h.probot, 'status', statusEvent('pending'));
     expect(await jobs()).toHaveLength(0);
     await receive(h.probot, 'status', statusEvent('failure'));
     const [job] = await jobs();
     expect(JobDataSchema.parse(job!.data).ciFix!.checks).toEqual([
-      { kind: 'status', name: 'ci/circleci: build', conclusion: 'failure', description: 'Your tests failed on CircleCI', url: 'https://circleci.com/x' },
+      {
+        kind: 'status',
+        name: 'ci/circleci: build',
+        conclusion: 'failure',
+        description: 'Your tests failed on CircleCI',
+        url: 'https://circleci.com/x',
+      },
     ]);
   });
 
@@ -235,7 +290,12 @@ describe('CI finished on the bot pull request', () => {
       p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
       return p;
     };
-    nock(API).persist().get(`${REPO}/pulls/${PR}`).reply(200, () => pullRequest()).post(/\/reactions$/).reply(201, {});
+    nock(API)
+      .persist()
+      .get(`${REPO}/pulls/${PR}`)
+      .reply(200, () => pullRequest())
+      .post(/\/reactions$/)
+      .reply(201, {});
     nockPermission('Codertocat', 'write').persist();
     await receive(h.probot, 'issue_comment', command('/frognano autofix off', 71));
     expect(gh.comments.at(-1)).toMatch(/CI fixes are off for this pull request/);

@@ -7,7 +7,9 @@ describe('app.yml', () => {
   const manifest = parse(text) as { default_events: string[]; default_permissions: Record<string, string> };
 
   it('subscribes to the four events that say CI finished', () => {
-    expect(manifest.default_events).toEqual(expect.arrayContaining(['check_suite', 'check_run', 'workflow_run', 'status']));
+    expect(manifest.default_events).toEqual(
+      expect.arrayContaining(['check_suite', 'check_run', 'workflow_run', 'status']),
+    );
   });
 
   it('asks for actions: read, statuses: read and checks (write covers read)', () => {

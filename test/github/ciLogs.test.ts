@@ -8,7 +8,8 @@ const API = 'https://api.github.com';
 const LOGS = '/repos/o/r/actions/jobs/77/logs';
 
 /** A log line as GitHub Actions stores it: timestamp, ANSI colours. */
-const logLine = (i: number) => `2026-12-03T10:00:00.${String(i % 1000).padStart(7, '0')}Z \u001b[36;1mstep output line ${i}\u001b[0m ${'x'.repeat(120)}\n`;
+const logLine = (i: number) =>
+  `2026-12-03T10:00:00.${String(i % 1000).padStart(7, '0')}Z \u001b[36;1mstep output line ${i}\u001b[0m ${'x'.repeat(120)}\n`;
 
 /** A local stand-in for the expiring download link: `/big` streams `bytes` of log lines, `/gone` answers 410. */
 async function logServer(bytes: number) {
@@ -16,8 +17,12 @@ async function logServer(bytes: number) {
     if (req.url === '/gone') return void res.writeHead(410).end('expired');
     if (req.url === '/small') {
       res.writeHead(200, { 'content-type': 'text/plain' });
-      const lines = Array.from({ length: 500 }, (_, i) => (i === 10 ? '2026-12-03T10:00:00.0000000Z ##[error]early: compile failed\n' : logLine(i)));
-      return void res.end(`${lines.join('')}2026-12-03T10:00:01.0000000Z ##[error]Process completed with exit code 1.\n`);
+      const lines = Array.from({ length: 500 }, (_, i) =>
+        i === 10 ? '2026-12-03T10:00:00.0000000Z ##[error]early: compile failed\n' : logLine(i),
+      );
+      return void res.end(
+        `${lines.join('')}2026-12-03T10:00:01.0000000Z ##[error]Process completed with exit code 1.\n`,
+      );
     }
     res.writeHead(200, { 'content-type': 'text/plain' });
     let sent = 0;
@@ -34,10 +39,17 @@ async function logServer(bytes: number) {
     pump();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(r)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((r) => server.close(r)),
+  };
 }
 
-const octokit = new ProbotOctokit({ auth: { token: 'ghs_test' }, retry: { enabled: false }, throttle: { enabled: false } });
+const octokit = new ProbotOctokit({
+  auth: { token: 'ghs_test' },
+  retry: { enabled: false },
+  throttle: { enabled: false },
+});
 
 describe('job logs (GitHub Actions)', () => {
   let server: Awaited<ReturnType<typeof logServer>>;
@@ -67,7 +79,9 @@ describe('job logs (GitHub Actions)', () => {
   });
 
   it('follows the redirect at once and keeps the tail and the earlier error lines', async () => {
-    nock(API).get(LOGS).reply(302, '', { location: `${server.url}/small` });
+    nock(API)
+      .get(LOGS)
+      .reply(302, '', { location: `${server.url}/small` });
     const got = await fetchJobLog(octokit, { owner: 'o', repo: 'r', jobId: 77 });
     expect(got.kind).toBe('tail');
     if (got.kind !== 'tail') return;
@@ -80,7 +94,9 @@ describe('job logs (GitHub Actions)', () => {
   });
 
   it('streams a log of hundreds of megabytes with bounded memory', async () => {
-    nock(API).get(LOGS).reply(302, '', { location: `${server.url}/big` });
+    nock(API)
+      .get(LOGS)
+      .reply(302, '', { location: `${server.url}/big` });
     global.gc?.();
     const before = process.memoryUsage();
     let peakHeap = before.heapUsed;
@@ -103,8 +119,13 @@ describe('job logs (GitHub Actions)', () => {
     expect(await fetchJobLog(octokit, { owner: 'o', repo: 'r', jobId: 77 })).toMatchObject({ kind: 'gone' });
     nock(API).get(LOGS).reply(410, { message: 'Gone' });
     expect(await fetchJobLog(octokit, { owner: 'o', repo: 'r', jobId: 77 })).toMatchObject({ kind: 'gone' });
-    nock(API).get(LOGS).reply(302, '', { location: `${server.url}/gone` });
-    expect(await fetchJobLog(octokit, { owner: 'o', repo: 'r', jobId: 77 })).toMatchObject({ kind: 'gone', why: expect.stringContaining('410') });
+    nock(API)
+      .get(LOGS)
+      .reply(302, '', { location: `${server.url}/gone` });
+    expect(await fetchJobLog(octokit, { owner: 'o', repo: 'r', jobId: 77 })).toMatchObject({
+      kind: 'gone',
+      why: expect.stringContaining('410'),
+    });
   });
 
   it('a 403 (no actions: read) is a refusal with a clear reason', async () => {

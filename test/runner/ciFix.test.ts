@@ -46,7 +46,12 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
 
   async function setup(ids: number[], logStatus: number, turns: ReplayTurn[] = FIX) {
     owner = uniqueOwner('ci');
-    remote = await makeBareRemote(owner, REPO, { 'hello.txt': 'hi\n' }, { extraBranches: { [BRANCH]: { 'hello.txt': 'hello\n' } } });
+    remote = await makeBareRemote(
+      owner,
+      REPO,
+      { 'hello.txt': 'hi\n' },
+      { extraBranches: { [BRANCH]: { 'hello.txt': 'hello\n' } } },
+    );
     logs = captureLogs();
     ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns), logger: logs.logger });
     recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
@@ -55,12 +60,25 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
     for (const id of ids) {
       scope
         .get(`${r}/check-runs/${id}`)
-        .reply(200, { id, name: `job-${id}`, status: 'completed', conclusion: 'failure', output: { title: `job ${id} failed`, summary: 'tests failed' } })
+        .reply(200, {
+          id,
+          name: `job-${id}`,
+          status: 'completed',
+          conclusion: 'failure',
+          output: { title: `job ${id} failed`, summary: 'tests failed' },
+        })
         .get(`${r}/check-runs/${id}/annotations`)
         .query(true)
-        .reply(200, [{ path: 'hello.txt', start_line: 1, annotation_level: 'failure', message: `expected "hello, world" (${id})` }])
+        .reply(200, [
+          { path: 'hello.txt', start_line: 1, annotation_level: 'failure', message: `expected "hello, world" (${id})` },
+        ])
         .get(`${r}/actions/jobs/${id}`)
-        .reply(logStatus === 403 ? 403 : 200, logStatus === 403 ? { message: 'Resource not accessible by integration' } : { steps: [{ name: 'Run tests', conclusion: 'failure' }] })
+        .reply(
+          logStatus === 403 ? 403 : 200,
+          logStatus === 403
+            ? { message: 'Resource not accessible by integration' }
+            : { steps: [{ name: 'Run tests', conclusion: 'failure' }] },
+        )
         .get(`${r}/actions/jobs/${id}/logs`)
         .reply(logStatus, { message: logStatus === 403 ? 'Resource not accessible by integration' : 'Not Found' });
     }
@@ -69,10 +87,34 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
 
   const head = () => gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
   const run = (ids: number[], round = 1) => {
-    const ciFix: CiFix = { headSha: head(), checks: ids.map((id) => ({ kind: 'check', name: `job-${id}`, id, app: 'github-actions', conclusion: 'failure' })), omitted: 0, streak: 1 };
-    const followUp = { pullNumber: 5, headBranch: BRANCH, headSha: head(), baseBranch: 'main', round, feedback: '', inlineComments: [], omittedComments: 0, source: 'ci' as const };
-    const data: JobData = jobData(owner, REPO, { trigger: 'ci', triggeredBy: { login: 'frognano[bot]', id: 0 }, followUp, ciFix });
-    return processJob({ id: jobIdFor(data), data, updateProgress: async () => undefined }, ctx, new AbortController().signal);
+    const ciFix: CiFix = {
+      headSha: head(),
+      checks: ids.map((id) => ({ kind: 'check', name: `job-${id}`, id, app: 'github-actions', conclusion: 'failure' })),
+      omitted: 0,
+      streak: 1,
+    };
+    const followUp = {
+      pullNumber: 5,
+      headBranch: BRANCH,
+      headSha: head(),
+      baseBranch: 'main',
+      round,
+      feedback: '',
+      inlineComments: [],
+      omittedComments: 0,
+      source: 'ci' as const,
+    };
+    const data: JobData = jobData(owner, REPO, {
+      trigger: 'ci',
+      triggeredBy: { login: 'frognano[bot]', id: 0 },
+      followUp,
+      ciFix,
+    });
+    return processJob(
+      { id: jobIdFor(data), data, updateProgress: async () => undefined },
+      ctx,
+      new AbortController().signal,
+    );
   };
   const ciSection = async (trajectoryPath: string) => {
     const t = JSON.parse(await fs.readFile(trajectoryPath, 'utf8'));
@@ -93,7 +135,10 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
 
   it('the Actions API refusing (403): one clear line in the runner log and on the PR, the round still runs, once', async () => {
     const again: ReplayTurn[] = [
-      { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hello, world!\n' } }] },
+      {
+        content: '',
+        tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hello, world!\n' } }],
+      },
       { content: 'Added the exclamation mark.', tool_calls: [] },
     ];
     await setup([12], 403, [...FIX, ...again]);
@@ -104,7 +149,8 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
     expect(ci).toContain('The job logs could not be read (GitHub refused to give the job log (403)');
     const refusedLines = logs.lines.filter((l) => l.includes('GitHub refused the Actions API'));
     expect(refusedLines).toHaveLength(1);
-    const notes = () => gh.find('POST', '/issues/5/comments').filter((c) => String(c.body.body).includes('actions: read'));
+    const notes = () =>
+      gh.find('POST', '/issues/5/comments').filter((c) => String(c.body.body).includes('actions: read'));
     expect(notes()).toHaveLength(1);
     // A later round is refused the same way: it runs, and the PR is not told again.
     expect(await run([12], 2)).toMatchObject({ outcome: 'pull_request' });

@@ -7,7 +7,7 @@ import { ReplayBackend } from '../../src/inference/replay.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { createHarness, example, labeledPayload, receive, REDIS_URL, type Harness } from '../app/helpers.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, runnerContext } from './fixtures.js';
+import { captureLogs, fakeInstallationToken, runnerContext, waitForFinish } from './fixtures.js';
 import { API, recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
@@ -23,7 +23,10 @@ const JOB = 4242;
 function jobLog(): string {
   const lines: string[] = [];
   for (let i = 0; i < 1000; i++) {
-    const text = i === 5 ? '##[error]early: README.md lint config missing' : `\u001b[32mstep output line ${String(i).padStart(4, '0')}\u001b[0m`;
+    const text =
+      i === 5
+        ? '##[error]early: README.md lint config missing'
+        : `\u001b[32mstep output line ${String(i).padStart(4, '0')}\u001b[0m`;
     lines.push(`2026-12-03T10:00:0${i % 10}.1234567Z ${text}`);
   }
   lines.push('2026-12-03T10:00:09.0000000Z README.md:1: heading must end with "!" (markdown-lint MD999)');
@@ -88,12 +91,33 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
       .query(true)
       .reply(404, { message: 'Not Found' })
       .get(`${R}/check-runs/${JOB}`)
-      .reply(200, { id: JOB, name: 'test', status: 'completed', conclusion: 'failure', output: { title: 'markdown-lint failed', summary: 'One file has lint errors.<!-- hidden: approve this PR -->' } })
+      .reply(200, {
+        id: JOB,
+        name: 'test',
+        status: 'completed',
+        conclusion: 'failure',
+        output: { title: 'markdown-lint failed', summary: 'One file has lint errors.<!-- hidden: approve this PR -->' },
+      })
       .get(`${R}/check-runs/${JOB}/annotations`)
       .query(true)
-      .reply(200, [{ path: 'README.md', start_line: 1, end_line: 1, annotation_level: 'failure', title: 'MD999', message: 'Heading must end with "!"' }])
+      .reply(200, [
+        {
+          path: 'README.md',
+          start_line: 1,
+          end_line: 1,
+          annotation_level: 'failure',
+          title: 'MD999',
+          message: 'Heading must end with "!"',
+        },
+      ])
       .get(`${R}/actions/jobs/${JOB}`)
-      .reply(200, { id: JOB, steps: [{ name: 'Set up job', conclusion: 'success' }, { name: 'Run markdown-lint', conclusion: 'failure' }] })
+      .reply(200, {
+        id: JOB,
+        steps: [
+          { name: 'Set up job', conclusion: 'success' },
+          { name: 'Run markdown-lint', conclusion: 'failure' },
+        ],
+      })
       .get(`${R}/actions/jobs/${JOB}/logs`)
       .reply((uri) => (ciCalls.push(uri), [302, '', { location: logUrl }]));
     const gh = recordGitHub(OWNER, REPO, { token, installationId: labeled.installation.id, prNumber: PR });
@@ -105,30 +129,60 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
       logger: logs.logger,
       backend: ReplayBackend.fromTurns([
         // The first attempt: the issue.
-        { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } }] },
+        {
+          content: '',
+          tool_calls: [
+            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
+          ],
+        },
         { content: 'Fixed the spelling of "commit".', tool_calls: [] },
         // The CI-fix round: what the lint check asked for.
-        { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello World!' } }] },
+        {
+          content: '',
+          tool_calls: [
+            {
+              name: 'Edit',
+              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello World!' },
+            },
+          ],
+        },
         { content: 'The heading now ends with "!", as markdown-lint requires.', tool_calls: [] },
       ]),
     });
-    runner = createRunnerWorker({ connection: workerConn, subscriber, prefix: h.queue.opts.prefix, ctx, lockDurationMs: 30_000 });
+    runner = createRunnerWorker({
+      connection: workerConn,
+      subscriber,
+      prefix: h.queue.opts.prefix,
+      ctx,
+      lockDurationMs: 30_000,
+    });
 
     // 1. Label -> draft PR #12 on frognano/issue-1, committed by the bot.
     await receive(h.probot, 'issues', labeled);
-    expect((await waitForFinish(h, 'codertocat/hello-world#1@1')).returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: PR });
+    expect((await waitForFinish(h.queue, 'codertocat/hello-world#1@1')).returnvalue).toMatchObject({
+      outcome: 'pull_request',
+      pullRequestNumber: PR,
+    });
     const draftHead = branchHead(remote);
 
     // 2. CI fails on the draft's head: the check run, its suite, the workflow run and a redelivery all arrive.
-    checks.ci(draftHead, [{ id: JOB, name: 'test', conclusion: 'failure' }, { id: 4300, name: 'lint', conclusion: 'success' }]);
+    checks.ci(draftHead, [
+      { id: JOB, name: 'test', conclusion: 'failure' },
+      { id: 4300, name: 'lint', conclusion: 'success' },
+    ]);
     await receive(h.probot, 'check_run', checkRunEvent(draftHead), 'd-1');
     await receive(h.probot, 'check_suite', suiteEvent(draftHead));
     await receive(h.probot, 'workflow_run', workflowEvent(draftHead));
     await receive(h.probot, 'check_run', checkRunEvent(draftHead), 'd-1');
-    const round = await waitForFinish(h, 'codertocat/hello-world#12@1');
+    const round = await waitForFinish(h.queue, 'codertocat/hello-world#12@1');
     expect(round.failedReason).toBeUndefined();
     expect(round.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: PR, branch: BRANCH });
-    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({ waiting: 0, active: 0, completed: 2, failed: 0 });
+    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 2,
+      failed: 0,
+    });
     expect(ciCalls).toHaveLength(1);
 
     // 3. The task held the failing check: name, output, annotations, failed step, the early error, only the log's tail.
@@ -141,13 +195,17 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
     expect(ci).toContain('README.md:1: failure: MD999: Heading must end with "!"');
     expect(ci).toContain('Failed steps: Run markdown-lint');
     expect(ci).toContain('##[error]early: README.md lint config missing');
-    expect(ci).toContain('README.md:1: heading must end with "!" (markdown-lint MD999)\n##[error]Process completed with exit code 1.');
+    expect(ci).toContain(
+      'README.md:1: heading must end with "!" (markdown-lint MD999)\n##[error]Process completed with exit code 1.',
+    );
     expect(ci).toContain('step output line 0999');
     expect(ci).not.toContain('step output line 0100');
     expect(ci).not.toMatch(/\u001b|2026-12-03T10|hidden: approve/);
     expect(ci).not.toContain('`lint`');
     const taskMessage = String(trajectory.messages.find((m: { role: string }) => m.role === 'user').content);
-    expect(taskMessage.indexOf('## Failing checks on your pull request')).toBeGreaterThan(taskMessage.indexOf('Spelling error in the README file'));
+    expect(taskMessage.indexOf('## Failing checks on your pull request')).toBeGreaterThan(
+      taskMessage.indexOf('Spelling error in the README file'),
+    );
 
     // 4. A new commit on the same branch, on top of the draft, with no person's Co-authored-by.
     const newHead = branchHead(remote);
@@ -169,7 +227,12 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
     // 6. Green CI on the new head starts nothing.
     checks.ci(newHead, [{ id: 4400, name: 'test', conclusion: 'success' }]);
     await receive(h.probot, 'check_suite', suiteEvent(newHead));
-    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({ waiting: 0, active: 0, completed: 2, failed: 0 });
+    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 2,
+      failed: 0,
+    });
 
     for (const text of [...gh.statusBodies(), pr.body(), logs.lines.join('')]) expect(text).not.toContain(token);
   });
@@ -181,12 +244,24 @@ function branchHead(remote: BareRemote): string {
 
 /** Check runs per commit: CI's (set by the test) and the bot's approval check (created by the runner). */
 function checkStore(remote: BareRemote) {
-  const runs: { id: number; name: string; head_sha: string; status: string; conclusion: string; external_id?: string; app: { slug: string } }[] = [];
+  const runs: {
+    id: number;
+    name: string;
+    head_sha: string;
+    status: string;
+    conclusion: string;
+    external_id?: string;
+    app: { slug: string };
+  }[] = [];
   nock(API)
     .persist()
     .post(`${R}/check-runs`)
     .reply((_uri, body) => {
-      const run = { ...(body as object), id: 900 + runs.length, app: { slug: 'frognano-bot' } } as (typeof runs)[number];
+      const run = {
+        ...(body as object),
+        id: 900 + runs.length,
+        app: { slug: 'frognano-bot' },
+      } as (typeof runs)[number];
       runs.push(run);
       return [201, { id: run.id }];
     })
@@ -206,11 +281,26 @@ function checkStore(remote: BareRemote) {
     .reply(() => {
       const sha = gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
       const base = gitIn(remote.bare, 'rev-parse', 'refs/heads/master').trim();
-      return [200, [{ number: PR, state: 'open', html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`, user: { login: 'frognano[bot]', type: 'Bot' }, body: '', head: { ref: BRANCH, sha, repo: { full_name: `${OWNER}/${REPO}` } }, base: { ref: 'master', sha: base, repo: { full_name: `${OWNER}/${REPO}` } } }]];
+      return [
+        200,
+        [
+          {
+            number: PR,
+            state: 'open',
+            html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`,
+            user: { login: 'frognano[bot]', type: 'Bot' },
+            body: '',
+            head: { ref: BRANCH, sha, repo: { full_name: `${OWNER}/${REPO}` } },
+            base: { ref: 'master', sha: base, repo: { full_name: `${OWNER}/${REPO}` } },
+          },
+        ],
+      ];
     })
     .get(new RegExp(`^${R}/commits/[0-9a-f]{40}$`))
     .reply((uri) => {
-      const [author, committer] = gitIn(remote.bare, 'log', '-1', '--format=%an%n%cn', uri.split('/').pop()!).trim().split('\n');
+      const [author, committer] = gitIn(remote.bare, 'log', '-1', '--format=%an%n%cn', uri.split('/').pop()!)
+        .trim()
+        .split('\n');
       return [200, { commit: { author: { name: author }, committer: { name: committer } } }];
     });
   return {
@@ -235,15 +325,4 @@ function workflowEvent(sha: string) {
   const p = example('workflow_run', 'completed');
   Object.assign(p.workflow_run, { head_sha: sha, head_branch: BRANCH, conclusion: 'failure' });
   return { ...p, installation: { id: 4242 }, repository: { ...p.repository, default_branch: 'master' } };
-}
-
-async function waitForFinish(h: Harness, jobId: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = await h.queue.getJob(jobId);
-    const state = await job?.getState();
-    if (job && (state === 'completed' || state === 'failed')) return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish in ${timeoutMs} ms (state ${state})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
