@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import nock from 'nock';
+import { handleReviewSubmitted, type ReviewDecision } from '../../src/app/review.js';
 import { ReplayBackend } from '../../src/inference/replay.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { createHarness, example, labeledPayload, receive, REDIS_URL, type Harness } from '../app/helpers.js';
@@ -50,12 +51,17 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
   let ctx: Awaited<ReturnType<typeof runnerContext>> | undefined;
   let logServer: Server;
   let logUrl: string;
+  const decisions: ReviewDecision[] = [];
 
   beforeAll(async () => {
     if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
     nock.enableNetConnect('127.0.0.1');
     h = await createHarness('e2e-cifix');
+    // The approval gate runs beside the app's handlers, as in src/app/main.ts.
+    await h.probot.load((app) => {
+      app.on('pull_request_review.submitted', async (c) => void decisions.push(await handleReviewSubmitted(c)));
+    });
     workerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     subscriber = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     logServer = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'text/plain' }).end(jobLog()));
@@ -87,6 +93,9 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
       .reply(200, { permission: 'admin', role_name: 'admin' })
       .get(`${R}/issues/1`)
       .reply(200, labeled.issue)
+      .get(new RegExp(`^${R}/pulls/${PR}/reviews/\\d+/comments`))
+      .query(true)
+      .reply(200, [])
       .get(/\/contents\/\.github(%2F|\/)frognano\.yml/)
       .query(true)
       .reply(404, { message: 'Not Found' })
@@ -224,6 +233,14 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
     expect(prStatus.at(-1)).toContain('frognano: round 1 pushed');
     expect(prStatus.at(-1)).toContain('Answering failing CI: `test`.');
 
+    // The labeler (whom the first attempt's two-person rule excluded) may approve this head: no person asked for it.
+    await receive(h.probot, 'pull_request_review', approval(newHead));
+    expect(decisions.at(-1)).toMatchObject({ action: 'approved' });
+    expect(checks.approval(newHead)).toMatchObject({
+      conclusion: 'success',
+      output: { title: `Approved by @${OWNER}` },
+    });
+
     // 6. Green CI on the new head starts nothing.
     checks.ci(newHead, [{ id: 4400, name: 'test', conclusion: 'success' }]);
     await receive(h.probot, 'check_suite', suiteEvent(newHead));
@@ -273,6 +290,13 @@ function checkStore(remote: BareRemote) {
       const mine = runs.filter((r) => r.head_sha === sha && (!name || r.name === name)).reverse();
       return [200, { total_count: mine.length, check_runs: mine }];
     })
+    .patch(/\/check-runs\/\d+$/)
+    .reply((uri, body) => {
+      const run = runs.find((r) => r.id === Number(uri.split('/').pop()));
+      if (!run) return [404, { message: 'Not Found' }];
+      Object.assign(run, body as object);
+      return [200, { id: run.id }];
+    })
     .get(/\/commits\/[0-9a-f]{40}\/status/)
     .query(true)
     .reply(200, { state: 'success', statuses: [] })
@@ -308,6 +332,34 @@ function checkStore(remote: BareRemote) {
       runs.push(...list.map((r) => ({ ...r, head_sha: sha, status: 'completed', app: { slug: 'github-actions' } }))),
     approval: (sha: string) => runs.filter((r) => r.head_sha === sha && r.name === 'frognano / human approval').at(-1),
   };
+}
+
+/** pull_request_review.submitted (the real example): the labeler approves the bot's PR at `head`. */
+function approval(head: string) {
+  const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
+  p.installation = { id: 4242 };
+  Object.assign(p.review, { id: 901, state: 'approved', body: 'LGTM', commit_id: head });
+  p.review.user = { ...p.review.user, login: OWNER, id: 21031067, type: 'User' };
+  p.sender = { ...p.sender, login: OWNER };
+  p.pull_request = {
+    ...p.pull_request,
+    number: PR,
+    state: 'open',
+    html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`,
+    user: { login: 'frognano[bot]', id: 1, type: 'Bot' },
+    head: {
+      ...p.pull_request.head,
+      ref: BRANCH,
+      sha: head,
+      repo: { ...p.pull_request.head.repo, full_name: `${OWNER}/${REPO}` },
+    },
+    base: {
+      ...p.pull_request.base,
+      ref: 'master',
+      repo: { ...p.pull_request.base.repo, full_name: `${OWNER}/${REPO}` },
+    },
+  };
+  return p;
 }
 
 function checkRunEvent(sha: string) {
