@@ -31,6 +31,10 @@ interface Fake {
   author: string;
   config: string | null;
   prHead: string;
+  /** What GET /pulls?head= answers (open pull requests only): the bot's by default. */
+  openPulls?: object[];
+  /** GitHub fails the next head-commit read (500). */
+  failCommit?: boolean;
   comments: string[];
   labels: string[][];
   calls: string[];
@@ -74,7 +78,7 @@ function fakeGitHub(): void {
     .reply((uri) => [200, { state: 'x', statuses: gh.statuses[/commits\/([0-9a-f]{40})/.exec(uri)![1]!] ?? [] }])
     .get(`${REPO}/pulls`)
     .query((q) => q.head === `Codertocat:${BRANCH}` && q.state === 'open')
-    .reply(() => [200, [pullRequest()]])
+    .reply(() => [200, gh.openPulls ?? [pullRequest()]])
     .get(/\/contents\/\.github(%2F|\/)frognano\.yml/)
     .query({ ref: 'master' })
     .reply(() =>
@@ -85,6 +89,7 @@ function fakeGitHub(): void {
     .get(new RegExp(`^${REPO}/commits/[0-9a-f]{40}$`))
     .reply((uri) => {
       rec(uri);
+      if (gh.failCommit) return ((gh.failCommit = false), [500, { message: 'Server Error' }]);
       const name = gh.author;
       return [
         200,
@@ -205,6 +210,14 @@ describe('CI finished on the bot pull request', () => {
     expect(gh.comments[0]).toContain('Answering failing CI: `test`.');
   });
 
+  test('a delivery that fails half-way lets its redelivery start the round', async () => {
+    gh.failCommit = true;
+    await expect(receive(h.probot, 'check_suite', checkSuiteEvent(), 'd-fail')).rejects.toThrow();
+    expect(await jobs()).toHaveLength(0);
+    await receive(h.probot, 'check_suite', checkSuiteEvent(), 'd-fail');
+    expect((await jobs()).map((j) => j.id)).toEqual([ROUND1]);
+  });
+
   test('nothing while checks still run, nothing for green CI', async () => {
     gh.runs[HEAD] = [run('lint', 'failure'), run('test', null)];
     await receive(h.probot, 'check_run', checkRunEvent());
@@ -251,6 +264,15 @@ describe('CI finished on the bot pull request', () => {
     expect(gh.comments).toEqual([
       'The failing check `test` fails on `master` too: the failure predates this pull request, so frognano starts no round for it.',
     ]);
+  });
+
+  test('nothing for a closed or merged pull request, or one a person opened from a frognano/ branch', async () => {
+    gh.openPulls = []; // GitHub lists open pull requests only
+    await receive(h.probot, 'check_suite', checkSuiteEvent());
+    gh.openPulls = [{ ...pullRequest(), user: { login: 'Codertocat', type: 'User' } }];
+    await receive(h.probot, 'workflow_run', workflowRunEvent());
+    expect(await jobs()).toHaveLength(0);
+    expect(gh.comments).toEqual([]);
   });
 
   test('a commit status of third-party CI counts like a check', async () => {
