@@ -92,3 +92,15 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Waits until the queue's job `jobId` is completed or failed, and returns it. */
+export async function waitForFinish(queue: { getJob(id: string): Promise<any> }, jobId: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const job = await queue.getJob(jobId);
+    const state = await job?.getState();
+    if (job && (state === 'completed' || state === 'failed')) return job;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish in ${timeoutMs} ms (state ${state})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
