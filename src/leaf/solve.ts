@@ -76,7 +76,8 @@ async function runCommand(
   network = false,
 ): Promise<CommandResult> {
   emit({ type: 'command_start', phase, command });
-  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024, network });
+  // A clean shell: nothing the model left in HOME or /tmp (a ~/.bash_profile, a PATH shim) changes what runs.
+  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024, network, clean: true });
   emit({ type: 'command_end', phase, command, exitCode: r.exitCode, timedOut: r.timedOut, durationMs: r.durationMs });
   const output = [r.stdout, r.stderr].filter((s) => s.trim()).join('\n');
   return {

@@ -11,6 +11,7 @@ import { baseEnv } from './local.js';
 import type { WorkspaceOwner } from './ownership.js';
 import { appendNote, runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
+import { shellCommand } from './shellCommand.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -265,7 +266,8 @@ export class BwrapSandbox implements Sandbox {
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return this.spawn(['bash', '-lc', command], options);
+    const shell = shellCommand(command, options, baseEnv(BWRAP_HOME));
+    return this.spawn(shell.argv, shell.options);
   }
 
   async spawn(inner: string[], options: ExecOptions = {}): Promise<ExecResult> {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
+import { shellCommand } from './shellCommand.js';
 
 /** The environment every sandboxed command starts from: nothing of the host's, so no token can leak in. */
 export function baseEnv(home: string): Record<string, string> {
@@ -38,7 +39,9 @@ export class LocalSandbox implements Sandbox {
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return this.spawn(['bash', '-lc', command], options);
+    // The clean shell makes its own HOME; the base environment's HOME is not passed on.
+    const shell = shellCommand(command, options, baseEnv('/nonexistent'));
+    return this.spawn(shell.argv, shell.options);
   }
 
   async spawn(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
