@@ -37,8 +37,8 @@ export interface SolveOptions {
   setupCommands?: string[];
   /**
    * The repository opted in to network for its setup commands (`setup.network: true`). The agent's own commands
-   * never have network. docker: a short-lived container on the engine's bridge; bwrap: the host's network namespace
-   * (see ExecOptions.network).
+   * never have network. docker: a short-lived container on the engine's bridge; bwrap: a namespace of its own linked
+   * by slirp4netns, without the host's loopback or private ranges (see ExecOptions.network).
    */
   setupNetwork?: boolean;
   /** Run after the model finished; their results are reported, they do not change the patch. */

@@ -20,7 +20,8 @@ export interface ExecOptions {
   /**
    * Give this command network access (setup commands of a repository that opted in with `setup.network`; never
    * the model's commands). docker: a short-lived container on the engine's bridge with the same workspace and
-   * limits; bwrap: the host's network namespace (which includes the host's loopback services); local: always.
+   * limits; bwrap: a network namespace of its own linked by slirp4netns, with no route to the host's loopback or the
+   * private ranges (userNetwork.ts; a root runner only); local: always.
    */
   network?: boolean;
   /**
