@@ -42,6 +42,7 @@ async function main(): Promise<void> {
     redis,
     model: info.model,
     backend: info.backend,
+    name: cfg.runnerName,
     onError: (err) => log.warn({ err }, 'runner heartbeat failed'),
   });
   const runnerDescription = describeRunner(registration.info);
@@ -75,7 +76,9 @@ async function main(): Promise<void> {
       metrics,
     },
   });
-  log.info({ runner: runnerDescription, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
+  // The log keeps the real hostname beside the public name the issues and pull requests see.
+  const { hostname, name } = registration.info;
+  log.info({ runner: runnerDescription, hostname, name, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
 
   const connections = [redis, bullConnection, subscriber];
   const stop = stopOnSignal(cfg, { runner, registration, backend, ops, connections });
