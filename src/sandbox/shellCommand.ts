@@ -33,8 +33,17 @@ export function cleanShellArgv(command: string, env: Record<string, string>): st
     .filter(([k]) => !RESERVED_VARS.has(k) && !k.startsWith('BASH_FUNC_') && /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
     .map(([k, v]) => `${k}=${v}`);
   return [
-    '/usr/bin/env', '-i', ...vars, `PATH=${CLEAN_PATH}`,
-    '/bin/bash', '--noprofile', '--norc', '-c', FRESH_HOME_SCRIPT, 'frognano-clean', command,
+    '/usr/bin/env',
+    '-i',
+    ...vars,
+    `PATH=${CLEAN_PATH}`,
+    '/bin/bash',
+    '--noprofile',
+    '--norc',
+    '-c',
+    FRESH_HOME_SCRIPT,
+    'frognano-clean',
+    command,
   ];
 }
 

@@ -13,7 +13,13 @@ import { runProcess } from './process.js';
  */
 
 /** Ranges a setup command gets no route to (the operator may narrow them: FROGNANO_SETUP_NETWORK_BLOCKED). */
-export const SETUP_NETWORK_BLOCKED = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16'];
+export const SETUP_NETWORK_BLOCKED = [
+  '10.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '100.64.0.0/10',
+  '169.254.0.0/16',
+];
 /** slirp4netns's DNS forwarder, inside its default 10.0.2.0/24 (which stays routed: more specific than 10/8). */
 export const SLIRP_NAMESERVER = '10.0.2.3';
 /** bwrap's --info-fd and --block-fd: the pipes runProcess opens after stdin, stdout and stderr. */
@@ -49,12 +55,22 @@ function readAll(stream: Readable, timeoutMs: number): Promise<string> {
   });
 }
 
-/** Starts slirp4netns on the namespace; resolves once it says the interface is up. */
+/** Starts slirp4netns on the namespace; resolves once its tap device is there. */
 function startSlirp(pid: number, opts: UserNetworkOptions): Promise<ChildProcess> {
   const slirp = spawn(
     opts.slirp4netnsPath,
-    ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-sandbox', '--enable-seccomp',
-      `--ready-fd=${INFO_FD}`, `--exit-fd=${BLOCK_FD}`, '--netns-type=path', `/proc/${pid}/ns/net`, 'tap0'],
+    [
+      // No --configure: it would also bring up `lo`, racing bwrap's own loopback set-up; linkCommands does it.
+      '--mtu=65520',
+      '--disable-host-loopback',
+      '--enable-sandbox',
+      '--enable-seccomp',
+      `--ready-fd=${INFO_FD}`,
+      `--exit-fd=${BLOCK_FD}`,
+      '--netns-type=path',
+      `/proc/${pid}/ns/net`,
+      'tap0',
+    ],
     { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
   );
   return new Promise((resolve, reject) => {
@@ -64,9 +80,14 @@ function startSlirp(pid: number, opts: UserNetworkOptions): Promise<ChildProcess
       slirp.kill('SIGKILL');
       reject(new Error(why));
     };
-    const timer = setTimeout(() => fail(`slirp4netns did not start within ${START_TIMEOUT_MS / 1000}s`), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(`slirp4netns did not start within ${START_TIMEOUT_MS / 1000}s`),
+      START_TIMEOUT_MS,
+    );
     slirp.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-500)));
-    slirp.on('error', (e) => fail(`cannot run ${opts.slirp4netnsPath}: ${e.message} (install the slirp4netns package)`));
+    slirp.on('error', (e) =>
+      fail(`cannot run ${opts.slirp4netnsPath}: ${e.message} (install the slirp4netns package)`),
+    );
     slirp.on('exit', (code) => fail(`slirp4netns exited (${code}): ${stderr.trim()}`));
     (slirp.stdio[INFO_FD] as Readable).once('data', () => {
       clearTimeout(timer);
@@ -76,15 +97,29 @@ function startSlirp(pid: number, opts: UserNetworkOptions): Promise<ChildProcess
   });
 }
 
-/** The prohibit routes, added from outside (the runner is root; the command has no capability there). */
-async function blockRanges(pid: number, blocked: string[]): Promise<void> {
-  if (blocked.length === 0) return;
+/** slirp4netns's defaults: the guest's address in 10.0.2.0/24, the gateway, the link's MTU. */
+function linkCommands(blocked: string[]): string {
+  return (
+    [
+      'link set tap0 mtu 65520',
+      'addr add 10.0.2.100/24 dev tap0',
+      'link set tap0 up',
+      'route add default via 10.0.2.2 dev tap0',
+      ...blocked.map((cidr) => `route add prohibit ${cidr}`),
+    ].join('\n') + '\n'
+  );
+}
+
+/** The link and the prohibit routes, set from outside (the runner is root; the command has no capability there). */
+async function configureLink(pid: number, blocked: string[]): Promise<void> {
   const r = await runProcess(['nsenter', `--net=/proc/${pid}/ns/net`, 'ip', '-batch', '-'], {
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
-    stdin: blocked.map((cidr) => `route add prohibit ${cidr}\n`).join(''),
+    stdin: linkCommands(blocked),
     timeoutMs: START_TIMEOUT_MS,
   });
-  if (r.exitCode !== 0) throw new Error(`cannot add the blocked routes (nsenter/ip exit ${r.exitCode}): ${r.stderr.trim()}`);
+  if (r.exitCode !== 0) {
+    throw new Error(`cannot configure the link and blocked routes (nsenter/ip exit ${r.exitCode}): ${r.stderr.trim()}`);
+  }
 }
 
 /**
@@ -92,7 +127,11 @@ async function blockRanges(pid: number, blocked: string[]): Promise<void> {
  * `block`), then lets the command start. Any failure leaves the command without network (told in `failure`):
  * never with a network that lacks the blocked routes.
  */
-export async function connectUserNetwork(info: Readable, block: Writable, opts: UserNetworkOptions): Promise<UserNetwork> {
+export async function connectUserNetwork(
+  info: Readable,
+  block: Writable,
+  opts: UserNetworkOptions,
+): Promise<UserNetwork> {
   block.on('error', () => undefined); // bwrap may be gone already (killed, cancelled)
   let slirp: ChildProcess | undefined;
   const stop = () => {
@@ -101,10 +140,12 @@ export async function connectUserNetwork(info: Readable, block: Writable, opts: 
   };
   let failure: string | undefined;
   try {
-    const pid = Number((JSON.parse((await readAll(info, START_TIMEOUT_MS)) || '{}') as Record<string, unknown>)['child-pid']);
+    const pid = Number(
+      (JSON.parse((await readAll(info, START_TIMEOUT_MS)) || '{}') as Record<string, unknown>)['child-pid'],
+    );
     if (!Number.isInteger(pid) || pid <= 0) throw new Error('bwrap did not report its namespace');
     slirp = await startSlirp(pid, opts);
-    await blockRanges(pid, opts.blocked);
+    await configureLink(pid, opts.blocked);
   } catch (err) {
     stop();
     failure = (err as Error).message;
