@@ -8,6 +8,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
+import { checkBwrap } from '../../src/sandbox/check.js';
+import { BwrapSandboxConfigSchema } from '../../src/sandbox/config.js';
 import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL } from '../../src/sandbox/docker/index.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { SETUP_NETWORK_BLOCKED } from '../../src/sandbox/userNetwork.js';
@@ -113,6 +115,21 @@ describe.each(kinds)('%s: a command with network', (kind, factory) => {
 });
 
 describe('bwrap: a setup command with network and the private ranges', () => {
+  it('runs without network, and says why, when slirp4netns cannot start', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-net-noslirp-'));
+    const sb = await BwrapSandbox.create(dir, { ...LIMITS, slirp4netnsPath: '/nonexistent/slirp4netns' });
+    try {
+      const r = await sb.exec(probe(1, false), { network: true, timeoutMs: 30_000 });
+      expect(r.stdout).toContain("['lo']");
+      expect(r.stderr).toContain('sandbox: this setup command ran without network: cannot run /nonexistent/slirp4netns');
+      const check = await checkBwrap(BwrapSandboxConfigSchema.parse({ kind: 'bwrap', ...LIMITS, slirp4netnsPath: '/nonexistent/slirp4netns' }));
+      expect(check.message).toMatch(/^bubblewrap works .*; setup commands with network \(setup.network\) would have none: cannot run/);
+    } finally {
+      await sb.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   const target = privateHostAddress();
   (target ? it : it.skip)(`has no route to a private address of this machine (${target ?? 'none here'})`, async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-net-private-'));
