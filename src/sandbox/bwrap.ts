@@ -306,7 +306,8 @@ export class BwrapSandbox implements Sandbox {
           if (!network) return;
           const blocked = this.cfg.setupNetworkBlocked;
           const pipes = { slirp4netnsPath: this.cfg.slirp4netnsPath, blocked };
-          userNetwork = connectUserNetwork(child.stdio[INFO_FD] as Readable, child.stdio[BLOCK_FD] as Writable, pipes);
+          const [info, block] = [child.stdio[INFO_FD] as Readable | null, child.stdio[BLOCK_FD] as Writable | null];
+          userNetwork = connectUserNetwork(info, block, pipes);
         },
         cwd: '/',
         // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
@@ -319,7 +320,10 @@ export class BwrapSandbox implements Sandbox {
     this.running.set(ac, run);
     const stopWatch = this.job.watch(() => ac.abort());
     try {
-      const r = await run;
+      const r = await run.catch(async (err: unknown) => {
+        (await userNetwork)?.stop();
+        throw err;
+      });
       const link = await userNetwork;
       link?.stop();
       if (link?.failure) r.stderr = appendNote(r.stderr, `sandbox: this setup command ran without network: ${link.failure}`);

@@ -128,11 +128,11 @@ async function configureLink(pid: number, blocked: string[]): Promise<void> {
  * never with a network that lacks the blocked routes.
  */
 export async function connectUserNetwork(
-  info: Readable,
-  block: Writable,
+  info: Readable | null,
+  block: Writable | null,
   opts: UserNetworkOptions,
 ): Promise<UserNetwork> {
-  block.on('error', () => undefined); // bwrap may be gone already (killed, cancelled)
+  block?.on('error', () => undefined); // bwrap may be gone already (killed, cancelled)
   let slirp: ChildProcess | undefined;
   const stop = () => {
     (slirp?.stdio[BLOCK_FD] as Writable | undefined)?.destroy();
@@ -140,6 +140,7 @@ export async function connectUserNetwork(
   };
   let failure: string | undefined;
   try {
+    if (!info || !block) throw new Error('bwrap did not start');
     const pid = Number(
       (JSON.parse((await readAll(info, START_TIMEOUT_MS)) || '{}') as Record<string, unknown>)['child-pid'],
     );
@@ -150,6 +151,6 @@ export async function connectUserNetwork(
     stop();
     failure = (err as Error).message;
   }
-  block.end('1');
+  block?.end('1');
   return { failure, stop };
 }
