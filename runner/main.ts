@@ -3,6 +3,7 @@
  * containers a crashed predecessor left, and processes `frognano` jobs until SIGTERM/SIGINT.
  */
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import Docker from 'dockerode';
 import type { Redis } from 'ioredis';
 import { backendConfigFromEnv, createBackend, describeRetry } from '../src/inference/index.js';
@@ -21,7 +22,8 @@ import {
 } from '../src/sandbox/index.js';
 import { createRunnerWorker, type RunnerWorker } from './worker.js';
 
-const log = createLogger({ name: 'runner' });
+// Every line carries the real hostname: logs are the operator's (public texts use the runner's public name).
+const log = createLogger({ name: 'runner', base: { hostname: os.hostname() } });
 
 async function main(): Promise<void> {
   const cfg = runnerConfigFromEnv();
@@ -76,9 +78,9 @@ async function main(): Promise<void> {
       metrics,
     },
   });
-  // The log keeps the real hostname beside the public name the issues and pull requests see.
-  const { hostname, name } = registration.info;
-  log.info({ runner: runnerDescription, hostname, name, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
+  // The log names the public name the issues and pull requests see, beside the hostname (in every line).
+  const { name } = registration.info;
+  log.info({ runner: runnerDescription, name, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
 
   const connections = [redis, bullConnection, subscriber];
   const stop = stopOnSignal(cfg, { runner, registration, backend, ops, connections });
