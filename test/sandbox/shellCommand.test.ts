@@ -42,7 +42,7 @@ describe('clean commands', () => {
       `PATH=${CLEAN_PATH}`,
     ]);
     expect(argv.slice(5, 9)).toEqual(['/bin/bash', '--noprofile', '--norc', '-c']);
-    expect(argv.at(-1)).toBe('true');
+    expect(argv.slice(-2)).toEqual(['true', '/tmp']);
   });
 
   it('runs without the login files, in a fresh HOME and TMPDIR that are gone afterwards', async () => {
@@ -57,7 +57,8 @@ describe('clean commands', () => {
     expect(type).toBe('file');
     expect(entries).toBe('0');
     const [home, tmp] = dirs.split(' ');
-    expect(home).toMatch(/^\/tmp\/frognano-clean\.\w+\/home$/);
+    // The local sandbox keeps them below a directory of its own (removed on close); docker and bwrap use /tmp.
+    expect(home).toMatch(/\/frognano-clean-\w+\/frognano-clean\.\w+\/home$/);
     expect(tmp).toBe(path.join(path.dirname(home), 'tmp'));
     expect(existsSync(path.dirname(home))).toBe(false);
     expect((await sb.exec('echo $EXTRA', { clean: true, env: { EXTRA: 'kept' } })).stdout).toBe('kept\n');
