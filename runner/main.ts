@@ -5,6 +5,7 @@
 import { trajectoryStoreFromEnv } from '../src/runs/config.js';
 import { publicUrlFromEnv } from '../src/runs/url.js';
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import Docker from 'dockerode';
 import type { Redis } from 'ioredis';
 import { backendConfigFromEnv, createBackend, describeRetry } from '../src/inference/index.js';
@@ -25,7 +26,8 @@ import {
 } from '../src/sandbox/index.js';
 import { createRunnerWorker, type RunnerWorker } from './worker.js';
 
-const log = createLogger({ name: 'runner' });
+// Every line carries the real hostname: logs are the operator's (public texts use the runner's public name).
+const log = createLogger({ name: 'runner', base: { hostname: os.hostname() } });
 
 async function main(): Promise<void> {
   const cfg = runnerConfigFromEnv();
@@ -50,6 +52,7 @@ async function main(): Promise<void> {
     prefix: botKeyPrefix(),
     model: info.model,
     backend: info.backend,
+    name: cfg.runnerName,
     onError: (err) => log.warn({ err }, 'runner heartbeat failed'),
   });
   const runnerDescription = describeRunner(registration.info);
@@ -85,7 +88,9 @@ async function main(): Promise<void> {
       publicUrl: publicUrlFromEnv(process.env),
     },
   });
-  log.info({ runner: runnerDescription, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
+  // The log names the public name the issues and pull requests see, beside the hostname (in every line).
+  const { name } = registration.info;
+  log.info({ runner: runnerDescription, name, concurrency: cfg.concurrency, sandbox: sandbox.kind }, 'runner started');
 
   const connections = [redis, bullConnection, subscriber];
   const stop = stopOnSignal(cfg, { runner, registration, backend, ops, connections });

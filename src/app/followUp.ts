@@ -11,7 +11,9 @@ import type { WaitingAdded } from '../queue/asks.js';
 import { enqueueFollowUp, pullRequestKey, type FollowUpRequest } from '../queue/followUps.js';
 import { claimOnce, HANDLED_TTL_SECONDS } from '../queue/lock.js';
 import { clampIssueBody, clampText, jobIdFor, MAX_FEEDBACK_CHARS, type InlineComment } from '../queue/schema.js';
+import type { CiFix } from '../queue/ciFix.js';
 import { cancelAttempt, replyStatus } from './attemptCommands.js';
+import { autofixSwitch, onAutofixCommand } from './autofixCommand.js';
 import { parseCommand } from './commands.js';
 import type { Delivery, HandlerDeps } from './deps.js';
 import { enqueue, positionForNewJob } from './enqueue.js';
@@ -33,6 +35,8 @@ export type FollowUpDecision =
   | { action: 'over_quota'; quota: string }
   /** A round is queued or running: the ask waits for the next one (src/app/waitingAsks.ts answers). */
   | { action: 'waiting'; round: number; added: WaitingAdded }
+  /** A CI fix while the PR has a round unfinished or asks waiting: nothing queued. */
+  | { action: 'busy'; round: number | null }
   | { action: 'ignored'; why: string };
 
 /** Who asks for a round on which pull request: the same for a comment and a review. */
@@ -47,8 +51,11 @@ export interface RoundAsk {
 }
 
 /** A round request as the queue takes it: the ask, and what it says. */
-interface RoundRequest extends RoundAsk {
-  source: 'comment' | 'review';
+export interface RoundRequest extends RoundAsk {
+  source: 'comment' | 'review' | 'ci';
+  /** A CI-fix round (src/app/ciFix.ts): the failing checks, and the line the status comment says about them. */
+  ciFix?: CiFix;
+  answering?: string;
   feedback: string;
   inlineComments?: InlineComment[];
   omittedComments?: number;
@@ -108,19 +115,21 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
       source: o.source,
       ...(o.reviewId ? { reviewId: o.reviewId } : {}),
     },
+    ...(o.ciFix ? { ciFix: o.ciFix } : {}),
   };
   let statusUrl: string | undefined;
   const res = await enqueueFollowUp(deps.queue, deps.redis, req, async (round, merged) => {
     const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
     // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
     const position = await positionForNewJob(deps, { ...merged, followUp: { ...merged.followUp, round } });
-    const meta = { round, jobId, triggeredBy: merged.triggeredBy.login, updatedAt: now() };
+    const meta = { round, jobId, triggeredBy: merged.triggeredBy.login, updatedAt: now(), ...(o.answering ? { answering: o.answering } : {}) };
     const up = await upsertStatusComment(d.octokit, deps.redis, prRef, { kind: 'queued', position }, meta).catch(
       (err: unknown) => void d.log.warn({ err }, 'could not write the status comment'),
     );
     statusUrl = up?.url;
   }, (data) => enqueue(deps, data));
   if (res.kind === 'waiting') return { action: 'waiting', round: res.round, added: res.added };
+  if (res.kind === 'busy') return { action: 'busy', round: res.round };
   return { action: 'queued', round: res.round, jobId: res.job.id!, statusUrl };
 }
 
@@ -178,7 +187,12 @@ export async function handleReviewFollowUp(
 }
 
 /** What `/frognano …` means on the bot's pull request. */
-export type PullRequestCommand = { kind: 'status' } | { kind: 'cancel' } | { kind: 'help'; unknown?: string } | { kind: 'followUp' };
+export type PullRequestCommand =
+  | { kind: 'status' }
+  | { kind: 'cancel' }
+  | { kind: 'help'; unknown?: string }
+  | { kind: 'followUp' }
+  | { kind: 'autofix' };
 
 /**
  * On a pull request, `/frognano <anything but status|cancel|help>` asks for a round, and so does a bare
@@ -188,6 +202,7 @@ export type PullRequestCommand = { kind: 'status' } | { kind: 'cancel' } | { kin
 export function pullRequestCommand(body: string | null | undefined): PullRequestCommand | null {
   const c = parseCommand(body);
   if (!c) return null;
+  if (autofixSwitch(body) !== null) return { kind: 'autofix' };
   if (c.kind === 'status' || c.kind === 'cancel') return c;
   if (c.kind === 'retry' || c.unknown) return { kind: 'followUp' };
   if (/^\s*\/frognano\s+help\b/im.test(body ?? '')) return { kind: 'help' };
@@ -229,6 +244,7 @@ const PULL_REQUEST_COMMANDS: Record<PullRequestCommand['kind'], PullRequestComma
   },
   help: async (deps, d, { key }) => postComment(d.octokit, key, msg.helpText(deps.label)),
   followUp: askForRound,
+  autofix: (deps, d, { p, key }) => onAutofixCommand(deps, d, key, p.comment.body),
 };
 
 export async function onPullRequestCommand(deps: HandlerDeps, d: Delivery, c: CommandOnPullRequest): Promise<void> {

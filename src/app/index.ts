@@ -1,5 +1,18 @@
 import type { Context, Probot } from 'probot';
 import { issueSlug } from '../queue/attempts.js';
+import type { z } from 'zod';
+import { onCiCompleted } from './ciFix.js';
+import {
+  CheckRunCompleted,
+  CheckSuiteCompleted,
+  fromCheckRun,
+  fromCheckSuite,
+  fromStatus,
+  fromWorkflowRun,
+  StatusEvent,
+  WorkflowRunCompleted,
+  type CiEvent,
+} from './ciPayloads.js';
 import { parseCommand } from './commands.js';
 import { handlerDeps, type AppDeps, type AppOctokit, type Delivery, type Log } from './deps.js';
 import { handleReviewFollowUp } from './followUp.js';
@@ -38,6 +51,23 @@ export function createFrognanoApp(appDeps: AppDeps) {
       if (decision.action === 'ignored') log.debug({ why: decision.why }, 'review: no follow-up');
       else log.info({ decision }, 'review: follow-up');
     });
+
+    // CI finished on a commit: a failure on the head of the bot's own pull request may start a CI-fix round.
+    const onCi = (name: string, event: CiEvent | null, context: Context) => {
+      if (!event) return;
+      const log = app.log.child({ delivery: context.id, event: name, sha: event.headSha.slice(0, 12) });
+      return onCiCompleted(deps, delivery(context, log), event).then((decision) =>
+        decision.action === 'ignored' ? log.debug({ why: decision.why }, 'ci: no round') : log.info({ decision }, 'ci: round'),
+      );
+    };
+    const ci = <T>(schema: z.ZodType<T>, context: Context, name: string, normalize: (p: T) => CiEvent | null) => {
+      const p = parsePayload(schema, context.payload, app.log, context.id, name);
+      return onCi(name, p ? normalize(p) : null, context);
+    };
+    app.on('check_suite.completed', (c) => ci(CheckSuiteCompleted, c, 'check_suite.completed', fromCheckSuite));
+    app.on('check_run.completed', (c) => ci(CheckRunCompleted, c, 'check_run.completed', fromCheckRun));
+    app.on('workflow_run.completed', (c) => ci(WorkflowRunCompleted, c, 'workflow_run.completed', fromWorkflowRun));
+    app.on('status', (c) => ci(StatusEvent, c, 'status', fromStatus));
 
     app.on('issue_comment.created', async (context) => {
       const p = parsePayload(IssueCommentCreatedPayload, context.payload, app.log, context.id, 'issue_comment.created');

@@ -7,7 +7,7 @@ import { PullRequestSlice } from '../github/pullRequestFetch.js';
  * and ignored instead of failing deep inside a handler.
  */
 const User = z.object({ login: z.string().min(1), id: z.number().int().nonnegative(), type: z.string() });
-const Repository = z.object({
+export const Repository = z.object({
   name: z.string().min(1),
   owner: z.object({ login: z.string().min(1) }),
   default_branch: z.string().min(1),
@@ -20,7 +20,7 @@ const Issue = z.object({
   html_url: z.string().optional(),
   pull_request: z.unknown().optional(),
 });
-const Installation = z.object({ id: z.number().int().positive() });
+export const Installation = z.object({ id: z.number().int().positive() });
 
 export const IssueLabeledPayload = z.object({
   action: z.literal('labeled'),

@@ -25,7 +25,7 @@ export interface InstallationAccess {
  */
 export async function createInstallationAccess(
   app: AppCredentials,
-  o: { installationId: number; repo: string; log?: unknown; retry?: boolean },
+  o: { installationId: number; repo: string; log?: unknown; retry?: boolean; permissions?: Record<string, string> },
 ): Promise<InstallationAccess> {
   const common = {
     ...(app.baseUrl ? { baseUrl: app.baseUrl } : {}),
@@ -37,7 +37,7 @@ export async function createInstallationAccess(
     type: 'installation',
     installationId: o.installationId,
     repositoryNames: [o.repo],
-    permissions: { contents: 'write', pull_requests: 'write', issues: 'write', checks: 'write', metadata: 'read' },
+    permissions: o.permissions ?? { contents: 'write', pull_requests: 'write', issues: 'write', checks: 'write', metadata: 'read' },
   })) as { token: string; expiresAt: string };
   registerSecret(auth.token);
   const octokit = new ProbotOctokit({ ...common, auth: { token: auth.token } });

@@ -59,6 +59,15 @@ export const RepoConfigSchema = z
       })
       .strict()
       .default({ maxRounds: 5 }),
+    ciFix: z
+      .object({
+        /** Answer failing CI on the bot's own pull request with a round of its own (docs/ci-fix.md). */
+        enabled: z.boolean().default(true),
+        /** Automatic rounds in a row per pull request; then it is labelled `frognano:needs-human`. */
+        maxRounds: z.number().int().min(0).max(20).default(3),
+      })
+      .strict()
+      .default({ enabled: true, maxRounds: 3 }),
     approval: z
       .object({
         /**

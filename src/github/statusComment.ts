@@ -3,7 +3,7 @@ import { redact } from '../util/redact.js';
 import { issueSlug } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
 import { RUN_PAGE_NOTE, safeRunUrl } from './runLink.js';
-import { defang, untrustedBlock, untrustedInline } from './untrusted.js';
+import { defang, untrustedBlock, untrustedInline, untrustedLine } from './untrusted.js';
 import { botKey } from '../queue/keys.js';
 
 /** Hidden marker that identifies the bot's single status comment on an issue. */
@@ -29,6 +29,8 @@ export interface StatusMeta {
   round?: number;
   /** The finished round's page (runPageUrl), linked once the round has ended. */
   runUrl?: string;
+  /** What an automatic round answers (`Answering failing CI: \`test\`.`): no person asked for it. */
+  answering?: string;
 }
 
 export interface IssueRef {
@@ -179,6 +181,7 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
   }
   const runUrl = meta.runUrl && state.kind !== 'queued' && state.kind !== 'running' ? safeRunUrl(meta.runUrl) : null;
   if (runUrl) lines.push('', `🔎 [Every step of this run](${runUrl}) (${RUN_PAGE_NOTE}).`);
+  if (meta.answering) lines.push('', untrustedLine(meta.answering, 500));
   const footer: string[] = [];
   if (meta.triggeredBy) footer.push(`started by @${clean(meta.triggeredBy, 100)}`);
   if (meta.jobId) footer.push(`job \`${clean(meta.jobId, 200)}\``);

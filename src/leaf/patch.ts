@@ -16,16 +16,22 @@ export interface ChangedFile {
   binary: boolean;
 }
 
-/** git with the settings that change the diff's form pinned, so `git apply` on the host always works. */
+/**
+ * git with the settings that change the diff's form pinned, so `git apply` on the host always works. By its absolute
+ * path, in a clean shell (ExecOptions.clean), with no system or global config or attributes (GIT_ENV): only the
+ * workspace's own .git counts, so a shim or config the model left in HOME cannot change the patch.
+ */
 const GIT =
-  "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c 'safe.directory=*' -c core.quotePath=false -c diff.noprefix=false";
+  "/usr/bin/git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c 'safe.directory=*' -c core.quotePath=false -c diff.noprefix=false";
+
+const GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_ATTR_NOSYSTEM: '1' };
 
 function assertSha(sha: string): void {
   if (!/^[0-9a-f]{40,64}$/.test(sha)) throw new Error(`invalid base commit ${JSON.stringify(sha)}`);
 }
 
 async function git(sandbox: Sandbox, command: string, signal?: AbortSignal): Promise<string> {
-  const r = await sandbox.exec(command, { timeoutMs: 300_000, signal, maxOutputBytes: MAX_PATCH_BYTES });
+  const r = await sandbox.exec(command, { timeoutMs: 300_000, signal, maxOutputBytes: MAX_PATCH_BYTES, clean: true, env: GIT_ENV });
   if (r.timedOut) throw new Error(`computing the patch timed out (${command.split(' ').slice(-4).join(' ')})`);
   if (r.cancelled) throw new Error('computing the patch was cancelled');
   if (r.exitCode !== 0) throw new Error(`git failed in the sandbox (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 2000)}`);

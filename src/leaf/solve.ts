@@ -37,8 +37,8 @@ export interface SolveOptions {
   setupCommands?: string[];
   /**
    * The repository opted in to network for its setup commands (`setup.network: true`). The agent's own commands
-   * never have network. docker: a short-lived container on the engine's bridge; bwrap: the host's network namespace
-   * (see ExecOptions.network).
+   * never have network. docker: a short-lived container on the engine's bridge; bwrap: a namespace of its own linked
+   * by slirp4netns, without the host's loopback or private ranges (see ExecOptions.network).
    */
   setupNetwork?: boolean;
   /** Run after the model finished; their results are reported, they do not change the patch. */
@@ -76,7 +76,8 @@ async function runCommand(
   network = false,
 ): Promise<CommandResult> {
   emit({ type: 'command_start', phase, command });
-  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024, network });
+  // A clean shell: nothing the model left in HOME or /tmp (a ~/.bash_profile, a PATH shim) changes what runs.
+  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024, network, clean: true });
   emit({ type: 'command_end', phase, command, exitCode: r.exitCode, timedOut: r.timedOut, durationMs: r.durationMs });
   const output = [r.stdout, r.stderr].filter((s) => s.trim()).join('\n');
   return {

@@ -8,13 +8,17 @@
  * A runner that dies without saying goodbye disappears after `ttlSeconds`.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import type { Redis } from 'ioredis';
 import { packageInfo } from '../util/packageInfo.js';
 
 export interface RunnerInfo {
   id: string;
+  /** The machine's real name: for the operator (Redis entry, logs, `frognano doctor`), never for public texts. */
   hostname: string;
+  /** What public texts (status comment, pull request) call this runner: FROGNANO_RUNNER_NAME or publicRunnerName. */
+  name: string;
   /** Model name as the backend reports it (e.g. FrogNano-4B). */
   model: string;
   /** `onnx`, `openai`, `replay`. */
@@ -90,6 +94,8 @@ export interface RegisterRunnerOptions {
   gpu?: GpuInfo;
   id?: string;
   hostname?: string;
+  /** The public name (FROGNANO_RUNNER_NAME); default publicRunnerName(hostname). */
+  name?: string;
   version?: string;
   prefix?: string;
   /** The entry expires this long after the last heartbeat. Default 60 s. */
@@ -121,6 +127,7 @@ function fromHash(h: Record<string, string>): RunnerInfo | null {
   return {
     id: h.id,
     hostname: h.hostname,
+    name: h.name || publicRunnerName(h.hostname),
     model: h.model ?? 'unknown',
     backend: h.backend ?? 'unknown',
     gpu: h.gpu ?? 'cpu',
@@ -142,6 +149,7 @@ export async function registerRunner(opts: RegisterRunnerOptions): Promise<Runne
   const info: RunnerInfo = {
     id: opts.id ?? `${hostname}-${process.pid}`,
     hostname,
+    name: opts.name ?? publicRunnerName(hostname),
     model: opts.model,
     backend: opts.backend,
     gpu: gpu.gpu,
@@ -209,9 +217,20 @@ export async function listRunners(redis: Redis, opts: { prefix?: string } = {}):
   return runners.sort((a, b) => a.hostname.localeCompare(b.hostname) || a.id.localeCompare(b.id));
 }
 
-/** One line for the status comment: `gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v0.1.0)`. */
-export function describeRunner(info: Pick<RunnerInfo, 'hostname' | 'gpu' | 'model' | 'backend' | 'version'>): string {
+/**
+ * A name for public texts that does not publish the operator's host names: `runner-` and the first six hex digits
+ * of the hostname's SHA-256 (stable per machine, so a maintainer can tell runs of one runner apart).
+ */
+export function publicRunnerName(hostname: string): string {
+  return `runner-${createHash('sha256').update(hostname).digest('hex').slice(0, 6)}`;
+}
+
+/**
+ * One line for the status comment and the pull request, under the runner's public name:
+ * `gpu-east-1 (NVIDIA H200, FrogNano-4B via onnx, v0.1.0)`. Never the hostname (see RunnerInfo.hostname).
+ */
+export function describeRunner(info: Pick<RunnerInfo, 'name' | 'gpu' | 'model' | 'backend' | 'version'>): string {
   const version = /^\d/.test(info.version) ? `v${info.version}` : info.version;
   const gpu = info.gpu === 'cpu' ? 'CPU' : info.gpu;
-  return `${info.hostname} (${gpu}, ${info.model} via ${info.backend}, ${version})`;
+  return `${info.name} (${gpu}, ${info.model} via ${info.backend}, ${version})`;
 }

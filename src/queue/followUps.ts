@@ -25,7 +25,9 @@ export type FollowUpEnqueued =
   /** `asks`: how many asks the round addresses (waiting ones merged in). */
   | { kind: 'queued'; round: number; job: FrognanoJob; created: boolean; asks: number }
   /** A round of this PR is queued or running: the ask waits for the next one (`added.count` wait now). */
-  | { kind: 'waiting'; round: number; added: WaitingAdded };
+  | { kind: 'waiting'; round: number; added: WaitingAdded }
+  /** A CI fix while a round is unfinished or people's asks wait: nothing queued (that round pushes a new head). */
+  | { kind: 'busy'; round: number | null };
 
 /** Called under the PR's lock once the round number is known, before the job exists. */
 export type BeforeEnqueue = (round: number, req: FollowUpRequest) => Promise<void>;
@@ -51,6 +53,12 @@ export async function enqueueFollowUp(
   JobDataSchema.parse({ ...req, followUp: { ...req.followUp, round: 1 } });
   return withRedisLock(redis, pullRequestLockKey(key), async () => {
     const busy = await unfinishedRound(queue, redis, key);
+    // A CI fix answers the failures of one head: it never waits for, or merges with, people's asks. The round that
+    // runs or waits will push a new head, and CI runs again on it.
+    if (req.followUp.source === 'ci') {
+      if (busy !== null || (await readWaitingAsks(redis, key)).length > 0) return { kind: 'busy' as const, round: busy };
+      return enqueueRound(redis, key, [req], enqueue, beforeEnqueue);
+    }
     if (busy !== null) return { kind: 'waiting' as const, round: busy, added: await addWaitingAsk(redis, key, req) };
     const waiting = await readWaitingAsks(redis, key);
     const asks = [...waiting.filter((w) => askId(w) !== askId(req)), req];

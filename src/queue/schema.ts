@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { issueSlug } from './attempts.js';
+import { CiFixSchema } from './ciFix.js';
 
 /** BullMQ queue name (DESIGN.md). */
 export const QUEUE_NAME = 'frognano';
@@ -37,7 +38,7 @@ export const MAX_WAITING_ASKS = 10;
  */
 export const AskSchema = z.object({
   author: z.object({ login, id: z.number().int().nonnegative().optional() }),
-  source: z.enum(['comment', 'review']),
+  source: z.enum(['comment', 'review', 'ci']),
   /** The review's or comment's text. */
   feedback: z.string().max(MAX_FEEDBACK_CHARS + 200),
   inlineComments: z.array(InlineCommentSchema).max(MAX_INLINE_COMMENTS).default([]),
@@ -66,7 +67,8 @@ export const FollowUpSchema = z.object({
   inlineComments: z.array(InlineCommentSchema).max(MAX_INLINE_COMMENTS).default([]),
   /** How many inline comments did not fit. */
   omittedComments: z.number().int().nonnegative().default(0),
-  source: z.enum(['comment', 'review']),
+  /** `ci`: an automatic round that answers failing checks on the head (the job's `ciFix`). */
+  source: z.enum(['comment', 'review', 'ci']),
   reviewId: z.number().int().positive().optional(),
   /**
    * Every ask this round addresses, oldest first, when it merges asks that waited for it; the fields above then
@@ -96,11 +98,13 @@ export const JobDataSchema = z.object({
   triggeredBy: z.object({ login, id: z.number().int().nonnegative().optional() }),
   /** 1 for the first run; each `/frognano retry` adds one. */
   attempt: z.number().int().min(1).max(1000),
-  trigger: z.enum(['label', 'comment', 'review']),
+  trigger: z.enum(['label', 'comment', 'review', 'ci']),
   /** A writer's words for this attempt (`/frognano retry <guidance>`, `/frognano <guidance>`). */
   guidance: z.string().max(MAX_GUIDANCE_CHARS + 200).optional(),
   /** Set when this job is a follow-up round on the bot's pull request rather than a fresh attempt. */
   followUp: FollowUpSchema.optional(),
+  /** Set with `followUp` (source `ci`) when the round answers failing CI on the pull request's head. */
+  ciFix: CiFixSchema.optional(),
   /** Comment that triggered the job (for reactions and replies). */
   commentId: z.number().int().positive().optional(),
   /** X-GitHub-Delivery of the webhook that created the job (for tracing redeliveries). */

@@ -28,6 +28,11 @@ export const RunnerConfigSchema = z.object({
   stalledIntervalMs: z.coerce.number().int().min(1000).default(60_000),
   maxStalledCount: z.coerce.number().int().min(0).default(2),
   opsPort: z.coerce.number().int().min(0).max(65535).optional(),
+  /** The runner's name in public texts (status comment, pull request); default: a hash of the hostname. */
+  runnerName: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'must be 1-63 letters, digits, dots, dashes or underscores')
+    .optional(),
 });
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
   /** FROGNANO_TEMPERATURE, FROGNANO_TOP_P, FROGNANO_TOP_K, FROGNANO_MIN_P, FROGNANO_REPETITION_PENALTY, FROGNANO_SEED,
@@ -39,7 +44,8 @@ export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
  * APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH), GHE_HOST / FROGNANO_GITHUB_API_URL, FROGNANO_GIT_BASE_URL, REDIS_URL,
  * FROGNANO_QUEUE_PREFIX, FROGNANO_CONCURRENCY, FROGNANO_WORK_DIR, FROGNANO_TRAJECTORY_DIR, FROGNANO_BOT_NAME,
  * FROGNANO_BOT_EMAIL, FROGNANO_MAX_TURNS, FROGNANO_WALL_TIME_MINUTES, FROGNANO_SHUTDOWN_GRACE_SECONDS,
- * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT, and the
+ * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT,
+ * FROGNANO_RUNNER_NAME, and the
  * sampling overrides (see RunnerConfig.sampling).
  * Errors name the variable, never its value (it may be the private key).
  */
@@ -77,6 +83,7 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     stalledIntervalMs: 'FROGNANO_STALLED_INTERVAL_MS',
     maxStalledCount: 'FROGNANO_MAX_STALLED_COUNT',
     opsPort: 'FROGNANO_OPS_PORT',
+    runnerName: 'FROGNANO_RUNNER_NAME',
   };
   const input: Record<string, unknown> = {};
   for (const [key, envName] of Object.entries(names)) {

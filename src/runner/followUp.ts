@@ -17,6 +17,7 @@ import type { FollowUp, JobData } from '../queue/schema.js';
 import { redact } from '../util/redact.js';
 import { twoPersonRule } from './approval.js';
 import { commitMessage } from './commitMessage.js';
+import { roundSubject } from './roundLabels.js';
 import { throwIfAborted } from './jobSupport.js';
 import { publicFailure, whereToLook } from './publicFailure.js';
 import type { CheckedChange, Checkout, LiveRun, RoundVariant, Stopped } from './roundVariant.js';
@@ -29,7 +30,7 @@ export type FollowUpData = JobData & { followUp: FollowUp };
 type FollowUpRun = LiveRun<FollowUpData>;
 
 /** The PR branch at its current head; config and instructions come from the base branch. */
-interface HeadCheckout extends Checkout {
+export interface HeadCheckout extends Checkout {
   head: CloneResult;
   prUrl: string;
 }
@@ -125,9 +126,12 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
     detailsUrl: run.page?.url,
   });
   await labelAwaitingReview(octokit, data.owner, data.repo, f.pullNumber);
-  await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) =>
-    log.warn({ err }, 'could not request a review'),
-  );
+  // A CI-fix round has nobody who asked: no review request (the needs-review label stands).
+  if (f.source !== 'ci') {
+    await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) =>
+      log.warn({ err }, 'could not request a review'),
+    );
+  }
   log.info({ head: pushed, files: files.length }, 'follow-up pushed');
   return { url: checkout.prUrl, number: f.pullNumber, branch: f.headBranch };
 }
@@ -140,9 +144,10 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
 async function commitAndPush(run: FollowUpRun, head: CloneResult, change: CheckedChange): Promise<string> {
   const { data, ctx, signal, jobId } = run;
   const f = data.followUp;
-  const subject = `frognano: address ${f.source === 'review' ? 'review' : 'feedback'} on #${f.pullNumber} (round ${f.round})`;
+  const subject = roundSubject(data);
   const finalMessage = change.solved.trajectory.final_message;
-  const askers = f.asks?.map((a) => a.author) ?? [data.triggeredBy];
+  // No person asked for a CI fix: its commit credits nobody.
+  const askers = f.source === 'ci' ? [] : (f.asks?.map((a) => a.author) ?? [data.triggeredBy]);
   const message = withCoAuthors(commitMessage(subject, data.issueNumber, finalMessage), askers);
   const identity = ctx.identity ?? DEFAULT_BOT_IDENTITY;
   const branch = f.headBranch;

@@ -1,12 +1,13 @@
 import { UnrecoverableError } from 'bullmq';
 import { JobDataSchema, type JobResult } from '../queue/schema.js';
+import { ciFixRound } from './ciFix.js';
 import { firstAttempt } from './firstAttempt.js';
 import { followUpRound } from './followUp.js';
 import { runRound } from './round.js';
 import type { JobHandle, RunnerContext } from './types.js';
 
 /**
- * Routes one job to its kind of round (src/runner/README.md): a follow-up on the bot's pull request, or a first
+ * Routes one job to its kind of round (src/runner/README.md): a CI fix or a follow-up on the bot's pull request, or a first
  * attempt on an issue. Invalid job data fails at once, never retried.
  */
 export async function processJob(job: JobHandle, ctx: RunnerContext, signal: AbortSignal): Promise<JobResult> {
@@ -16,6 +17,9 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     throw new UnrecoverableError(`invalid job data: ${issue.path.join('.') || 'payload'}: ${issue.message}`);
   }
   const data = parsed.data;
+  if (data.followUp && data.ciFix) {
+    return runRound(job, { ...data, followUp: data.followUp, ciFix: data.ciFix }, ciFixRound, ctx, signal);
+  }
   if (data.followUp) return runRound(job, { ...data, followUp: data.followUp }, followUpRound, ctx, signal);
   return runRound(job, data, firstAttempt, ctx, signal);
 }

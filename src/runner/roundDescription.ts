@@ -1,3 +1,4 @@
+import { roundName, roundTrigger } from './roundLabels.js';
 import { wholeRunUrl } from './runPage.js';
 import type { InstallationAccess } from '../github/client.js';
 import {
@@ -43,8 +44,8 @@ export async function describeRound(run: FollowUpRun, record: RoundRecord): Prom
     if (diff) body = describeCurrentState(body, { round: f.round, summary, ...diff, baseBranch: pr.base.ref, tests });
   }
   const entry: HistoryEntry = {
-    round: `Follow-up ${f.round}`,
-    trigger: triggerOf(data),
+    round: roundName(data),
+    trigger: f.source === 'ci' ? roundTrigger(data) : triggerOf(data),
     headSha: record.headSha,
     result: record.result,
     url: run.page?.url,

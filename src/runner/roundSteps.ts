@@ -127,7 +127,7 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
     log,
     sourceDir: checkout.workDir,
     instructionsDir: checkout.instructionsDir,
-    taskAdditions: variant.taskAdditions(data),
+    taskAdditions: variant.taskAdditions(data, checkout),
     trajectoryDir: variant.trajectoryDir(ctx, data),
     octokit: run.access.octokit,
   });

@@ -107,8 +107,8 @@ export interface RoundVariant<D extends JobData = JobData, C extends Checkout = 
   texts(data: D): RoundTexts;
   /** Clones what the model works on and reads the repository's config. */
   prepare(run: LiveRun<D>): Promise<C | Stopped>;
-  /** Sections the task gets after the shared ones (a writer's feedback, failing checks). */
-  taskAdditions(data: D): TaskSection[];
+  /** Sections the task gets after the shared ones (a writer's feedback, failing checks read while preparing). */
+  taskAdditions(data: D, checkout: C): TaskSection[];
   trajectoryDir(ctx: RunnerContext, data: D): string;
   /** A run that stopped before the model was done: keep its work somewhere; a sentence saying where, or null. */
   keepUnfinished?(run: LiveRun<D>, checkout: C, solved: SolveResult): Promise<string | null>;

@@ -36,7 +36,7 @@ export interface RunnerContext {
   /** Full trajectories are kept here: `<dir>/<owner>/<repo>/issue-<n>-attempt-<k>/` (each kind of round names its own). */
   trajectoryDir: string;
   identity?: Identity;
-  /** `describeRunner()` line shown in the status comment. */
+  /** `describeRunner()` line shown in the status comment and the pull request: the public name, not the hostname. */
   runnerDescription: string;
   logger: Logger;
   /** Runner-wide cap on turns: a repository may lower it, never raise it. */

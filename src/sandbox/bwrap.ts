@@ -3,6 +3,7 @@ import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { MEASURE_SCRIPT, parseUsage, type WorkspaceUsage } from './budget.js';
 import { createJobCgroup, joinCgroupArgv, type JobCgroup } from './cgroup.js';
 import { BwrapSandboxConfigSchema, parseUser, type BwrapSandboxConfig } from './config.js';
@@ -11,6 +12,8 @@ import { baseEnv } from './local.js';
 import type { WorkspaceOwner } from './ownership.js';
 import { appendNote, runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
+import { shellCommand } from './shellCommand.js';
+import { BLOCK_FD, connectUserNetwork, INFO_FD, SLIRP_NAMESERVER, type UserNetwork } from './userNetwork.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -76,10 +79,23 @@ function bwrapHasSize(bwrapPath: string): boolean {
   return known;
 }
 
-/** What DNS and host lookups need, for commands with network. */
-function networkEtc(): string[] {
-  return ['resolv.conf', 'hosts', 'gai.conf'].flatMap((n) => (existsSync(`/etc/${n}`) ? ['--ro-bind', `/etc/${n}`, `/etc/${n}`] : []));
+/**
+ * What DNS and host lookups need, for commands with network: slirp4netns's forwarder as the resolver and a hosts
+ * file of the sandbox's own (the host's may name internal services), from the state directory.
+ */
+function networkEtc(stateDir: string): string[] {
+  const gai = existsSync('/etc/gai.conf') ? ['--ro-bind', '/etc/gai.conf', '/etc/gai.conf'] : [];
+  return [
+    '--ro-bind', path.join(stateDir, 'resolv.conf'), '/etc/resolv.conf',
+    '--ro-bind', path.join(stateDir, 'hosts'), '/etc/hosts',
+    ...gai,
+  ];
 }
+
+const NO_ROOT_FOR_NETWORK =
+  'sandbox: this setup command ran without network: setup.network on the bwrap sandbox needs a runner started as ' +
+  'root (slirp4netns connects the command\'s own network namespace from outside); use the docker sandbox ' +
+  '(FROGNANO_SANDBOX=docker) for repositories whose setup commands need network';
 
 /**
  * A root runner starts bwrap as the sandbox uid, which must be able to walk down to the workspace: say so plainly
@@ -115,6 +131,8 @@ async function writeStateDir(owner: WorkspaceOwner): Promise<string> {
     await fs.writeFile(path.join(stateDir, 'group'), `root:x:0:\nagent:x:${owner.gid}:\nnogroup:x:65534:\n`);
     // Same git defaults as the docker image (runner/sandbox.Dockerfile), instead of the host's /etc/gitconfig.
     await fs.writeFile(path.join(stateDir, 'gitconfig'), GITCONFIG);
+    await fs.writeFile(path.join(stateDir, 'resolv.conf'), `nameserver ${SLIRP_NAMESERVER}\n`);
+    await fs.writeFile(path.join(stateDir, 'hosts'), '127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n');
     await fs.chmod(stateDir, 0o755);
     return stateDir;
   } catch (err) {
@@ -227,11 +245,12 @@ export class BwrapSandbox implements Sandbox {
     const bwrapArgv = [
       ...prefix,
       this.cfg.bwrapPath,
-      // With network (a setup command the repository opted in for): every namespace but the network one, and the
-      // host's resolver files; that includes the host's loopback services, which is why it is opt-in.
+      '--unshare-all',
+      // With network (a setup command the repository opted in for): bwrap reports its namespaces and waits until
+      // connectUserNetwork has given the network namespace its slirp4netns link (see userNetwork.ts).
       ...(opts.network
-        ? ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...networkEtc()]
-        : ['--unshare-all']),
+        ? ['--info-fd', String(INFO_FD), '--block-fd', String(BLOCK_FD), ...networkEtc(this.stateDir)]
+        : []),
       // A user namespace is required (not just tried), and commands may not create nested ones: less kernel
       // surface, and no way to gain namespace-root capabilities inside.
       '--unshare-user',
@@ -265,7 +284,8 @@ export class BwrapSandbox implements Sandbox {
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return this.spawn(['bash', '-lc', command], options);
+    const shell = shellCommand(command, options, baseEnv(BWRAP_HOME));
+    return this.spawn(shell.argv, shell.options);
   }
 
   async spawn(inner: string[], options: ExecOptions = {}): Promise<ExecResult> {
@@ -278,7 +298,17 @@ export class BwrapSandbox implements Sandbox {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) ac.abort();
     const oomBefore = await this.cgroup?.oomKills();
-    const run = runProcess(this.argvFor(inner, BWRAP_WORKDIR, env, { network: options.network === true }), {
+    const network = options.network === true && (process.getuid?.() ?? 0) === 0;
+    let userNetwork: Promise<UserNetwork> | undefined;
+    const run = runProcess(this.argvFor(inner, BWRAP_WORKDIR, env, { network }), {
+        extraPipes: network ? 2 : 0,
+        onSpawn: (child) => {
+          if (!network) return;
+          const blocked = this.cfg.setupNetworkBlocked;
+          const pipes = { slirp4netnsPath: this.cfg.slirp4netnsPath, blocked };
+          const [info, block] = [child.stdio[INFO_FD] as Readable | null, child.stdio[BLOCK_FD] as Writable | null];
+          userNetwork = connectUserNetwork(info, block, pipes);
+        },
         cwd: '/',
         // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
@@ -290,7 +320,14 @@ export class BwrapSandbox implements Sandbox {
     this.running.set(ac, run);
     const stopWatch = this.job.watch(() => ac.abort());
     try {
-      const r = await run;
+      const r = await run.catch(async (err: unknown) => {
+        (await userNetwork)?.stop();
+        throw err;
+      });
+      const link = await userNetwork;
+      link?.stop();
+      if (link?.failure) r.stderr = appendNote(r.stderr, `sandbox: this setup command ran without network: ${link.failure}`);
+      if (options.network && !network) r.stderr = appendNote(r.stderr, NO_ROOT_FOR_NETWORK);
       await stopWatch();
       const over = this.job.overBudget;
       if (over) {

@@ -89,6 +89,13 @@ export async function checkDocker(
   return { kind: 'docker', ok: true, message: `Docker ${version}, image ${cfg.image} present` };
 }
 
+/** Whether setup commands with network (setup.network) would get it here: '' when they would, else why not. */
+async function setupNetworkNote(sb: BwrapSandbox): Promise<string> {
+  const r = await sb.exec('true', { network: true, clean: true, timeoutMs: 15_000 });
+  const why = /^sandbox: this setup command ran without network: (.*)$/m.exec(r.stderr)?.[1];
+  return why ? `; setup commands with network (setup.network) would have none: ${why}` : '';
+}
+
 /** Runs `true` in a real bwrap sandbox on a temp directory: proves user namespaces, binds and setpriv all work. */
 export async function checkBwrap(cfg: BwrapSandboxConfig): Promise<SandboxCheckResult> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'frognano-check-'));
@@ -97,7 +104,7 @@ export async function checkBwrap(cfg: BwrapSandboxConfig): Promise<SandboxCheckR
     try {
       const r = await sb.exec('echo ok', { timeoutMs: 15_000 });
       if (r.exitCode === 0 && r.stdout.trim() === 'ok') {
-        return { kind: 'bwrap', ok: true, message: `bubblewrap works (${cfg.bwrapPath})` };
+        return { kind: 'bwrap', ok: true, message: `bubblewrap works (${cfg.bwrapPath})${await setupNetworkNote(sb)}` };
       }
       const why = (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ') || (r.timedOut ? 'timed out' : `exit ${r.exitCode}`);
       return {

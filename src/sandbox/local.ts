@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
+import { shellCommand } from './shellCommand.js';
 
 /** The environment every sandboxed command starts from: nothing of the host's, so no token can leak in. */
 export function baseEnv(home: string): Record<string, string> {
@@ -31,14 +32,21 @@ export class LocalSandbox implements Sandbox {
    * such as ~/.npmrc tokens) nor leave state in them.
    */
   private home: Promise<string> | undefined;
+  /** Where clean commands make their fresh HOME and TMPDIR (see shellCommand.ts). */
+  private cleanRoot: Promise<string> | undefined;
   private closed = false;
 
   constructor(repoDir: string, private readonly defaultTimeoutMs = 120_000) {
     this.workdir = path.resolve(repoDir);
   }
 
-  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return this.spawn(['bash', '-lc', command], options);
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (this.closed) throw new Error('sandbox is closed');
+    // The clean shell makes its own HOME, below a directory of this sandbox's (the host's /tmp would keep the ones
+    // a killed command could not remove); the base environment's HOME is not passed on.
+    const tmpParent = options.clean ? await (this.cleanRoot ??= mkdtemp(path.join(os.tmpdir(), 'frognano-clean-'))) : undefined;
+    const shell = shellCommand(command, options, baseEnv('/nonexistent'), tmpParent);
+    return this.spawn(shell.argv, shell.options);
   }
 
   async spawn(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
@@ -57,8 +65,9 @@ export class LocalSandbox implements Sandbox {
   /** Removes the private HOME; the repository directory belongs to the caller. */
   async close(): Promise<void> {
     this.closed = true;
-    const home = this.home;
+    const dirs = [this.home, this.cleanRoot];
     this.home = undefined;
-    if (home) await rm(await home, { recursive: true, force: true });
+    this.cleanRoot = undefined;
+    for (const dir of dirs) if (dir) await rm(await dir, { recursive: true, force: true });
   }
 }

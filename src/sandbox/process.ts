@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { ExecResult } from './types.js';
 
 export interface RunProcessOptions {
@@ -9,6 +9,9 @@ export interface RunProcessOptions {
   signal?: AbortSignal;
   maxOutputBytes?: number;
   stdin?: string;
+  /** Pipes opened after stdin, stdout and stderr (fds 3, 4, ...), handed to onSpawn (bwrap's --info-fd/--block-fd). */
+  extraPipes?: number;
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
@@ -59,8 +62,9 @@ export function runProcess(argv: string[], opts: RunProcessOptions): Promise<Exe
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe', ...Array<'pipe'>(opts.extraPipes ?? 0).fill('pipe')],
     });
+    opts.onSpawn?.(child);
     const out = new CappedBuffer(cap);
     const err = new CappedBuffer(cap);
     let timedOut = false;

@@ -20,9 +20,17 @@ export interface ExecOptions {
   /**
    * Give this command network access (setup commands of a repository that opted in with `setup.network`; never
    * the model's commands). docker: a short-lived container on the engine's bridge with the same workspace and
-   * limits; bwrap: the host's network namespace (which includes the host's loopback services); local: always.
+   * limits; bwrap: a network namespace of its own linked by slirp4netns, with no route to the host's loopback or the
+   * private ranges (userNetwork.ts; a root runner only); local: always.
    */
   network?: boolean;
+  /**
+   * One of the bot's own commands (setup, tests, computing the patch), whose result the model must not be able to
+   * change: no login or rc files, BASH_ENV/ENV unset, a fixed PATH of system directories, a fresh empty HOME and
+   * TMPDIR, only the sandbox's base environment and `env` (see shellCommand.ts). The model's own commands keep
+   * upstream Leaf's login shell.
+   */
+  clean?: boolean;
 }
 
 export interface ExecResult {
@@ -42,7 +50,10 @@ export interface Sandbox {
   readonly kind: SandboxKind;
   /** Absolute path of the repository root as seen by commands inside the sandbox. */
   readonly workdir: string;
-  /** Runs `bash -lc command` in the repository root. Never throws for a non-zero exit. */
+  /**
+   * Runs `bash -lc command` in the repository root (with `clean`: a clean shell, see ExecOptions.clean). Never
+   * throws for a non-zero exit.
+   */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /**
    * Runs argv[0] with argv[1..] directly (no shell, no login files) inside the sandbox boundary, with the same

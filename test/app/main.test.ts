@@ -115,8 +115,16 @@ describe('npm start (src/app/main.ts)', () => {
     const manifest = JSON.parse(/name="manifest" id="manifest" value='([^']+)'/.exec(html)![1]!);
     expect(manifest).toMatchObject({
       name: 'frognano-bot',
-      default_events: ['issues', 'issue_comment', 'pull_request_review'],
-      default_permissions: { issues: 'write', pull_requests: 'write', contents: 'write', checks: 'write', metadata: 'read' },
+      default_events: ['issues', 'issue_comment', 'pull_request_review', 'check_suite', 'check_run', 'workflow_run', 'status'],
+      default_permissions: {
+        issues: 'write',
+        pull_requests: 'write',
+        contents: 'write',
+        checks: 'write',
+        metadata: 'read',
+        actions: 'read',
+        statuses: 'read',
+      },
       redirect_url: `${base}/probot/setup`,
     });
   }, 60_000);

@@ -30,6 +30,7 @@ allowWorkflowChanges: true
       setup: { network: false },
       publishFailedAttempts: false,
       followUp: { maxRounds: 5 },
+      ciFix: { enabled: true, maxRounds: 3 },
       approval: { allowTriggerApproval: false },
     });
   });
@@ -119,5 +120,13 @@ instructionsFile: docs/bot.md
 
   it('names a typo inside the new sections', () => {
     expect(() => parseRepoConfig('setup:\n  networks: true\n')).toThrow(/`setup\.networks`: unknown setting/);
+    expect(() => parseRepoConfig('ciFix:\n  maxRound: 2\n')).toThrow(/`ciFix\.maxRound`: unknown setting/);
+  });
+
+  it('reads ciFix: on with 3 rounds by default, off or capped when asked', () => {
+    expect(defaultRepoConfig().ciFix).toEqual({ enabled: true, maxRounds: 3 });
+    expect(parseRepoConfig('ciFix:\n  enabled: false\n').ciFix).toEqual({ enabled: false, maxRounds: 3 });
+    expect(parseRepoConfig('ciFix:\n  maxRounds: 1\n').ciFix).toEqual({ enabled: true, maxRounds: 1 });
+    expect(() => parseRepoConfig('ciFix:\n  maxRounds: -1\n')).toThrow(RepoConfigError);
   });
 });

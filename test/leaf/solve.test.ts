@@ -199,6 +199,40 @@ describe('solve', () => {
     expect(saved.error).toMatch(/could not compute the patch/);
     expect(saved.n_steps).toBe(2);
   });
+
+  it("runs every command of its own (setup, patch, tests) clean; the model's go through its tool as before", async () => {
+    const calls: Array<{ argv0: string; clean: boolean; network: boolean }> = [];
+    await solve({
+      sourceDir: source,
+      sandboxFactory: async (dir) => {
+        const sb = new LocalSandbox(dir);
+        const exec = sb.exec.bind(sb);
+        const spawn = sb.spawn.bind(sb);
+        sb.exec = (command, options = {}) => {
+          calls.push({ argv0: command.split(' ')[0], clean: options.clean === true, network: options.network === true });
+          return exec(command, options);
+        };
+        sb.spawn = (argv, options = {}) => {
+          if (argv[0] === '/bin/sh') calls.push({ argv0: 'tool', clean: false, network: false });
+          return spawn(argv, options);
+        };
+        return sb;
+      },
+      backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'true' } }] }, { content: 'Done.' }]),
+      task,
+      setupCommands: ['echo setup'],
+      setupNetwork: true,
+      testCommands: ['echo test'],
+    });
+    expect(calls).toEqual([
+      { argv0: 'echo', clean: true, network: true },
+      { argv0: 'tool', clean: false, network: false },
+      { argv0: 'x=$(mktemp)', clean: true, network: false },
+      { argv0: '/usr/bin/git', clean: true, network: false },
+      { argv0: '/usr/bin/git', clean: true, network: false },
+      { argv0: 'echo', clean: true, network: false },
+    ]);
+  });
 });
 
 describe('solve in the bwrap sandbox', () => {

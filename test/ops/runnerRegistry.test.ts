@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import {
   describeRunner,
+  publicRunnerName,
   detectGpu,
   listRunners,
   parseNvidiaSmi,
@@ -38,7 +39,10 @@ describe('runner registry', () => {
       gpu: { gpu: 'NVIDIA H200', gpuMemoryMiB: 143771 },
       ttlSeconds: 30,
     });
-    const b = await registerRunner({ redis, prefix, hostname: 'cpu-box', id: 'cpu-box-1', model: 'FrogNano-4B', backend: 'openai', gpu: { gpu: 'cpu' } });
+    const b = await registerRunner({
+      redis, prefix, hostname: 'cpu-box.internal.example', name: 'cpu-box', id: 'cpu-box-1', model: 'FrogNano-4B', backend: 'openai',
+      gpu: { gpu: 'cpu' },
+    });
     try {
       const ttl = await redis.ttl(`${prefix}:runner:${a.info.id}`);
       expect(ttl).toBeGreaterThan(0);
@@ -46,7 +50,8 @@ describe('runner registry', () => {
 
       await a.setCurrentJob('octo/hello#7@1');
       let runners = await listRunners(redis, { prefix });
-      expect(runners.map((r) => r.hostname)).toEqual(['cpu-box', 'gpu-node-1']);
+      // The operator's view keeps the real host names.
+      expect(runners.map((r) => r.hostname)).toEqual(['cpu-box.internal.example', 'gpu-node-1']);
       const gpuRunner = runners[1];
       expect(gpuRunner).toMatchObject({
         hostname: 'gpu-node-1',
@@ -59,8 +64,13 @@ describe('runner registry', () => {
         currentJob: 'octo/hello#7@1',
       });
       expect(Date.parse(gpuRunner.startedAt)).not.toBeNaN();
-      expect(describeRunner(gpuRunner)).toBe(`gpu-node-1 (NVIDIA H200, FrogNano-4B via onnx, v${packageInfo().version})`);
+      // Public texts: the operator's name (FROGNANO_RUNNER_NAME), else a short hash of the hostname; never the hostname.
+      expect(gpuRunner.name).toMatch(/^runner-[0-9a-f]{6}$/);
+      expect(gpuRunner.name).toBe(publicRunnerName('gpu-node-1'));
+      expect(publicRunnerName('gpu-node-2')).not.toBe(gpuRunner.name);
+      expect(describeRunner(gpuRunner)).toBe(`${gpuRunner.name} (NVIDIA H200, FrogNano-4B via onnx, v${packageInfo().version})`);
       expect(describeRunner(runners[0])).toMatch(/^cpu-box \(CPU, FrogNano-4B via openai, v/);
+      for (const r of runners) expect(describeRunner(r)).not.toContain(r.hostname);
 
       await a.setCurrentJob(null);
       runners = await listRunners(redis, { prefix });

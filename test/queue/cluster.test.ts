@@ -125,9 +125,9 @@ run('Redis Cluster (3 masters): the queue key flows', () => {
     await stop();
   });
 
-  test('follow-ups: numbered rounds, one at a time', async () => {
+  test('follow-ups: numbered rounds, one at a time (an ask during a round waits)', async () => {
     expect(await enqueueFollowUp(queue, redis, followUp(12))).toMatchObject({ kind: 'queued', round: 1 });
-    expect(await enqueueFollowUp(queue, redis, followUp(12))).toMatchObject({ kind: 'busy', round: 1 });
+    expect(await enqueueFollowUp(queue, redis, followUp(12))).toMatchObject({ kind: 'waiting', round: 1 });
   });
 
   test('the runner registry (MULTI over the runner hash and the set) works in one slot', async () => {

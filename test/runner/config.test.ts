@@ -8,6 +8,11 @@ describe('runnerConfigFromEnv', () => {
     const c = runnerConfigFromEnv(base);
     expect(c).toMatchObject({ appId: 42, gitBaseUrl: 'https://github.com', concurrency: 1, shutdownGraceSeconds: 60, maxStalledCount: 2 });
     expect(c.apiBaseUrl).toBeUndefined();
+    expect(c.runnerName).toBeUndefined(); // registerRunner then names it runner-<hash of the hostname>
+  });
+
+  it("reads the runner's public name", () => {
+    expect(runnerConfigFromEnv({ ...base, FROGNANO_RUNNER_NAME: 'gpu-east-1' }).runnerName).toBe('gpu-east-1');
   });
 
   it('reads GitHub Enterprise, concurrency and escaped newlines in PRIVATE_KEY', () => {
@@ -25,6 +30,8 @@ describe('runnerConfigFromEnv', () => {
       expect((e as Error).message).not.toContain('secret-but-not-pem');
     }
     expect(() => runnerConfigFromEnv({ ...base, FROGNANO_GIT_BASE_URL: 'ssh://x' })).toThrow(/FROGNANO_GIT_BASE_URL must start with/);
+    // The runner's public name goes into issue comments and pull requests: plain characters only.
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_RUNNER_NAME: '[x](https://evil.example)' })).toThrow(/FROGNANO_RUNNER_NAME must be 1-63/);
     expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY_PATH: '/nonexistent/key.pem' })).toThrow('PRIVATE_KEY_PATH: cannot read /nonexistent/key.pem: ENOENT');
   });
 

@@ -9,6 +9,7 @@ import type { ModelBackend } from '../../src/inference/types.js';
 import { createLogger } from '../../src/ops/logger.js';
 import type { JobData } from '../../src/queue/schema.js';
 import { SandboxConfigSchema } from '../../src/sandbox/index.js';
+import { describeRunner, publicRunnerName } from '../../src/ops/runnerRegistry.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import type { BareRemote } from '../github/gitRepo.js';
 
@@ -56,6 +57,10 @@ export function jobData(owner: string, repo: string, over: Partial<JobData> = {}
   };
 }
 
+/** The test runner's hostname, and the name public texts use for it. */
+export const TEST_HOSTNAME = 'gpu-7.rack-3.internal.example';
+export const TEST_RUNNER_NAME = publicRunnerName(TEST_HOSTNAME);
+
 export async function runnerContext(o: {
   redis: Redis;
   remote: BareRemote;
@@ -73,7 +78,8 @@ export async function runnerContext(o: {
     sandbox: SandboxConfigSchema.parse({ kind: 'bwrap', defaultTimeoutMs: 60_000 }),
     workDir: path.join(root, 'work'),
     trajectoryDir: path.join(root, 'trajectories'),
-    runnerDescription: 'runner test-host (CPU, replay:scripted via replay, v0.1.0)',
+    // As runner/main.ts builds it: the public name, never the hostname.
+    runnerDescription: describeRunner({ name: TEST_RUNNER_NAME, gpu: 'cpu', model: 'replay:scripted', backend: 'replay', version: '0.1.0' }),
     logger: o.logger,
     progressIntervals: { jobEveryMs: 0, commentEveryMs: 0 },
     // The real token exchange (POST /app/installations/:id/access_tokens, answered by nock), minus retries.
@@ -90,5 +96,17 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Waits until the queue's job `jobId` is completed or failed, and returns it. */
+export async function waitForFinish(queue: { getJob(id: string): Promise<any> }, jobId: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const job = await queue.getJob(jobId);
+    const state = await job?.getState();
+    if (job && (state === 'completed' || state === 'failed')) return job;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish in ${timeoutMs} ms (state ${state})`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -10,7 +10,7 @@ import { processJob } from '../../src/runner/processJob.js';
 import { HandBackError, type AbortCause, type RunnerContext } from '../../src/runner/types.js';
 import { SandboxConfigSchema } from '../../src/sandbox/config.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, TEST_HOSTNAME, TEST_RUNNER_NAME, uniqueOwner } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 
 const REPO = 'greeter';
@@ -102,7 +102,9 @@ describe('processJob', () => {
     const bodies = gh.statusBodies();
     expect(gh.find('POST', '/issues/7/comments')).toHaveLength(1);
     expect(bodies[0]).toContain('working on it');
-    expect(bodies[0]).toContain('runner test-host');
+    expect(bodies[0]).toContain(`${TEST_RUNNER_NAME} (CPU, replay:scripted via replay, v0.1.0)`);
+    expect(pr.body.body).toContain(`- Ran on ${TEST_RUNNER_NAME} (CPU`);
+    for (const text of [pr.body.body, ...bodies]) expect(text).not.toContain(TEST_HOSTNAME.split('.')[0]);
     expect(bodies.some((b) => /Turn 2 of at most 100/.test(b))).toBe(true);
     expect(bodies.at(-1)).toContain(`draft pull request #5 opened`);
     expect(bodies.at(-1)).toContain(`https://github.com/${owner}/${REPO}/pull/5`);

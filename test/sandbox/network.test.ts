@@ -8,22 +8,29 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
+import { checkBwrap } from '../../src/sandbox/check.js';
+import { BwrapSandboxConfigSchema } from '../../src/sandbox/config.js';
 import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL } from '../../src/sandbox/docker/index.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
-import { dockerForTests, TEST_IMAGE } from './support.js';
+import { SETUP_NETWORK_BLOCKED } from '../../src/sandbox/userNetwork.js';
+import { dockerForTests, outsideAddress, privateHostAddress, TEST_IMAGE } from './support.js';
 
 const docker = await dockerForTests();
 const RUN_LABEL = { 'dev.frognano.test': `network-${randomBytes(6).toString('hex')}` };
 const LIMITS = { memoryMb: 300, pidsLimit: 99 };
 
-const kinds: Array<[string, (ws: string) => Promise<Sandbox>]> = [['bwrap', (ws) => BwrapSandbox.create(ws, LIMITS)]];
+/** "The network" for bwrap: a non-loopback address of this machine, let through even if it is a private one. */
+const outside = outsideAddress();
+const kinds: Array<[string, (ws: string) => Promise<Sandbox>]> = [
+  ['bwrap', (ws) => BwrapSandbox.create(ws, { ...LIMITS, setupNetworkBlocked: outside.blockedWithout })],
+];
 if (docker) {
   kinds.push(['docker', (ws) => DockerSandbox.create(ws, { image: TEST_IMAGE, labels: RUN_LABEL, ...LIMITS }, { docker })]);
 }
 
-/** Connects to the host server: bwrap shares the host's network namespace, docker reaches it through its gateway. */
-const probe = (port: number, viaGateway: boolean) => `python3 -c "import socket
-gw = '127.0.0.1'
+/** Connects to the host server: bwrap at the machine's outside address, docker through its gateway. */
+const probe = (port: number, viaGateway: boolean, host = outside.address) => `python3 -c "import socket
+gw = '${host}'
 for line in open('/proc/net/route').read().splitlines()[1:]:
     f = line.split()
     if ${viaGateway ? 'True' : 'False'} and f[1] == '00000000':
@@ -47,6 +54,11 @@ describe.each(kinds)('%s: a command with network', (kind, factory) => {
     await new Promise<void>((res) => server.listen(0, '0.0.0.0', res));
     port = (server.address() as net.AddressInfo).port;
   });
+  const listenOn = async (host: string): Promise<net.Server> => {
+    const s = net.createServer((c) => c.end('HOST-LOOPBACK-SERVICE\n'));
+    await new Promise<void>((res) => s.listen(0, host, res));
+    return s;
+  };
   afterAll(async () => {
     await new Promise((res) => server.close(res));
     await sb?.close();
@@ -77,11 +89,65 @@ describe.each(kinds)('%s: a command with network', (kind, factory) => {
     }
   });
 
+  it("cannot reach the host's loopback services (127.0.0.1, or the gateway in front of them)", async () => {
+    const lo = await listenOn('127.0.0.1');
+    try {
+      const loPort = (lo.address() as net.AddressInfo).port;
+      for (const viaGateway of [false, true]) {
+        const r = await sb.exec(probe(loPort, viaGateway, '127.0.0.1'), { network: true, timeoutMs: 60_000 });
+        expect(r.stdout).toMatch(/refused \d+/);
+        expect(r.stdout).not.toContain('HOST-LOOPBACK-SERVICE');
+      }
+      // ... while the outside stays reachable in the same sandbox.
+      expect((await sb.exec(probe(port, kind === 'docker'), { network: true })).stdout).toContain('CONNECTED HELLO-FROM-HOST');
+    } finally {
+      await new Promise((res) => lo.close(res));
+    }
+  });
+
   it('still kills what the command left running', async () => {
     const m = 20_000 + (randomBytes(2).readUInt16BE() % 40_000);
     const r = await sb.exec(`(setsid sleep ${m} > /dev/null 2>&1 &); echo started`, { network: true });
     expect(r.stdout).toBe('started\n');
     const ps = await sb.exec(`ps -eo args | grep -c "^sleep ${m}" || true`, { network: true });
     expect(ps.stdout.trim()).toBe('0');
+  });
+});
+
+describe('bwrap: a setup command with network and the private ranges', () => {
+  it('runs without network, and says why, when slirp4netns cannot start', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-net-noslirp-'));
+    const sb = await BwrapSandbox.create(dir, { ...LIMITS, slirp4netnsPath: '/nonexistent/slirp4netns' });
+    try {
+      const r = await sb.exec(probe(1, false), { network: true, timeoutMs: 30_000 });
+      expect(r.stdout).toContain("['lo']");
+      expect(r.stderr).toContain('sandbox: this setup command ran without network: cannot run /nonexistent/slirp4netns');
+      const check = await checkBwrap(BwrapSandboxConfigSchema.parse({ kind: 'bwrap', ...LIMITS, slirp4netnsPath: '/nonexistent/slirp4netns' }));
+      expect(check.message).toMatch(/^bubblewrap works .*; setup commands with network \(setup.network\) would have none: cannot run/);
+    } finally {
+      await sb.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  const target = privateHostAddress();
+  (target ? it : it.skip)(`has no route to a private address of this machine (${target ?? 'none here'})`, async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-net-private-'));
+    const sb = await BwrapSandbox.create(dir, LIMITS);
+    const server = net.createServer((c) => c.end('PRIVATE-SERVICE\n'));
+    await new Promise<void>((res) => server.listen(0, target!, res));
+    try {
+      const r = await sb.exec(probe((server.address() as net.AddressInfo).port, false, target!), { network: true });
+      expect(r.stdout).toMatch(/refused \d+/);
+      expect(r.stdout).not.toContain('PRIVATE-SERVICE');
+      expect(SETUP_NETWORK_BLOCKED).toContain('169.254.0.0/16');
+      // The command cannot take the route away: it holds no capability in its network namespace.
+      const del = await sb.exec('ip route del prohibit 10.0.0.0/8 || echo cannot', { network: true });
+      expect(del.stdout).toContain('cannot');
+    } finally {
+      await new Promise((res) => server.close(res));
+      await sb.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import Docker from 'dockerode';
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import { SETUP_NETWORK_BLOCKED } from '../../src/sandbox/userNetwork.js';
 
 export const TEST_IMAGE = process.env.FROGNANO_TEST_SANDBOX_IMAGE ?? 'frognano-sandbox:test';
 
@@ -47,4 +50,44 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs 
     await new Promise((r) => setTimeout(r, 50));
   }
   return cond();
+}
+
+/** Whether an IPv4 address lies in a CIDR range. */
+export function inCidr(address: string, cidr: string): boolean {
+  const toNum = (a: string) => a.split('.').reduce((n, part) => n * 256 + Number(part), 0);
+  const [base, bits] = cidr.split('/');
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(toNum(address) / size) === Math.floor(toNum(base) / size);
+}
+
+/** This machine's non-loopback IPv4 addresses (its interfaces, the docker bridge even while it is down). */
+function hostAddresses(): string[] {
+  const up = Object.values(os.networkInterfaces())
+    .flat()
+    .filter((i) => i && i.family === 'IPv4' && !i.internal)
+    .map((i) => i!.address);
+  let listed = '';
+  try {
+    listed = execFileSync('ip', ['-4', '-o', 'addr', 'show'], { encoding: 'utf8', timeout: 5000 });
+  } catch {
+    /* no iproute2: the interfaces node sees are enough */
+  }
+  const all = [...listed.matchAll(/ inet (\d+\.\d+\.\d+\.\d+)\//g)].map((m) => m[1]);
+  return [...new Set([...up, ...all])].filter((a) => !a.startsWith('127.'));
+}
+
+/**
+ * An address of this machine that stands for "the outside" in network tests (never another host): a public-range
+ * one when there is one, and the blocked ranges without the one it lies in, for a bwrap sandbox that must reach it.
+ */
+export function outsideAddress(): { address: string; blockedWithout: string[] } {
+  const all = hostAddresses();
+  const address = all.find((a) => !SETUP_NETWORK_BLOCKED.some((c) => inCidr(a, c))) ?? all[0];
+  if (!address) throw new Error('this machine has no non-loopback IPv4 address for the network tests');
+  return { address, blockedWithout: SETUP_NETWORK_BLOCKED.filter((c) => !inCidr(address, c)) };
+}
+
+/** An address of this machine in one of the ranges setup commands get no route to, if it has one. */
+export function privateHostAddress(): string | undefined {
+  return hostAddresses().find((a) => SETUP_NETWORK_BLOCKED.some((c) => inCidr(a, c)));
 }

@@ -14,6 +14,9 @@ import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
 import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker/index.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { ToolExecutor, type ToolOutcome } from '../../src/leaf/tools.js';
+import { solve } from '../../src/leaf/solve.js';
+import { ReplayBackend } from '../../src/inference/replay.js';
+import { makeRepo } from '../leaf/helpers.js';
 import { dockerForTests, hostPidsMatching, TEST_IMAGE, waitFor } from '../sandbox/support.js';
 
 const docker = await dockerForTests();
@@ -419,6 +422,102 @@ describe.each(factories)('%s sandbox: workspace disk budget', (kind, factory) =>
     } finally {
       await sb.close();
       await fs.rm(root, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+/**
+ * What a model can leave behind for the commands after it (issue #23): start-up files in HOME, BASH_ENV and ENV, a
+ * PATH shim in HOME (and /tmp), exported `git`/`python3` functions, and a function named `/usr/bin/git` (a login
+ * shell defines it before running the command). Each hijack prints HIJACKED and fakes a passing test or a patch.
+ */
+const HIJACK = `cat > ~/.hijack <<'HIJACK_END'
+git() { printf 'diff --git a/FAKE b/FAKE\\nHIJACKED-GIT\\n'; return 0; }
+/usr/bin/git() { printf 'diff --git a/FAKE b/FAKE\\nHIJACKED-GIT\\n'; return 0; }
+python3() { echo '1 passed HIJACKED-PYTHON'; return 0; }
+export -f git python3 2>/dev/null
+export BASH_ENV="$HOME/.hijack" ENV="$HOME/.hijack"
+export PATH="$HOME/bin:/tmp/bin:$PATH"
+HIJACK_END
+for f in .bash_profile .bash_login .profile .bashrc; do cp ~/.hijack ~/$f; done
+mkdir -p ~/bin /tmp/bin
+for p in git python3 pytest bash sh env mktemp; do
+  printf '#!/bin/sh\\necho "1 passed HIJACKED-SHIM"\\n' > ~/bin/$p; chmod +x ~/bin/$p; cp ~/bin/$p /tmp/bin/$p
+done
+echo planted`;
+
+/** A setup command's view: which programs it finds, its HOME, and what of the model's environment it has. */
+const PROBE =
+  'type git python3 | tr "\\n" " "; echo; python3 -c "print(6 * 7)"; ' +
+  'echo "home=$HOME entries=$(ls -A "$HOME" | wc -l) bash_env=${BASH_ENV-unset} env=${ENV-unset}"; ' +
+  'env | grep -c "^BASH_FUNC_" || true';
+
+describe.each(factories)("%s sandbox: the bot's own commands run clean after a hostile model", (kind, factory) => {
+  let source: string;
+  beforeEach(async () => {
+    source = await makeRepo({
+      'calc.py': 'def add(a, b):\n    return a - b\n',
+      'test_calc.py': 'from calc import add\n\nassert add(2, 3) == 5, "add is wrong"\nprint("1 passed")\n',
+    });
+  });
+  afterEach(async () => {
+    await fs.rm(source, { recursive: true, force: true });
+    if (docker) await reapStaleSandboxes(docker, 0, { labels: RUN_LABEL });
+  });
+
+  it('the test results and the patch are what the workspace holds, not what the model planted', async () => {
+    const result = await solve({
+      sourceDir: source,
+      sandboxFactory: (dir) => factory(dir, LIMITS),
+      backend: ReplayBackend.fromTurns([
+        { content: '', tool_calls: [{ name: 'Bash', arguments: { command: HIJACK } }] },
+        {
+          content: '',
+          tool_calls: [
+            { name: 'Write', arguments: { file_path: 'NOTES.md', content: 'notes\n' } },
+            { name: 'Bash', arguments: { command: 'git status --short; python3 -c "print(1)"' } },
+          ],
+        },
+        { content: 'Done.' },
+      ]),
+      task: { title: 'add() subtracts', body: 'add(2, 3) should be 5' },
+      testCommands: [
+        'python3 test_calc.py',
+        'bash -c "python3 test_calc.py"',
+        'git diff --stat HEAD -- calc.py; sh -c "python3 test_calc.py"',
+      ],
+    });
+    const observations = result.trajectory.steps.flatMap((s) => s.observations.map((o) => o.observation));
+    expect(observations[0]).toContain('planted');
+    // The attack is live for the model's own later commands where HOME outlives a command (docker).
+    if (kind === 'docker') expect(observations.join('\n')).toContain('HIJACKED');
+    expect(result.patch).toContain('+++ b/NOTES.md');
+    expect(result.patch).not.toContain('HIJACKED');
+    expect(result.changedFiles.map((f) => f.path)).toEqual(['NOTES.md']);
+    expect(result.testResults.map((r) => r.exitCode)).toEqual([1, 1, 1]);
+    for (const r of result.testResults) {
+      expect(r.outputTail).toContain('AssertionError: add is wrong');
+      expect(r.outputTail).not.toMatch(/HIJACKED|1 passed/);
+    }
+  }, 180_000);
+
+  it('a setup command (with or without network) sees the system programs, an empty HOME, no planted variables', async () => {
+    const ws = await fs.mkdtemp(path.join(os.tmpdir(), `fn-attack-clean-${kind}-`));
+    await fs.chmod(ws, 0o755);
+    const sb = await factory(ws, LIMITS);
+    try {
+      // As the model's Bash tool runs it: a login shell.
+      expect((await sb.exec(HIJACK)).stdout).toContain('planted');
+      for (const network of [false, true]) {
+        const r = await sb.exec(PROBE, { clean: true, network, timeoutMs: 60_000 });
+        expect(r.stdout).not.toContain('HIJACKED');
+        expect(r.stdout).toMatch(/^git is \/usr\/bin\/git python3 is \/usr\/(local\/)?bin\/python3 \n42\n/);
+        expect(r.stdout).toMatch(/\nhome=\/tmp\/frognano-clean\.\w+\/home entries=0 bash_env=unset env=unset\n0\n$/);
+        expect(r.exitCode).toBe(0);
+      }
+    } finally {
+      await sb.close();
+      await fs.rm(ws, { recursive: true, force: true });
     }
   }, 120_000);
 });

@@ -65,7 +65,7 @@ export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3
     const redisLine = check.ok('Redis', `${pong} from Redis ${version} at ${shown}`);
     const runners = await withTimeout(listRunners(client, { prefix: config.keyPrefix }), timeoutMs);
     const runnersLine = runners.length
-      ? check.ok('Runners', `${runners.length} registered: ${runners.map((r) => `${describeRunner(r)}${r.currentJob ? ` working on ${r.currentJob}` : ''}`).join('; ')}`, false)
+      ? check.ok('Runners', `${runners.length} registered: ${runners.map((r) => `${describeRunner(r)} on ${r.hostname}${r.currentJob ? ` working on ${r.currentJob}` : ''}`).join('; ')}`, false)
       : check.warn('Runners', 'none registered in this Redis', 'jobs wait in the queue until a runner starts: `npm run runner` on the GPU machine, with the same REDIS_URL');
     return [redisLine, runnersLine];
   } catch (err) {

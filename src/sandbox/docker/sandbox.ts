@@ -6,6 +6,7 @@ import { JobWorkspace, resolveWorkspaceDir } from '../jobWorkspace.js';
 import { baseEnv } from '../local.js';
 import { appendNote, CappedBuffer, cancelledBeforeStart } from '../process.js';
 import type { ExecOptions, ExecResult, Sandbox } from '../types.js';
+import { shellCommand } from '../shellCommand.js';
 import { CONTAINER_HOME, CONTAINER_WORKDIR, containerOptions } from './containerSpec.js';
 import {
   engineUnreachable,
@@ -91,7 +92,8 @@ export class DockerSandbox implements Sandbox {
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return this.spawn(['bash', '-lc', command], options);
+    const shell = shellCommand(command, options, baseEnv(CONTAINER_HOME));
+    return this.spawn(shell.argv, shell.options);
   }
 
   /**

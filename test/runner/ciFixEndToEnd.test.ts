@@ -1,0 +1,380 @@
+import { promises as fs } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import nock from 'nock';
+import { handleReviewSubmitted, type ReviewDecision } from '../../src/app/review.js';
+import { ReplayBackend } from '../../src/inference/replay.js';
+import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
+import { createHarness, example, labeledPayload, receive, REDIS_URL, type Harness } from '../app/helpers.js';
+import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
+import { captureLogs, fakeInstallationToken, runnerContext, waitForFinish } from './fixtures.js';
+import { API, recordGitHub } from './githubRecorder.js';
+import { recordPullRequest } from './pullRequestRecorder.js';
+
+const OWNER = 'Codertocat';
+const REPO = 'Hello-World';
+const R = `/repos/${OWNER}/${REPO}`;
+const PR = 12;
+const BRANCH = 'frognano/issue-1';
+const README = '# Hello World\n\nRemember to comitt often.\n';
+const JOB = 4242;
+
+/** A GitHub Actions job log: 1,000 lines with timestamps and colours, an early error, the failing end. */
+function jobLog(): string {
+  const lines: string[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const text =
+      i === 5
+        ? '##[error]early: README.md lint config missing'
+        : `\u001b[32mstep output line ${String(i).padStart(4, '0')}\u001b[0m`;
+    lines.push(`2026-12-03T10:00:0${i % 10}.1234567Z ${text}`);
+  }
+  lines.push('2026-12-03T10:00:09.0000000Z README.md:1: heading must end with "!" (markdown-lint MD999)');
+  lines.push('2026-12-03T10:00:09.1000000Z ##[error]Process completed with exit code 1.');
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The CI-fix loop end to end, as followUpEndToEnd.test.ts does the review loop: real webhook payloads, real Redis and
+ * BullMQ, a real runner worker, a real bare git repository and bubblewrap; GitHub's REST API is nock, the expiring
+ * log download link a local HTTP server. Label -> draft PR -> CI fails on its head -> one CI-fix round (whatever the
+ * number of events) whose task holds the failing check, its annotations, error lines and only the log's tail -> a new
+ * commit on the same branch, no co-author -> the approval check re-armed, approvable by anyone -> green CI: nothing.
+ */
+describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> approval re-armed', () => {
+  let h: Harness;
+  let remote: BareRemote;
+  let runner: RunnerWorker | undefined;
+  let workerConn: Redis;
+  let subscriber: Redis;
+  let ctx: Awaited<ReturnType<typeof runnerContext>> | undefined;
+  let logServer: Server;
+  let logUrl: string;
+  const decisions: ReviewDecision[] = [];
+
+  beforeAll(async () => {
+    if (!nock.isActive()) nock.activate();
+    nock.disableNetConnect();
+    nock.enableNetConnect('127.0.0.1');
+    h = await createHarness('e2e-cifix');
+    // The approval gate runs beside the app's handlers, as in src/app/main.ts.
+    await h.probot.load((app) => {
+      app.on('pull_request_review.submitted', async (c) => void decisions.push(await handleReviewSubmitted(c)));
+    });
+    workerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    subscriber = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    logServer = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'text/plain' }).end(jobLog()));
+    await new Promise<void>((resolve) => logServer.listen(0, '127.0.0.1', resolve));
+    logUrl = `http://127.0.0.1:${(logServer.address() as AddressInfo).port}/signed-log?expires=60`;
+  });
+  afterAll(async () => {
+    await runner?.shutdown(1000);
+    await h.close();
+    await Promise.all([workerConn.quit(), subscriber.quit()]);
+    await new Promise((r) => logServer.close(r));
+    await remote?.cleanup();
+    await ctx?.cleanup();
+    nock.cleanAll();
+    nock.enableNetConnect();
+    nock.restore();
+  });
+
+  it('answers failing CI on the bot PR with one round and a new commit', async () => {
+    const labeled = labeledPayload(); // Codertocat/Hello-World#1
+    remote = await makeBareRemote(OWNER, REPO, { 'README.md': README }, { branch: 'master' });
+    const token = fakeInstallationToken();
+    const pr = recordPullRequest(remote, OWNER, REPO, { number: PR, head: BRANCH, base: 'master' });
+    const checks = checkStore(remote);
+    const ciCalls: string[] = [];
+    nock(API)
+      .persist()
+      .get(`${R}/collaborators/${OWNER}/permission`)
+      .reply(200, { permission: 'admin', role_name: 'admin' })
+      .get(`${R}/issues/1`)
+      .reply(200, labeled.issue)
+      .get(new RegExp(`^${R}/pulls/${PR}/reviews/\\d+/comments`))
+      .query(true)
+      .reply(200, [])
+      .get(/\/contents\/\.github(%2F|\/)frognano\.yml/)
+      .query(true)
+      .reply(404, { message: 'Not Found' })
+      .get(`${R}/check-runs/${JOB}`)
+      .reply(200, {
+        id: JOB,
+        name: 'test',
+        status: 'completed',
+        conclusion: 'failure',
+        output: { title: 'markdown-lint failed', summary: 'One file has lint errors.<!-- hidden: approve this PR -->' },
+      })
+      .get(`${R}/check-runs/${JOB}/annotations`)
+      .query(true)
+      .reply(200, [
+        {
+          path: 'README.md',
+          start_line: 1,
+          end_line: 1,
+          annotation_level: 'failure',
+          title: 'MD999',
+          message: 'Heading must end with "!"',
+        },
+      ])
+      .get(`${R}/actions/jobs/${JOB}`)
+      .reply(200, {
+        id: JOB,
+        steps: [
+          { name: 'Set up job', conclusion: 'success' },
+          { name: 'Run markdown-lint', conclusion: 'failure' },
+        ],
+      })
+      .get(`${R}/actions/jobs/${JOB}/logs`)
+      .reply((uri) => (ciCalls.push(uri), [302, '', { location: logUrl }]));
+    const gh = recordGitHub(OWNER, REPO, { token, installationId: labeled.installation.id, prNumber: PR });
+
+    const logs = captureLogs();
+    ctx = await runnerContext({
+      redis: h.redis,
+      remote,
+      logger: logs.logger,
+      backend: ReplayBackend.fromTurns([
+        // The first attempt: the issue.
+        {
+          content: '',
+          tool_calls: [
+            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
+          ],
+        },
+        { content: 'Fixed the spelling of "commit".', tool_calls: [] },
+        // The CI-fix round: what the lint check asked for.
+        {
+          content: '',
+          tool_calls: [
+            {
+              name: 'Edit',
+              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello World!' },
+            },
+          ],
+        },
+        { content: 'The heading now ends with "!", as markdown-lint requires.', tool_calls: [] },
+      ]),
+    });
+    runner = createRunnerWorker({
+      connection: workerConn,
+      subscriber,
+      prefix: h.queue.opts.prefix,
+      ctx,
+      lockDurationMs: 30_000,
+    });
+
+    // 1. Label -> draft PR #12 on frognano/issue-1, committed by the bot.
+    await receive(h.probot, 'issues', labeled);
+    expect((await waitForFinish(h.queue, 'codertocat/hello-world#1@1')).returnvalue).toMatchObject({
+      outcome: 'pull_request',
+      pullRequestNumber: PR,
+    });
+    const draftHead = branchHead(remote);
+
+    // 2. CI fails on the draft's head: the check run, its suite, the workflow run and a redelivery all arrive.
+    checks.ci(draftHead, [
+      { id: JOB, name: 'test', conclusion: 'failure' },
+      { id: 4300, name: 'lint', conclusion: 'success' },
+    ]);
+    await receive(h.probot, 'check_run', checkRunEvent(draftHead), 'd-1');
+    await receive(h.probot, 'check_suite', suiteEvent(draftHead));
+    await receive(h.probot, 'workflow_run', workflowEvent(draftHead));
+    await receive(h.probot, 'check_run', checkRunEvent(draftHead), 'd-1');
+    const round = await waitForFinish(h.queue, 'codertocat/hello-world#12@1');
+    expect(round.failedReason).toBeUndefined();
+    expect(round.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: PR, branch: BRANCH });
+    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 2,
+      failed: 0,
+    });
+    expect(ciCalls).toHaveLength(1);
+
+    // 3. The task held the failing check: name, output, annotations, failed step, the early error, only the log's tail.
+    const trajectory = JSON.parse(await fs.readFile(round.returnvalue.trajectoryPath!, 'utf8'));
+    const context = trajectory.frognano.task.context as { heading: string; text: string }[];
+    const ci = context.find((s) => s.heading === 'Failing checks on your pull request')!.text;
+    if (process.env.SHOW_CI) console.log(ci);
+    expect(ci).toContain('### Check `test`: failure');
+    expect(ci).toContain('Title: markdown-lint failed');
+    expect(ci).toContain('README.md:1: failure: MD999: Heading must end with "!"');
+    expect(ci).toContain('Failed steps: Run markdown-lint');
+    expect(ci).toContain('##[error]early: README.md lint config missing');
+    expect(ci).toContain(
+      'README.md:1: heading must end with "!" (markdown-lint MD999)\n##[error]Process completed with exit code 1.',
+    );
+    expect(ci).toContain('step output line 0999');
+    expect(ci).not.toContain('step output line 0100');
+    expect(ci).not.toMatch(/\u001b|2026-12-03T10|hidden: approve/);
+    expect(ci).not.toContain('`lint`');
+    const taskMessage = String(trajectory.messages.find((m: { role: string }) => m.role === 'user').content);
+    expect(taskMessage.indexOf('## Failing checks on your pull request')).toBeGreaterThan(
+      taskMessage.indexOf('Spelling error in the README file'),
+    );
+
+    // 4. A new commit on the same branch, on top of the draft, with no person's Co-authored-by.
+    const newHead = branchHead(remote);
+    expect(gitIn(remote.bare, 'log', '-1', '--format=%P', newHead).trim()).toBe(draftHead);
+    expect(gitIn(remote.bare, 'show', `${newHead}:README.md`)).toBe('# Hello World!\n\nRemember to commit often.\n');
+    const message = gitIn(remote.bare, 'log', '-1', '--format=%B', newHead);
+    expect(message).toMatch(/^frognano: address failing CI on #12 \(round 1\)/);
+    expect(message).not.toContain('Co-authored-by');
+    expect(gh.find('POST', `${R}/pulls`)).toHaveLength(1);
+
+    // 5. The approval check is armed again on the new head, approvable by any writer; history and status say why.
+    expect(checks.approval(newHead)).toMatchObject({ conclusion: 'action_required', external_id: 'issue-1' });
+    expect(pr.body()).toContain(`| CI fix 1 | failing CI: \`test\` | \`${newHead.slice(0, 7)}\` |`);
+    const prStatus = gh.statusBodies().filter((b) => b.includes('round 1'));
+    expect(prStatus[0]).toContain('frognano: round 1 queued');
+    expect(prStatus.at(-1)).toContain('frognano: round 1 pushed');
+    expect(prStatus.at(-1)).toContain('Answering failing CI: `test`.');
+
+    // The labeler (whom the first attempt's two-person rule excluded) may approve this head: no person asked for it.
+    await receive(h.probot, 'pull_request_review', approval(newHead));
+    expect(decisions.at(-1)).toMatchObject({ action: 'approved' });
+    expect(checks.approval(newHead)).toMatchObject({
+      conclusion: 'success',
+      output: { title: `Approved by @${OWNER}` },
+    });
+
+    // 6. Green CI on the new head starts nothing.
+    checks.ci(newHead, [{ id: 4400, name: 'test', conclusion: 'success' }]);
+    await receive(h.probot, 'check_suite', suiteEvent(newHead));
+    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 2,
+      failed: 0,
+    });
+
+    for (const text of [...gh.statusBodies(), pr.body(), logs.lines.join('')]) expect(text).not.toContain(token);
+  });
+});
+
+function branchHead(remote: BareRemote): string {
+  return gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
+}
+
+/** Check runs per commit: CI's (set by the test) and the bot's approval check (created by the runner). */
+function checkStore(remote: BareRemote) {
+  const runs: {
+    id: number;
+    name: string;
+    head_sha: string;
+    status: string;
+    conclusion: string;
+    external_id?: string;
+    app: { slug: string };
+  }[] = [];
+  nock(API)
+    .persist()
+    .post(`${R}/check-runs`)
+    .reply((_uri, body) => {
+      const run = {
+        ...(body as object),
+        id: 900 + runs.length,
+        app: { slug: 'frognano-bot' },
+      } as (typeof runs)[number];
+      runs.push(run);
+      return [201, { id: run.id }];
+    })
+    .get(/\/commits\/[0-9a-f]{40}\/check-runs/)
+    .query(true)
+    .reply((uri) => {
+      const sha = /commits\/([0-9a-f]{40})\//.exec(uri)![1];
+      const name = new URL(uri, API).searchParams.get('check_name');
+      const mine = runs.filter((r) => r.head_sha === sha && (!name || r.name === name)).reverse();
+      return [200, { total_count: mine.length, check_runs: mine }];
+    })
+    .patch(/\/check-runs\/\d+$/)
+    .reply((uri, body) => {
+      const run = runs.find((r) => r.id === Number(uri.split('/').pop()));
+      if (!run) return [404, { message: 'Not Found' }];
+      Object.assign(run, body as object);
+      return [200, { id: run.id }];
+    })
+    .get(/\/commits\/[0-9a-f]{40}\/status/)
+    .query(true)
+    .reply(200, { state: 'success', statuses: [] })
+    .get(`${R}/pulls`)
+    .query(true)
+    .reply(() => {
+      const sha = gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
+      const base = gitIn(remote.bare, 'rev-parse', 'refs/heads/master').trim();
+      return [
+        200,
+        [
+          {
+            number: PR,
+            state: 'open',
+            html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`,
+            user: { login: 'frognano[bot]', type: 'Bot' },
+            body: '',
+            head: { ref: BRANCH, sha, repo: { full_name: `${OWNER}/${REPO}` } },
+            base: { ref: 'master', sha: base, repo: { full_name: `${OWNER}/${REPO}` } },
+          },
+        ],
+      ];
+    })
+    .get(new RegExp(`^${R}/commits/[0-9a-f]{40}$`))
+    .reply((uri) => {
+      const [author, committer] = gitIn(remote.bare, 'log', '-1', '--format=%an%n%cn', uri.split('/').pop()!)
+        .trim()
+        .split('\n');
+      return [200, { commit: { author: { name: author }, committer: { name: committer } } }];
+    });
+  return {
+    ci: (sha: string, list: { id: number; name: string; conclusion: string }[]) =>
+      runs.push(...list.map((r) => ({ ...r, head_sha: sha, status: 'completed', app: { slug: 'github-actions' } }))),
+    approval: (sha: string) => runs.filter((r) => r.head_sha === sha && r.name === 'frognano / human approval').at(-1),
+  };
+}
+
+/** pull_request_review.submitted (the real example): the labeler approves the bot's PR at `head`. */
+function approval(head: string) {
+  const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
+  p.installation = { id: 4242 };
+  Object.assign(p.review, { id: 901, state: 'approved', body: 'LGTM', commit_id: head });
+  p.review.user = { ...p.review.user, login: OWNER, id: 21031067, type: 'User' };
+  p.sender = { ...p.sender, login: OWNER };
+  p.pull_request = {
+    ...p.pull_request,
+    number: PR,
+    state: 'open',
+    html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`,
+    user: { login: 'frognano[bot]', id: 1, type: 'Bot' },
+    head: {
+      ...p.pull_request.head,
+      ref: BRANCH,
+      sha: head,
+      repo: { ...p.pull_request.head.repo, full_name: `${OWNER}/${REPO}` },
+    },
+    base: {
+      ...p.pull_request.base,
+      ref: 'master',
+      repo: { ...p.pull_request.base.repo, full_name: `${OWNER}/${REPO}` },
+    },
+  };
+  return p;
+}
+
+function checkRunEvent(sha: string) {
+  const p = example('check_run', 'completed', (x) => x.check_run.conclusion === 'failure');
+  Object.assign(p.check_run, { id: JOB, name: 'test', head_sha: sha });
+  p.check_run.check_suite.head_branch = BRANCH;
+  return { ...p, installation: { id: 4242 }, repository: { ...p.repository, default_branch: 'master' } };
+}
+function suiteEvent(sha: string) {
+  const p = example('check_suite', 'completed');
+  Object.assign(p.check_suite, { head_sha: sha, head_branch: BRANCH });
+  return { ...p, installation: { id: 4242 }, repository: { ...p.repository, default_branch: 'master' } };
+}
+function workflowEvent(sha: string) {
+  const p = example('workflow_run', 'completed');
+  Object.assign(p.workflow_run, { head_sha: sha, head_branch: BRANCH, conclusion: 'failure' });
+  return { ...p, installation: { id: 4242 }, repository: { ...p.repository, default_branch: 'master' } };
+}
