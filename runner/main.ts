@@ -53,6 +53,7 @@ async function main(): Promise<void> {
     model: info.model,
     backend: info.backend,
     name: cfg.runnerName,
+    concurrency: cfg.concurrency,
     onError: (err) => log.warn({ err }, 'runner heartbeat failed'),
   });
   const runnerDescription = describeRunner(registration.info);

@@ -1,3 +1,4 @@
+import { botKeyPrefix } from '../queue/keys.js';
 import type { ConnectionOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { listRunners } from '../ops/runnerRegistry.js';
@@ -10,13 +11,14 @@ import { quotasFileFromEnv, watchQuotasFile } from './quotaFile.js';
 
 /**
  * Model slots the dispatcher fills: FROGNANO_MODEL_SLOTS when set (the runners' total concurrency), else one per
- * live registered runner (FROGNANO_CONCURRENCY is 1 per GPU by default), and at least one, so a runner that
+ * job slot of each live registered runner (its FROGNANO_CONCURRENCY), and at least one, so a runner that
  * scales up from zero finds a job.
  */
 export async function modelSlots(redis: Redis, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const fixed = Number.parseInt(env.FROGNANO_MODEL_SLOTS ?? '', 10);
   if (Number.isInteger(fixed) && fixed > 0) return fixed;
-  return Math.max(1, (await listRunners(redis)).length);
+  const runners = await listRunners(redis, { prefix: botKeyPrefix() });
+  return Math.max(1, runners.reduce((n, r) => n + r.concurrency, 0));
 }
 
 const SLOTS_TTL_MS = 5000;

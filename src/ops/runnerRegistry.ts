@@ -27,6 +27,8 @@ export interface RunnerInfo {
   gpu: string;
   /** Total memory of the first GPU in MiB, when known. */
   gpuMemoryMiB?: number;
+  /** Jobs it runs at once (FROGNANO_CONCURRENCY): the model slots it brings to the fair share's dispatcher. */
+  concurrency: number;
   /** frognano-bot version (package.json). */
   version: string;
   pid: number;
@@ -96,6 +98,8 @@ export interface RegisterRunnerOptions {
   hostname?: string;
   /** The public name (FROGNANO_RUNNER_NAME); default publicRunnerName(hostname). */
   name?: string;
+  /** Jobs at once (default 1). */
+  concurrency?: number;
   version?: string;
   prefix?: string;
   /** The entry expires this long after the last heartbeat. Default 60 s. */
@@ -132,6 +136,7 @@ function fromHash(h: Record<string, string>): RunnerInfo | null {
     backend: h.backend ?? 'unknown',
     gpu: h.gpu ?? 'cpu',
     gpuMemoryMiB: h.gpuMemoryMiB ? Number(h.gpuMemoryMiB) : undefined,
+    concurrency: Math.max(1, Number.parseInt(h.concurrency ?? '1', 10) || 1),
     version: h.version ?? 'unknown',
     pid: Number(h.pid ?? 0),
     startedAt: h.startedAt ?? '',
@@ -154,6 +159,7 @@ export async function registerRunner(opts: RegisterRunnerOptions): Promise<Runne
     backend: opts.backend,
     gpu: gpu.gpu,
     gpuMemoryMiB: gpu.gpuMemoryMiB,
+    concurrency: opts.concurrency ?? 1,
     version: opts.version ?? packageInfo().version,
     pid: process.pid,
     startedAt: now,

@@ -37,6 +37,7 @@ describe('runner registry', () => {
       model: 'FrogNano-4B',
       backend: 'onnx',
       gpu: { gpu: 'NVIDIA H200', gpuMemoryMiB: 143771 },
+      concurrency: 4,
       ttlSeconds: 30,
     });
     const b = await registerRunner({
@@ -59,11 +60,14 @@ describe('runner registry', () => {
         backend: 'onnx',
         gpu: 'NVIDIA H200',
         gpuMemoryMiB: 143771,
+        concurrency: 4,
         version: packageInfo().version,
         pid: process.pid,
         currentJob: 'octo/hello#7@1',
       });
       expect(Date.parse(gpuRunner.startedAt)).not.toBeNaN();
+      // Model slots for the fair share's dispatcher: each runner's concurrency (1 when it names none).
+      expect(runners[0]!.concurrency).toBe(1);
       // Public texts: the operator's name (FROGNANO_RUNNER_NAME), else a short hash of the hostname; never the hostname.
       expect(gpuRunner.name).toMatch(/^runner-[0-9a-f]{6}$/);
       expect(gpuRunner.name).toBe(publicRunnerName('gpu-node-1'));
