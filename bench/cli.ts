@@ -29,7 +29,9 @@ function time(args: string[], env: NodeJS.ProcessEnv = process.env): number[] {
 
 function report(label: string, ms: number[]): void {
   const { median, min } = summarize(ms);
-  console.log(`${label.padEnd(44)} median ${median.toFixed(0).padStart(5)} ms   min ${min.toFixed(0).padStart(5)} ms   (${runs} runs)`);
+  console.log(
+    `${label.padEnd(44)} median ${median.toFixed(0).padStart(5)} ms   min ${min.toFixed(0).padStart(5)} ms   (${runs} runs)`,
+  );
 }
 
 const work = await mkdtemp(path.join(os.tmpdir(), 'fn-bench-cli-'));
@@ -45,18 +47,38 @@ try {
   await writeFile(path.join(repo, 'calc.sh'), 'add() { echo $(( $1 - $2 )); }\n');
   commitAll(repo, 'base');
   const script = path.join(work, 'turns.json');
-  await writeFile(script, JSON.stringify({
-    turns: [
-      { content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'calc.sh' } }] },
-      { content: '', tool_calls: [
-        { name: 'Edit', arguments: { file_path: 'calc.sh', old_string: '$1 - $2', new_string: '$1 + $2' } },
-        { name: 'Bash', arguments: { command: '. ./calc.sh && add 2 3' } },
-      ] },
-      { content: 'Fixed.' },
-    ],
-  }));
+  await writeFile(
+    script,
+    JSON.stringify({
+      turns: [
+        { content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'calc.sh' } }] },
+        {
+          content: '',
+          tool_calls: [
+            { name: 'Edit', arguments: { file_path: 'calc.sh', old_string: '$1 - $2', new_string: '$1 + $2' } },
+            { name: 'Bash', arguments: { command: '. ./calc.sh && add 2 3' } },
+          ],
+        },
+        { content: 'Fixed.' },
+      ],
+    }),
+  );
   // The same --out each time: an explicit output directory is reused, its files overwritten.
-  report('solve: replay, bwrap, 3 turns, 101 files', time(['solve', repo, '--issue', 'add() subtracts', '--replay', script, '--sandbox', 'bwrap', '--out', path.join(work, 'out')]));
+  report(
+    'solve: replay, bwrap, 3 turns, 101 files',
+    time([
+      'solve',
+      repo,
+      '--issue',
+      'add() subtracts',
+      '--replay',
+      script,
+      '--sandbox',
+      'bwrap',
+      '--out',
+      path.join(work, 'out'),
+    ]),
+  );
 } finally {
   await rm(work, { recursive: true, force: true });
 }

@@ -71,7 +71,11 @@ export function linearStateBytes(c: StateConfig, bytes: number): number {
 }
 
 /** One decode step at `context` tokens: past_* in, present_* (one token longer) and fp32 logits out. */
-export function inProcessStepBytes(c: StateConfig, context: number, bytes: number): { toDevice: number; toHost: number } {
+export function inProcessStepBytes(
+  c: StateConfig,
+  context: number,
+  bytes: number,
+): { toDevice: number; toHost: number } {
   const kv = kvBytesPerToken(c, bytes);
   const fixed = linearStateBytes(c, bytes);
   return { toDevice: kv * context + fixed + 8, toHost: kv * (context + 1) + fixed + c.vocab_size * 4 };
@@ -108,9 +112,16 @@ function main(): void {
   const { full, linear } = layerCounts(cfg);
   const kv = kvBytesPerToken(cfg, bytes);
   const fixed = linearStateBytes(cfg, bytes);
-  console.log(`model: ${file ?? 'FrogNano-4B (Qwen3.5-4B text config)'}; ${full} full-attention + ${linear} linear-attention layers; state ${bytes * 8}-bit`);
-  console.log(`KV per token: ${fmt(kv)}; linear-attention state (fixed): ${fmt(fixed)}; logits per step: ${fmt(cfg.vocab_size * 4)}\n`);
-  console.log('context   in-process CUDA: to GPU   to host    per step   copy time @%d GB/s   server path per step', pcie / 1e9);
+  console.log(
+    `model: ${file ?? 'FrogNano-4B (Qwen3.5-4B text config)'}; ${full} full-attention + ${linear} linear-attention layers; state ${bytes * 8}-bit`,
+  );
+  console.log(
+    `KV per token: ${fmt(kv)}; linear-attention state (fixed): ${fmt(fixed)}; logits per step: ${fmt(cfg.vocab_size * 4)}\n`,
+  );
+  console.log(
+    'context   in-process CUDA: to GPU   to host    per step   copy time @%d GB/s   server path per step',
+    pcie / 1e9,
+  );
   for (const context of [8192, 32768, 131072]) {
     const s = inProcessStepBytes(cfg, context, bytes);
     const total = s.toDevice + s.toHost;
@@ -119,10 +130,14 @@ function main(): void {
     );
   }
   const budget = (gpuGiB * util - weightsGiB) * 2 ** 30;
-  console.log(`\nserver path, one ${gpuGiB} GiB GPU at ${util} utilisation, ${weightsGiB} GiB weights: ${fmt(budget)} for state`);
+  console.log(
+    `\nserver path, one ${gpuGiB} GiB GPU at ${util} utilisation, ${weightsGiB} GiB weights: ${fmt(budget)} for state`,
+  );
   for (const context of [16384, 32768, 65536]) {
     const perSeq = kv * context + fixed;
-    console.log(`  ${String(context / 1024).padStart(3)}K-token contexts: ${fmt(perSeq)} each -> ${Math.floor(budget / perSeq)} concurrent agent loops`);
+    console.log(
+      `  ${String(context / 1024).padStart(3)}K-token contexts: ${fmt(perSeq)} each -> ${Math.floor(budget / perSeq)} concurrent agent loops`,
+    );
   }
 }
 

@@ -35,7 +35,11 @@ const TOOLS: ToolSpec[] = ['Read', 'Write', 'Edit', 'Glob', 'Bash'].map((name) =
   function: {
     name,
     description: `The ${name} tool of the Leaf harness.`,
-    parameters: { type: 'object', properties: { file_path: { type: 'string', description: 'Repository-relative path.' } }, required: ['file_path'] },
+    parameters: {
+      type: 'object',
+      properties: { file_path: { type: 'string', description: 'Repository-relative path.' } },
+      required: ['file_path'],
+    },
   },
 }));
 
@@ -74,16 +78,22 @@ async function bareLoop(session: ort.InferenceSession, promptIds: number[], step
     const n = ids.length;
     feeds.input_ids = new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]);
     feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(past + n).fill(1n), [1, past + n]);
-    feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(past + i)), [1, n]);
+    feeds.position_ids = new ort.Tensor(
+      'int64',
+      BigInt64Array.from({ length: n }, (_, i) => BigInt(past + i)),
+      [1, n],
+    );
     const out = await session.run(feeds);
     for (const name of session.outputNames) {
       if (name === 'logits') continue;
-      feeds[name.startsWith('present.') ? `past_key_values.${name.slice(8)}` : name.replace('present_', 'past_')] = out[name]!;
+      feeds[name.startsWith('present.') ? `past_key_values.${name.slice(8)}` : name.replace('present_', 'past_')] =
+        out[name]!;
     }
     const logits = out.logits!.data as Float32Array;
     const vocab = out.logits!.dims[2]!;
     let best = 0;
-    for (let i = 1; i < vocab; i++) if (logits[logits.length - vocab + i]! > logits[logits.length - vocab + best]!) best = i;
+    for (let i = 1; i < vocab; i++)
+      if (logits[logits.length - vocab + i]! > logits[logits.length - vocab + best]!) best = i;
     past += n;
     ids = [best];
   }
@@ -95,7 +105,9 @@ const fmt = (x: number) => x.toFixed(1);
 async function main() {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'onnx-bench-'));
   try {
-    const layerTypes: LayerType[] = Array.from({ length: layers }, (_, i) => (i % 4 === 3 ? 'full_attention' : 'linear_attention'));
+    const layerTypes: LayerType[] = Array.from({ length: layers }, (_, i) =>
+      i % 4 === 3 ? 'full_attention' : 'linear_attention',
+    );
     await buildTinyModel(dir, {
       hiddenSize: hidden,
       intermediateSize: 2 * hidden,
@@ -108,7 +120,9 @@ async function main() {
       numMerges: 200,
     });
     const sessionOpts = threads ? { intraOpNumThreads: threads } : {};
-    console.log(`model: hidden ${hidden}, ${layers} layers (${layerTypes.filter((t) => t === 'full_attention').length} full attention), onnxruntime ${ort.env.versions.common}, cpu threads ${threads || 'default'}`);
+    console.log(
+      `model: hidden ${hidden}, ${layers} layers (${layerTypes.filter((t) => t === 'full_attention').length} full attention), onnxruntime ${ort.env.versions.common}, cpu threads ${threads || 'default'}`,
+    );
 
     // --- 1. decode speed ------------------------------------------------------------------------------
     const backend = await OnnxBackend.load(dir, { prefixCache: false, ...sessionOpts });
@@ -119,7 +133,10 @@ async function main() {
       const r = await backend.generate(BASE, TOOLS, { temperature: 0, maxNewTokens: n });
       return { ...stop(), tokens: r.completionTokens };
     };
-    const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), { graphOptimizationLevel: 'all', ...sessionOpts });
+    const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
+      graphOptimizationLevel: 'all',
+      ...sessionOpts,
+    });
     const probe = await time(newTokens);
     const generated = probe.tokens; // the random model may end its turn early; both loops run this many steps
     await bareLoop(session, promptIds, 8); // warm-up
@@ -133,13 +150,26 @@ async function main() {
     }
     const median = (xs: Timing[], key: keyof Timing) => summarize(xs.map((x) => x[key])).median;
     const decodeRate = (total: number, first: number) => ((generated - 1) / (total - first)) * 1000;
-    console.log(`\nprompt ${promptIds.length} tokens, ${generated} new tokens (greedy), median of ${repeats} interleaved runs`);
+    console.log(
+      `\nprompt ${promptIds.length} tokens, ${generated} new tokens (greedy), median of ${repeats} interleaved runs`,
+    );
     for (const key of ['wall', 'cpu'] as const) {
-      const [one, many, bareOne, bareMany] = [median(runs.one, key), median(runs.many, key), median(runs.bareOne, key), median(runs.bareMany, key)];
+      const [one, many, bareOne, bareMany] = [
+        median(runs.one, key),
+        median(runs.many, key),
+        median(runs.bareOne, key),
+        median(runs.bareMany, key),
+      ];
       console.log(` ${key} time:`);
-      console.log(`  bare session.run loop : end-to-end ${fmt(bareMany)} ms, first token ${fmt(bareOne)} ms, decode ${fmt(decodeRate(bareMany, bareOne))} tok/s`);
-      console.log(`  OnnxBackend.generate  : end-to-end ${fmt(many)} ms, first token ${fmt(one)} ms, decode ${fmt(decodeRate(many, one))} tok/s`);
-      console.log(`  backend overhead      : ${fmt(((many - bareMany) / bareMany) * 100)}% end-to-end, ${fmt(((many - one - (bareMany - bareOne)) / (generated - 1)) * 1000)} us per decoded token`);
+      console.log(
+        `  bare session.run loop : end-to-end ${fmt(bareMany)} ms, first token ${fmt(bareOne)} ms, decode ${fmt(decodeRate(bareMany, bareOne))} tok/s`,
+      );
+      console.log(
+        `  OnnxBackend.generate  : end-to-end ${fmt(many)} ms, first token ${fmt(one)} ms, decode ${fmt(decodeRate(many, one))} tok/s`,
+      );
+      console.log(
+        `  backend overhead      : ${fmt(((many - bareMany) / bareMany) * 100)}% end-to-end, ${fmt(((many - one - (bareMany - bareOne)) / (generated - 1)) * 1000)} us per decoded token`,
+      );
     }
     await backend.close();
     await session.release();
@@ -147,7 +177,10 @@ async function main() {
     // --- 2. prefix reuse over an agent trajectory ------------------------------------------------------
     const toolOutput = (turn: number) =>
       `Exit code: ${turn % 2}\nSTDOUT:\n` +
-      Array.from({ length: 12 }, (_, i) => `${i + 1}. export function step${turn}_${i}(value: number): number { return value * ${i}; }`).join('\n');
+      Array.from(
+        { length: 12 },
+        (_, i) => `${i + 1}. export function step${turn}_${i}(value: number): number { return value * ${i}; }`,
+      ).join('\n');
     const trajectory = async (prefixCache: boolean) => {
       const b = await OnnxBackend.load(dir, { prefixCache, ...sessionOpts });
       const messages = [...BASE];
@@ -159,7 +192,12 @@ async function main() {
         prompt += r.promptTokens;
         prefill += r.prefillTokens;
         messages.push(
-          { role: 'assistant', content: '', reasoning: r.message.reasoning, tool_calls: [{ id: `c${turn}`, name: 'Bash', arguments: { command: `npm test -- part${turn}` } }] },
+          {
+            role: 'assistant',
+            content: '',
+            reasoning: r.message.reasoning,
+            tool_calls: [{ id: `c${turn}`, name: 'Bash', arguments: { command: `npm test -- part${turn}` } }],
+          },
           { role: 'tool', content: toolOutput(turn), tool_call_id: `c${turn}`, name: 'Bash' },
         );
       }
@@ -169,10 +207,18 @@ async function main() {
     };
     const without = await trajectory(false);
     const withReuse = await trajectory(true);
-    console.log(`\nagent trajectory: ${turns} turns, <=32 new tokens per turn, ~${Math.round(without.prompt / turns)} prompt tokens per turn on average`);
-    console.log(`  without prefix reuse : ${without.prefill} prefill tokens of ${without.prompt} prompt tokens, wall ${fmt(without.wall)} ms, cpu ${fmt(without.cpu)} ms`);
-    console.log(`  with prefix reuse    : ${withReuse.prefill} prefill tokens of ${withReuse.prompt} prompt tokens, wall ${fmt(withReuse.wall)} ms, cpu ${fmt(withReuse.cpu)} ms`);
-    console.log(`  prefill saved        : ${fmt((1 - withReuse.prefill / without.prefill) * 100)}% of prefill tokens, ${fmt((1 - withReuse.wall / without.wall) * 100)}% of wall time, ${fmt((1 - withReuse.cpu / without.cpu) * 100)}% of cpu time`);
+    console.log(
+      `\nagent trajectory: ${turns} turns, <=32 new tokens per turn, ~${Math.round(without.prompt / turns)} prompt tokens per turn on average`,
+    );
+    console.log(
+      `  without prefix reuse : ${without.prefill} prefill tokens of ${without.prompt} prompt tokens, wall ${fmt(without.wall)} ms, cpu ${fmt(without.cpu)} ms`,
+    );
+    console.log(
+      `  with prefix reuse    : ${withReuse.prefill} prefill tokens of ${withReuse.prompt} prompt tokens, wall ${fmt(withReuse.wall)} ms, cpu ${fmt(withReuse.cpu)} ms`,
+    );
+    console.log(
+      `  prefill saved        : ${fmt((1 - withReuse.prefill / without.prefill) * 100)}% of prefill tokens, ${fmt((1 - withReuse.wall / without.wall) * 100)}% of wall time, ${fmt((1 - withReuse.cpu / without.cpu) * 100)}% of cpu time`,
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -29,7 +29,11 @@ const TOOLS: ToolSpec[] = [
     function: {
       name: 'Read',
       description: 'Reads a file from the local filesystem.',
-      parameters: { type: 'object', properties: { file_path: { type: 'string', description: 'The absolute path to the file to read' } }, required: ['file_path'] },
+      parameters: {
+        type: 'object',
+        properties: { file_path: { type: 'string', description: 'The absolute path to the file to read' } },
+        required: ['file_path'],
+      },
     },
   },
   {
@@ -37,16 +41,26 @@ const TOOLS: ToolSpec[] = [
     function: {
       name: 'Bash',
       description: 'Executes a given bash command.',
-      parameters: { type: 'object', properties: { command: { type: 'string', description: 'The command to execute' } }, required: ['command'] },
+      parameters: {
+        type: 'object',
+        properties: { command: { type: 'string', description: 'The command to execute' } },
+        required: ['command'],
+      },
     },
   },
 ];
-const SYSTEM: ChatMessage = { role: 'system', content: 'You are a software engineering agent working in a checked-out repository.' };
+const SYSTEM: ChatMessage = {
+  role: 'system',
+  content: 'You are a software engineering agent working in a checked-out repository.',
+};
 const TASK: ChatMessage = { role: 'user', content: 'Make the tests pass. The parser rejects empty strings.' };
 const FEEDBACK = 'Review: please also handle whitespace-only input, and add a test for it in parse.test.ts.';
 
 const toolOutput = (turn: number) =>
-  Array.from({ length: 20 }, (_, i) => `${i + 1}\texport function step${turn}_${i}(value: string): number { return Number(value) * ${i}; }`).join('\n');
+  Array.from(
+    { length: 20 },
+    (_, i) => `${i + 1}\texport function step${turn}_${i}(value: string): number { return Number(value) * ${i}; }`,
+  ).join('\n');
 
 interface Tally {
   prompt: number;
@@ -61,7 +75,12 @@ const add = (t: Tally, r: GenerateResult) => {
 async function toolTurn(b: OnnxBackend, messages: ChatMessage[], turn: number): Promise<GenerateResult> {
   const r = await b.generate(messages, TOOLS, { maxNewTokens: 16, temperature: 0 });
   messages.push(
-    { role: 'assistant', content: '', reasoning: r.message.reasoning ?? r.rawText, tool_calls: [{ id: `c${turn}`, name: 'Read', arguments: { file_path: `/repo/src/part${turn}.ts` } }] },
+    {
+      role: 'assistant',
+      content: '',
+      reasoning: r.message.reasoning ?? r.rawText,
+      tool_calls: [{ id: `c${turn}`, name: 'Read', arguments: { file_path: `/repo/src/part${turn}.ts` } }],
+    },
     { role: 'tool', content: toolOutput(turn), tool_call_id: `c${turn}`, name: 'Read' },
   );
   return r;
@@ -82,7 +101,11 @@ async function run(pinnedCheckpoints: boolean, waitForIdle: boolean) {
     // The run ends with an answer; a reviewer replies in the same conversation.
     const final = await b.generate(messages, TOOLS, { maxNewTokens: 16, temperature: 0 });
     add(loop, final);
-    messages.push({ role: 'assistant', content: 'The parser now accepts empty strings.', reasoning: final.message.reasoning ?? final.rawText });
+    messages.push({
+      role: 'assistant',
+      content: 'The parser now accepts empty strings.',
+      reasoning: final.message.reasoning ?? final.rawText,
+    });
     messages.push({ role: 'user', content: FEEDBACK });
     if (waitForIdle) await b.whenIdle();
     const idle = b.cachedStates().find((s) => s.pin === 'followup')?.tokens ?? 0;
@@ -91,7 +114,10 @@ async function run(pinnedCheckpoints: boolean, waitForIdle: boolean) {
       add(turn === turns ? followUp : afterFollowUp, r);
     }
     // A follow-up job (issue 13): a new conversation, the original task plus the review feedback.
-    const r = await b.generate([SYSTEM, { role: 'user', content: `${TASK.content}\n\n${FEEDBACK}` }], TOOLS, { maxNewTokens: 16, temperature: 0 });
+    const r = await b.generate([SYSTEM, { role: 'user', content: `${TASK.content}\n\n${FEEDBACK}` }], TOOLS, {
+      maxNewTokens: 16,
+      temperature: 0,
+    });
     add(job, r);
     return { loop, followUp, afterFollowUp, job, idle };
   } finally {
@@ -99,12 +125,15 @@ async function run(pinnedCheckpoints: boolean, waitForIdle: boolean) {
   }
 }
 
-const pct = (t: Tally) => `${t.reused}/${t.prompt} reused (${((100 * t.reused) / t.prompt).toFixed(1)}%), ${t.prompt - t.reused} prefilled`;
+const pct = (t: Tally) =>
+  `${t.reused}/${t.prompt} reused (${((100 * t.reused) / t.prompt).toFixed(1)}%), ${t.prompt - t.reused} prefilled`;
 
 const before = await run(false, true);
 const after = await run(true, true);
 const rushed = await run(true, false);
-console.log(`model: ${modelDir} (Qwen3.5 architecture, official chat template), ${turns} tool turns before the follow-up`);
+console.log(
+  `model: ${modelDir} (Qwen3.5 architecture, official chat template), ${turns} tool turns before the follow-up`,
+);
 const rows: [string, 'loop' | 'followUp' | 'afterFollowUp' | 'job'][] = [
   ['tool loop (turns 2..n + answer)', 'loop'],
   ['user follow-up (first turn after it)', 'followUp'],
@@ -117,4 +146,6 @@ for (const [label, key] of rows) {
   console.log(`  after : ${pct(after[key])}`);
   if (key === 'followUp') console.log(`  after, follow-up sent at once (no idle time): ${pct(rushed[key])}`);
 }
-console.log(`state prefilled while idle after the answer (the follow-up's head): before ${before.idle} tokens, after ${after.idle} tokens`);
+console.log(
+  `state prefilled while idle after the answer (the follow-up's head): before ${before.idle} tokens, after ${after.idle} tokens`,
+);

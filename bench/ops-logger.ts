@@ -28,7 +28,11 @@ function run(name: string, log: pino.Logger): void {
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < N; i++) log.info(fields, `tool finished after ${i} ms`);
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
-  console.log(`${name.padEnd(28)} ${Math.round(N / s).toLocaleString('en-US').padStart(9)} lines/s  (${((s / N) * 1e6).toFixed(1)} µs/line)`);
+  console.log(
+    `${name.padEnd(28)} ${Math.round(N / s)
+      .toLocaleString('en-US')
+      .padStart(9)} lines/s  (${((s / N) * 1e6).toFixed(1)} µs/line)`,
+  );
 }
 
 run('pino (no scrubbing)', pino({ timestamp: pino.stdTimeFunctions.isoTime }, sink()));

@@ -36,7 +36,10 @@ function turn(codeChars: number, calls: number): string {
       `<tool_call>\n<function=Write>\n<parameter=file_path>\nsrc/f${i}.ts\n</parameter>\n` +
       `<parameter=content>\n${codeOf(codeChars)}\n</parameter>\n</function>\n</tool_call>\n`;
   }
-  return out + '<tool_call>\n<function=Read>\n<parameter=file_path>\nsrc/a.ts\n</parameter>\n<parameter=offset>\n10\n</parameter>\n</function>\n</tool_call>';
+  return (
+    out +
+    '<tool_call>\n<function=Read>\n<parameter=file_path>\nsrc/a.ts\n</parameter>\n<parameter=offset>\n10\n</parameter>\n</function>\n</tool_call>'
+  );
 }
 
 const cases: [string, string][] = [
@@ -50,11 +53,14 @@ for (const [name, text] of cases) {
   const check = parseAssistantOutput(text, { tools, idPrefix: 'b' });
   if (check.errors.length) throw new Error(`${name}: ${check.errors.join('; ')}`);
   const first = check.toolCalls[0]!.arguments.content as string;
-  if (!text.includes(`<parameter=content>\n${first}\n</parameter>`)) throw new Error(`${name}: content not kept verbatim`);
+  if (!text.includes(`<parameter=content>\n${first}\n</parameter>`))
+    throw new Error(`${name}: content not kept verbatim`);
   const iterations = Math.max(50, Math.round(20_000_000 / text.length));
   const start = performance.now();
   for (let i = 0; i < iterations; i++) parseAssistantOutput(text, { tools, idPrefix: 'b' });
   const ms = (performance.now() - start) / iterations;
   const mbps = text.length / 1e6 / (ms / 1000);
-  console.log(`${name.padEnd(42)} ${String(text.length).padStart(7)} chars  ${ms.toFixed(3)} ms/parse  ${mbps.toFixed(0)} MB/s  ${check.toolCalls.length} calls`);
+  console.log(
+    `${name.padEnd(42)} ${String(text.length).padStart(7)} chars  ${ms.toFixed(3)} ms/parse  ${mbps.toFixed(0)} MB/s  ${check.toolCalls.length} calls`,
+  );
 }

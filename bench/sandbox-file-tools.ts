@@ -42,17 +42,27 @@ async function bareExec(container: Docker.Container, user: string): Promise<void
 async function main(): Promise<void> {
   const docker = new Docker();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-bench-tools-'));
-  await writeFile(path.join(dir, 'file.py'), Array.from({ length: 200 }, (_, i) => `line_${i} = ${i}  # some text on line ${i}\n`).join(''));
+  await writeFile(
+    path.join(dir, 'file.py'),
+    Array.from({ length: 200 }, (_, i) => `line_${i} = ${i}  # some text on line ${i}\n`).join(''),
+  );
   for (let d = 0; d < 20; d++) {
     await mkdir(path.join(dir, 'src', `pkg${d}`), { recursive: true });
-    for (let f = 0; f < 50; f++) await writeFile(path.join(dir, 'src', `pkg${d}`, `mod${f}.ts`), `export const x${f} = ${f};\n`);
+    for (let f = 0; f < 50; f++)
+      await writeFile(path.join(dir, 'src', `pkg${d}`, `mod${f}.ts`), `export const x${f} = ${f};\n`);
   }
   const sb = await DockerSandbox.create(dir, { image }, { docker });
   try {
     const container = docker.getContainer(sb.containerId);
     const user = (await sb.exec('echo "$(id -u):$(id -g)"')).stdout.trim();
     const tools = new ToolExecutor(sb);
-    const series: Record<string, number[]> = { 'docker exec true (bare)': [], 'sandbox.exec true': [], Read: [], Edit: [], Glob: [] };
+    const series: Record<string, number[]> = {
+      'docker exec true (bare)': [],
+      'sandbox.exec true': [],
+      Read: [],
+      Edit: [],
+      Glob: [],
+    };
     let flip = false;
     const calls: Record<string, () => Promise<unknown>> = {
       'docker exec true (bare)': () => bareExec(container, user),
@@ -68,17 +78,22 @@ async function main(): Promise<void> {
     // Warm-up, and a check that the tools really did their job.
     const glob = await tools.execute({ name: 'Glob', arguments: { pattern: 'src/**/*.ts' } });
     const read = await tools.execute({ name: 'Read', arguments: { file_path: 'file.py' } });
-    if (glob.isError || read.isError || !read.output.includes('200. line_199')) throw new Error(`tools failed: ${glob.output.slice(0, 200)} ${read.output.slice(0, 200)}`);
+    if (glob.isError || read.isError || !read.output.includes('200. line_199'))
+      throw new Error(`tools failed: ${glob.output.slice(0, 200)} ${read.output.slice(0, 200)}`);
     await bareExec(container, user);
     for (let i = 0; i < runs; i++) {
       for (const [name, fn] of Object.entries(calls)) series[name].push(await time(fn));
     }
     const floor = summarize(series['docker exec true (bare)']).median;
-    console.log(`docker sandbox, ${runs} interleaved runs each (ms); target: every file tool's median within 2x the bare exec`);
+    console.log(
+      `docker sandbox, ${runs} interleaved runs each (ms); target: every file tool's median within 2x the bare exec`,
+    );
     console.log(`${'call'.padEnd(26)}${'median'.padStart(8)}${'p90'.padStart(8)}${'x bare'.padStart(8)}`);
     for (const [name, xs] of Object.entries(series)) {
       const s = summarize(xs);
-      console.log(`${name.padEnd(26)}${s.median.toFixed(1).padStart(8)}${s.p90.toFixed(1).padStart(8)}${(s.median / floor).toFixed(2).padStart(8)}`);
+      console.log(
+        `${name.padEnd(26)}${s.median.toFixed(1).padStart(8)}${s.p90.toFixed(1).padStart(8)}${(s.median / floor).toFixed(2).padStart(8)}`,
+      );
     }
   } finally {
     await sb.close();

@@ -39,9 +39,16 @@ function report(label: string, ms: number[], bytes: number): void {
 async function main(): Promise<void> {
   const round = makeRound({ round: 0, steps: 100, bytes: 1_000_000 });
   const jsonBytes = Buffer.byteLength(JSON.stringify(round.trajectory));
-  console.log(`round: ${round.trajectory.steps.length} steps, trajectory JSON ${(jsonBytes / 1024).toFixed(0)} KiB; ${runs} runs each`);
+  console.log(
+    `round: ${round.trajectory.steps.length} steps, trajectory JSON ${(jsonBytes / 1024).toFixed(0)} KiB; ${runs} runs each`,
+  );
 
-  const input = { round, rounds: [round.summary], roundHref: (n: number) => `/runs/octo/demo/12/${n}`, staticBase: '/runs/_static' };
+  const input = {
+    round,
+    rounds: [round.summary],
+    roundHref: (n: number) => `/runs/octo/demo/12/${n}`,
+    staticBase: '/runs/_static',
+  };
   for (let i = 0; i < 5; i++) renderRunPage(input);
   const renderMs: number[] = [];
   let bytes = 0;

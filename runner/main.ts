@@ -120,7 +120,10 @@ async function reapLeftoverSandboxes(sandbox: SandboxConfig): Promise<void> {
   if (sandbox.kind !== 'docker' && sandbox.kind !== 'auto') return;
   const { socketPath, jobTimeoutMs } = sandbox.kind === 'docker' ? sandbox : sandbox.docker;
   try {
-    const removed = await reapStaleSandboxes(new Docker(socketPath ? { socketPath } : undefined), jobTimeoutMs ?? 2 * 60 * 60_000);
+    const removed = await reapStaleSandboxes(
+      new Docker(socketPath ? { socketPath } : undefined),
+      jobTimeoutMs ?? 2 * 60 * 60_000,
+    );
     if (removed.length) log.info({ removed: removed.length }, 'removed stale sandbox containers');
   } catch (err) {
     // No Docker engine is fine for `auto` (bwrap is used); say so once.

@@ -53,41 +53,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   const queue = createQueue(o.connection, o.prefix ? { prefix: o.prefix } : {});
   const handOff = createHandOff({ queue, redis: o.ctx.redis, logger: log });
 
-  const processor = async (job: Job<JobData, JobResult, string>, token?: string): Promise<JobResult> => {
-    const id = job.id ?? 'unknown';
-    const controller = new AbortController();
-    active.set(id, controller);
-    const stopListening = onCancel(o.subscriber, id, (req) => controller.abort({ kind: 'cancel', by: req.by } satisfies AbortCause), {
-      checker: o.ctx.redis,
-    });
-    await o.registration?.setCurrentJob(id).catch(() => undefined);
-    const started = Date.now();
-    let handedBack = false;
-    const usage = startJobUsage(o.ctx, job.data);
-    try {
-      const result = await processJob(job, usage.ctx, controller.signal);
-      o.ctx.metrics?.recordJobFinished({ status: 'completed', outcome: result.outcome, durationSeconds: (Date.now() - started) / 1000, turns: result.turns });
-      return result;
-    } catch (e) {
-      if (e instanceof HandBackError) {
-        handedBack = true;
-        log.warn({ jobId: id }, 'handing the job back to the queue (shutdown)');
-        await job.moveToWait(token);
-        throw new WaitingError();
-      }
-      const category = e instanceof JobFailure ? e.category : 'unexpected';
-      o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: category, durationSeconds: (Date.now() - started) / 1000 });
-      throw e;
-    } finally {
-      // A handed-back round has not ended: it runs again, and its end starts the next round.
-      if (!handedBack) await startNextRound(queue, o.ctx, job.data, log.child({ jobId: id }), handOff.enqueue);
-      await usage.end();
-      await handOff.jobEnding(id);
-      active.delete(id);
-      await stopListening();
-      await o.registration?.setCurrentJob(null).catch(() => undefined);
-    }
-  };
+  const processor = jobProcessor(o, { queue, handOff, active });
 
   const worker = new Worker<JobData, JobResult, string>(QUEUE_NAME, processor, {
     connection: o.connection,
@@ -100,28 +66,111 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   worker.on('failed', onFailed(o, queue, reports, handOff.enqueue));
   worker.on('completed', (job, result) => log.info({ jobId: job.id, outcome: result.outcome }, 'job completed'));
   worker.on('error', (err) => log.error({ err }, 'worker error'));
-  worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled (its runner stopped renewing the lock); it goes back to the queue'));
+  worker.on('stalled', (jobId) =>
+    log.warn({ jobId }, 'job stalled (its runner stopped renewing the lock); it goes back to the queue'),
+  );
 
   return {
     worker,
     activeJobs: () => [...active.keys()],
-    async shutdown(graceMs: number) {
-      const closing = worker.close();
-      const timer = setTimeout(() => {
-        for (const [id, c] of active) {
-          log.warn({ jobId: id }, 'grace period over; stopping the job');
-          c.abort({ kind: 'shutdown' } satisfies AbortCause);
-        }
-      }, graceMs);
-      try {
-        await closing;
-      } finally {
-        clearTimeout(timer);
-      }
-      await Promise.all([...reports]);
-      await queue.close();
-    },
+    shutdown: (graceMs: number) => shutdownWorker(worker, { active, reports, queue, log }, graceMs),
   };
+}
+
+interface ProcessorDeps {
+  queue: FrognanoQueue;
+  handOff: ReturnType<typeof createHandOff>;
+  /** Jobs being processed now, by id, with what stops them. */
+  active: Map<string, AbortController>;
+}
+
+/** Runs one job: listens for its cancel, records its metrics, hands it back on shutdown, starts the PR's next round. */
+function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: ProcessorDeps) {
+  const log = o.ctx.logger;
+  return async (job: Job<JobData, JobResult, string>, token?: string): Promise<JobResult> => {
+    const id = job.id ?? 'unknown';
+    const controller = new AbortController();
+    active.set(id, controller);
+    const stopListening = onCancel(
+      o.subscriber,
+      id,
+      (req) => controller.abort({ kind: 'cancel', by: req.by } satisfies AbortCause),
+      {
+        checker: o.ctx.redis,
+      },
+    );
+    await o.registration?.setCurrentJob(id).catch(() => undefined);
+    const started = Date.now();
+    let handedBack = false;
+    const usage = startJobUsage(o.ctx, job.data);
+    try {
+      const result = await processJob(job, usage.ctx, controller.signal);
+      o.ctx.metrics?.recordJobFinished({
+        status: 'completed',
+        outcome: result.outcome,
+        durationSeconds: (Date.now() - started) / 1000,
+        turns: result.turns,
+      });
+      return result;
+    } catch (e) {
+      if (e instanceof HandBackError) {
+        handedBack = true;
+        log.warn({ jobId: id }, 'handing the job back to the queue (shutdown)');
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      const category = e instanceof JobFailure ? e.category : 'unexpected';
+      o.ctx.metrics?.recordJobFinished({
+        status: 'failed',
+        reason: category,
+        durationSeconds: (Date.now() - started) / 1000,
+      });
+      throw e;
+    } finally {
+      // A handed-back round has not ended: it runs again, and its end starts the next round.
+      if (!handedBack) await startNextRound(queue, o.ctx, job.data, log.child({ jobId: id }), handOff.enqueue);
+      await usage.end();
+      await handOff.jobEnding(id);
+      active.delete(id);
+      await stopListening();
+      await o.registration?.setCurrentJob(null).catch(() => undefined);
+    }
+  };
+}
+
+/**
+ * Stops taking jobs, waits up to `graceMs` for active ones, then aborts them (they go back to the queue); waits for
+ * the reports on jobs BullMQ gave up on.
+ */
+async function shutdownWorker(
+  worker: Worker<JobData, JobResult, string>,
+  {
+    active,
+    reports,
+    queue,
+    log,
+  }: {
+    active: Map<string, AbortController>;
+    reports: Set<Promise<void>>;
+    queue: FrognanoQueue;
+    log: RunnerContext['logger'];
+  },
+  graceMs: number,
+): Promise<void> {
+  const closing = worker.close();
+  const timer = setTimeout(() => {
+    for (const [id, c] of active) {
+      log.warn({ jobId: id }, 'grace period over; stopping the job');
+      c.abort({ kind: 'shutdown' } satisfies AbortCause);
+    }
+  }, graceMs);
+  try {
+    await closing;
+  } finally {
+    clearTimeout(timer);
+  }
+  await Promise.all([...reports]);
+  await queue.close();
 }
 
 /** Logs a failed job; one BullMQ gave up on after it stalled too often is also reported on its issue. */
@@ -141,7 +190,12 @@ function onFailed(
       // Its run time is unknown (the runner that ran it is gone); NaN keeps it out of the duration histogram.
       o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: 'stalled', durationSeconds: Number.NaN });
       const report = reportStalledJob(job, o.ctx)
-        .then((state) => log.info({ jobId: job.id, stalled: job.stalledCounter, status: state?.kind ?? 'none (unreadable job data)' }, 'reported a job given up after stalling'))
+        .then((state) =>
+          log.info(
+            { jobId: job.id, stalled: job.stalledCounter, status: state?.kind ?? 'none (unreadable job data)' },
+            'reported a job given up after stalling',
+          ),
+        )
         .catch((e: unknown) => log.error({ jobId: job.id, err: e }, 'could not report a stalled job on its issue'))
         // The round ended (given up): the asks that waited for it start the next round.
         .then(() => startNextRound(queue, o.ctx, job.data, log.child({ jobId: job.id }), enqueue))

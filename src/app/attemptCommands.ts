@@ -37,7 +37,8 @@ export async function replyStatus(
     : (a: number | null, s: string | null, u: string | undefined) => msg.statusReplyText(a, s, u, label);
   const attempt = await currentAttempt(redis, key);
   const tail = more ? `\n\n${more}` : '';
-  if (attempt === null) return void (await postComment(d.octokit, key, `@${user} ${reply(null, null, undefined)}${tail}`));
+  if (attempt === null)
+    return void (await postComment(d.octokit, key, `@${user} ${reply(null, null, undefined)}${tail}`));
   const job = await queue.getJob(jobIdFor({ ...key, attempt }));
   const state = job ? await statusOfJob(queue, redis, job, deps.fairShare) : null;
   const statusUrl = state ? await refreshStatus(deps, d.octokit, key, issueUrl, attempt) : undefined;

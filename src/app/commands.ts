@@ -1,11 +1,7 @@
 import { paragraphLineStarts } from './paragraphLines.js';
 
 /** `/frognano <word>` commands in issue comments. */
-export type Command =
-  | { kind: 'retry' }
-  | { kind: 'cancel' }
-  | { kind: 'status' }
-  | { kind: 'help'; unknown?: string };
+export type Command = { kind: 'retry' } | { kind: 'cancel' } | { kind: 'status' } | { kind: 'help'; unknown?: string };
 
 const MAX_SCANNED_CHARS = 20_000;
 

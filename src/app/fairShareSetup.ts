@@ -18,7 +18,10 @@ export async function modelSlots(redis: Redis, env: NodeJS.ProcessEnv = process.
   const fixed = Number.parseInt(env.FROGNANO_MODEL_SLOTS ?? '', 10);
   if (Number.isInteger(fixed) && fixed > 0) return fixed;
   const runners = await listRunners(redis, { prefix: botKeyPrefix() });
-  return Math.max(1, runners.reduce((n, r) => n + r.concurrency, 0));
+  return Math.max(
+    1,
+    runners.reduce((n, r) => n + r.concurrency, 0),
+  );
 }
 
 const SLOTS_TTL_MS = 5000;

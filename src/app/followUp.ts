@@ -84,7 +84,8 @@ export function mentionsCommand(text: string | null | undefined): boolean {
 export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRequest): Promise<FollowUpDecision> {
   const origin = parseBotBranch(o.pr.head.ref);
   if (!origin) return { action: 'ignored', why: `branch ${o.pr.head.ref} is not a frognano branch` };
-  if (!/^[0-9a-f]{40}$/.test(o.pr.head.sha)) return { action: 'ignored', why: 'the pull request head is not a commit sha' };
+  if (!/^[0-9a-f]{40}$/.test(o.pr.head.sha))
+    return { action: 'ignored', why: 'the pull request head is not a commit sha' };
   const refusal = await refuseOverQuota(deps, d, pullRequestKey(o.owner, o.repo, o.pr.number));
   if (refusal) return { action: 'over_quota', quota: refusal.quota };
   const issue = await fetchIssueText(d.octokit, o.owner, o.repo, origin.issueNumber);
@@ -118,16 +119,28 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
     ...(o.ciFix ? { ciFix: o.ciFix } : {}),
   };
   let statusUrl: string | undefined;
-  const res = await enqueueFollowUp(deps.queue, deps.redis, req, async (round, merged) => {
-    const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
-    // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
-    const position = await positionForNewJob(deps, { ...merged, followUp: { ...merged.followUp, round } });
-    const meta = { round, jobId, triggeredBy: merged.triggeredBy.login, updatedAt: now(), ...(o.answering ? { answering: o.answering } : {}) };
-    const up = await upsertStatusComment(d.octokit, deps.redis, prRef, { kind: 'queued', position }, meta).catch(
-      (err: unknown) => void d.log.warn({ err }, 'could not write the status comment'),
-    );
-    statusUrl = up?.url;
-  }, (data) => enqueue(deps, data));
+  const res = await enqueueFollowUp(
+    deps.queue,
+    deps.redis,
+    req,
+    async (round, merged) => {
+      const jobId = jobIdFor({ ...pullRequestKey(o.owner, o.repo, o.pr.number), attempt: round });
+      // The job matters more than the comment: a failed write is logged, and the runner writes the status when it starts.
+      const position = await positionForNewJob(deps, { ...merged, followUp: { ...merged.followUp, round } });
+      const meta = {
+        round,
+        jobId,
+        triggeredBy: merged.triggeredBy.login,
+        updatedAt: now(),
+        ...(o.answering ? { answering: o.answering } : {}),
+      };
+      const up = await upsertStatusComment(d.octokit, deps.redis, prRef, { kind: 'queued', position }, meta).catch(
+        (err: unknown) => void d.log.warn({ err }, 'could not write the status comment'),
+      );
+      statusUrl = up?.url;
+    },
+    (data) => enqueue(deps, data),
+  );
   if (res.kind === 'waiting') return { action: 'waiting', round: res.round, added: res.added };
   if (res.kind === 'busy') return { action: 'busy', round: res.round };
   return { action: 'queued', round: res.round, jobId: res.job.id!, statusUrl };
@@ -147,7 +160,8 @@ export async function handleReviewFollowUp(
   const repo = p.repository.name;
   const { review, pull_request: pr } = p;
   const reviewer = review.user;
-  if (!reviewer || reviewer.type === 'Bot' || reviewer.login.endsWith('[bot]')) return { action: 'ignored', why: 'the reviewer is not a person' };
+  if (!reviewer || reviewer.type === 'Bot' || reviewer.login.endsWith('[bot]'))
+    return { action: 'ignored', why: 'the reviewer is not a person' };
   const notTarget = notFollowUpTarget(pr);
   if (notTarget) return { action: 'ignored', why: notTarget };
 
@@ -155,13 +169,16 @@ export async function handleReviewFollowUp(
   let inline: { comments: InlineComment[]; omitted: number } | null = null;
   if (!mentionsCommand(review.body)) {
     inline = await fetchReviewComments(d.octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
-    if (!inline.comments.some((c) => mentionsCommand(c.body))) return { action: 'ignored', why: 'the review does not contain /frognano' };
+    if (!inline.comments.some((c) => mentionsCommand(c.body)))
+      return { action: 'ignored', why: 'the review does not contain /frognano' };
   }
   const claimKey = botKey('review', issueSlug(pullRequestKey(owner, repo, pr.number)), String(review.id));
-  if (!(await claimOnce(deps.redis, claimKey, HANDLED_TTL_SECONDS))) return { action: 'ignored', why: 'review already handled (redelivery)' };
+  if (!(await claimOnce(deps.redis, claimKey, HANDLED_TTL_SECONDS)))
+    return { action: 'ignored', why: 'review already handled (redelivery)' };
   try {
     const perm = await getUserPermission(d.octokit, owner, repo, reviewer.login);
-    if (!perm.allowed) return { action: 'ignored', why: `@${reviewer.login} has ${perm.role} access; write access is needed` };
+    if (!perm.allowed)
+      return { action: 'ignored', why: `@${reviewer.login} has ${perm.role} access; write access is needed` };
     inline ??= await fetchReviewComments(d.octokit, { owner, repo, pullNumber: pr.number, reviewId: review.id });
     const decision = await requestFollowUp(deps, d, {
       owner,

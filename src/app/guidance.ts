@@ -17,12 +17,21 @@ export function guidanceFrom(body: string | null | undefined): string {
   if (!line || !m) return '';
   // ...then the lines after it, which may carry a longer request.
   const at = text.split('\n').findIndex((l) => l.trim() === line.trim());
-  const after = at >= 0 ? text.split('\n').slice(at + 1).join('\n') : '';
+  const after =
+    at >= 0
+      ? text
+          .split('\n')
+          .slice(at + 1)
+          .join('\n')
+      : '';
   return `${m[1] ?? ''}\n${after}`.trim().slice(0, MAX_GUIDANCE_CHARS);
 }
 
 /** `/frognano <two or more words>` (not a known command) asks for an attempt with guidance. */
-export function isGuidanceRequest(command: { kind: string; unknown?: string }, body: string | null | undefined): boolean {
+export function isGuidanceRequest(
+  command: { kind: string; unknown?: string },
+  body: string | null | undefined,
+): boolean {
   if (command.kind !== 'help' || !command.unknown) return false;
   return guidanceFrom(body).split(/\s+/).filter(Boolean).length >= 2;
 }

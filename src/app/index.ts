@@ -19,7 +19,13 @@ import { handleReviewFollowUp } from './followUp.js';
 import { onIssueCommand } from './issueCommands.js';
 import { issueKey } from './jobData.js';
 import { isTriggerLabel, onLabeled } from './label.js';
-import { IssueCommentCreatedPayload, IssueLabeledPayload, isBot, parsePayload, ReviewSubmittedPayload } from './payloads.js';
+import {
+  IssueCommentCreatedPayload,
+  IssueLabeledPayload,
+  isBot,
+  parsePayload,
+  ReviewSubmittedPayload,
+} from './payloads.js';
 
 export { DEFAULT_LABEL, labelFromEnv, type AppDeps } from './deps.js';
 
@@ -57,7 +63,9 @@ export function createFrognanoApp(appDeps: AppDeps) {
       if (!event) return;
       const log = app.log.child({ delivery: context.id, event: name, sha: event.headSha.slice(0, 12) });
       return onCiCompleted(deps, delivery(context, log), event).then((decision) =>
-        decision.action === 'ignored' ? log.debug({ why: decision.why }, 'ci: no round') : log.info({ decision }, 'ci: round'),
+        decision.action === 'ignored'
+          ? log.debug({ why: decision.why }, 'ci: no round')
+          : log.info({ decision }, 'ci: round'),
       );
     };
     const ci = <T>(schema: z.ZodType<T>, context: Context, name: string, normalize: (p: T) => CiEvent | null) => {

@@ -26,7 +26,8 @@ export async function statusOfJob(
     const v = r.data;
     switch (v.outcome) {
       case 'pull_request':
-        if (v.pullRequestUrl && v.pullRequestNumber) return { kind: 'pull_request', url: v.pullRequestUrl, number: v.pullRequestNumber };
+        if (v.pullRequestUrl && v.pullRequestNumber)
+          return { kind: 'pull_request', url: v.pullRequestUrl, number: v.pullRequestNumber };
         return { kind: 'failed', reason: 'The runner reported a pull request without its address.' };
       case 'no_patch':
         return { kind: 'no_patch', reason: v.reason ?? `The run ended (${v.exitReason}) without changes.` };

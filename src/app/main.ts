@@ -33,13 +33,20 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   // Fail-fast connections: while Redis is unreachable a webhook is answered 503 instead of hanging.
   const queueConnection = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
   const redis = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
-  for (const c of [queueConnection, redis]) c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  for (const c of [queueConnection, redis])
+    c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
   answerRedisOutagesWith503(app, [queueConnection, redis]);
   const prefix = redisConfig.queuePrefix;
   const queue = createQueue(queueConnection, { prefix });
   const label = labelFromEnv();
   // Fair share and quotas (docs/operating-at-scale.md); BullMQ's event stream needs a connection of its own.
-  const shared = await startSharedService({ queue, redis, events: createRedisConnection(redisConfig.target), prefix, log: app.log });
+  const shared = await startSharedService({
+    queue,
+    redis,
+    events: createRedisConnection(redisConfig.target),
+    prefix,
+    log: app.log,
+  });
   const { fairShare, quotas } = shared;
 
   await createFrognanoApp({ queue, redis, label, fairShare, quotas, metrics })(app);

@@ -12,8 +12,8 @@ export function helpText(label: string, unknown?: string): string {
     `| add the \`${label}\` label | queue a first attempt at this issue |`,
     '| `/frognano retry` | start a new attempt (after the previous one finished, failed or was cancelled); words after it are added to the task |',
     '| `/frognano <what to do>` | start an attempt with your words added to the task (when none is queued or running) |',
-    '| `/frognano <what to change>` on frognano\'s pull request | another round on that pull request; a review containing `/frognano` does the same, with its inline comments. Asks made while a round runs wait and are merged into the next round |',
-    '| `/frognano cancel` | withdraw a queued attempt, or stop a running one (on frognano\'s pull request it also drops the asks waiting for the next round) |',
+    "| `/frognano <what to change>` on frognano's pull request | another round on that pull request; a review containing `/frognano` does the same, with its inline comments. Asks made while a round runs wait and are merged into the next round |",
+    "| `/frognano cancel` | withdraw a queued attempt, or stop a running one (on frognano's pull request it also drops the asks waiting for the next round) |",
     '| `/frognano status` | refresh the status comment and tell you where things stand |',
     '',
     'Commands work for people with write, maintain or admin access to this repository. Each attempt ends in a **draft** pull request that a human must review.',
@@ -55,9 +55,15 @@ export function nothingToCancelText(attempt: number | null, summary?: string): s
   return `There is nothing to cancel: attempt ${attempt} has already ended${summary ? ` (${summary})` : ''}.`;
 }
 
-export function statusReplyText(attempt: number | null, summary: string | null, statusUrl: string | undefined, label: string): string {
+export function statusReplyText(
+  attempt: number | null,
+  summary: string | null,
+  statusUrl: string | undefined,
+  label: string,
+): string {
   if (attempt === null) return `frognano has not run on this issue yet. Add the \`${label}\` label to start.`;
-  if (summary === null) return `Attempt ${attempt} finished long enough ago that its record has expired. Comment \`/frognano retry\` to run again.`;
+  if (summary === null)
+    return `Attempt ${attempt} finished long enough ago that its record has expired. Comment \`/frognano retry\` to run again.`;
   return `Attempt ${attempt}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
 }
 
@@ -70,7 +76,8 @@ export function followUpRefusedText(why: string): string {
 
 /** `/frognano status` on the bot's pull request. */
 export function roundStatusText(round: number | null, summary: string | null, statusUrl?: string): string {
-  if (round === null) return 'No follow-up round has run on this pull request yet. Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to start one.';
+  if (round === null)
+    return 'No follow-up round has run on this pull request yet. Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to start one.';
   if (summary === null) return `Round ${round} finished long enough ago that its record has expired.`;
   return `Round ${round}: ${summary}.${statusUrl ? ` Details are in the [status comment](${statusUrl}).` : ''}`;
 }
@@ -96,7 +103,10 @@ export function asksDroppedText(asks: { login: string }[]): string {
 /** What `/frognano status` on the bot's pull request adds about asks waiting for the next round. */
 export function waitingAsksText(asks: { login: string; source: string; at: string }[]): string {
   if (asks.length === 0) return '';
-  const lines = asks.map((a, i) => `${i + 1}. ${a.source === 'review' ? 'a review' : 'a comment'} by \`${a.login.replace(/`/g, '')}\` (${a.at.slice(0, 16).replace('T', ' ')} UTC)`);
+  const lines = asks.map(
+    (a, i) =>
+      `${i + 1}. ${a.source === 'review' ? 'a review' : 'a comment'} by \`${a.login.replace(/`/g, '')}\` (${a.at.slice(0, 16).replace('T', ' ')} UTC)`,
+  );
   return [`Waiting for the next round (${asks.length}, oldest first, merged into one round):`, ...lines].join('\n');
 }
 

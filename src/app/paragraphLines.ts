@@ -19,7 +19,8 @@ type Container = { kind: 'quote' } | { kind: 'list'; contentIndent: number };
 const HTML_BLOCK_TAGS =
   'address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h1|h2|h3|h4|h5|h6|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul';
 const HTML_TYPE6 = new RegExp(`^</?(?:${HTML_BLOCK_TAGS})(?:\\s|/?>|$)`, 'i');
-const HTML_TYPE7 = /^(?:<[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)*\s*\/?>|<\/[A-Za-z][A-Za-z0-9-]*\s*>)\s*$/;
+const HTML_TYPE7 =
+  /^(?:<[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)*\s*\/?>|<\/[A-Za-z][A-Za-z0-9-]*\s*>)\s*$/;
 const FENCE_OPEN = /^(`{3,})[^`]*$|^(~{3,})/;
 const THEMATIC_BREAK = /^(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$/;
 const ATX_HEADING = /^#{1,6}(?:[ \t]|$)/;
@@ -109,7 +110,7 @@ function hiddenRanges(text: string): Array<[number, number]> {
 }
 
 function findBacktickRun(text: string, from: number, n: number): number {
-  for (let j = from; j < text.length; ) {
+  for (let j = from; j < text.length;) {
     if (text[j] !== '`') {
       j++;
       continue;
@@ -122,7 +123,8 @@ function findBacktickRun(text: string, from: number, n: number): number {
   return -1;
 }
 
-const INLINE_TAG = /^(?:<[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)*\s*\/?>|<\/[A-Za-z][A-Za-z0-9-]*\s*>)/;
+const INLINE_TAG =
+  /^(?:<[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)*\s*\/?>|<\/[A-Za-z][A-Za-z0-9-]*\s*>)/;
 
 /** End offset of an HTML comment or tag starting at `i`, or -1. */
 function inlineHtmlEnd(text: string, i: number): number {

@@ -34,7 +34,12 @@ export type IssueLabeledPayload = z.infer<typeof IssueLabeledPayload>;
 
 export const IssueCommentCreatedPayload = z.object({
   action: z.literal('created'),
-  comment: z.object({ id: z.number().int().positive(), body: z.string().nullable(), user: User, html_url: z.string().optional() }),
+  comment: z.object({
+    id: z.number().int().positive(),
+    body: z.string().nullable(),
+    user: User,
+    html_url: z.string().optional(),
+  }),
   issue: Issue,
   repository: Repository,
   sender: User,
@@ -45,7 +50,12 @@ export type IssueCommentCreatedPayload = z.infer<typeof IssueCommentCreatedPaylo
 /** A submitted review on a pull request (the review's user is null when the account was deleted). */
 export const ReviewSubmittedPayload = z.object({
   action: z.literal('submitted'),
-  review: z.object({ id: z.number().int().positive(), body: z.string().nullable().optional(), state: z.string(), user: User.nullable() }),
+  review: z.object({
+    id: z.number().int().positive(),
+    body: z.string().nullable().optional(),
+    state: z.string(),
+    user: User.nullable(),
+  }),
   pull_request: PullRequestSlice,
   repository: Repository,
   installation: Installation,

@@ -4,7 +4,11 @@ import type { Probot } from 'probot';
 /** GitHub caps webhook payloads at 25 MB; anything bigger did not come from GitHub. */
 export const MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024;
 
-type Middleware = (req: IncomingMessage, res: ServerResponse, next?: () => void) => Promise<boolean | void> | boolean | void;
+type Middleware = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next?: () => void,
+) => Promise<boolean | void> | boolean | void;
 
 /**
  * Reads a POST body with a byte cap before `inner` (the @octokit/webhooks middleware) sees the request,
@@ -30,7 +34,8 @@ export function capWebhookBody(inner: Middleware, maxBytes = MAX_WEBHOOK_BODY_BY
  */
 export function capProbotWebhookBodies(probot: Probot, maxBytes = MAX_WEBHOOK_BODY_BYTES): void {
   const original = probot.getNodeMiddleware.bind(probot);
-  probot.getNodeMiddleware = async (opts) => capWebhookBody(await original(opts), maxBytes) as Awaited<ReturnType<typeof original>>;
+  probot.getNodeMiddleware = async (opts) =>
+    capWebhookBody(await original(opts), maxBytes) as Awaited<ReturnType<typeof original>>;
 }
 
 /** The body as UTF-8 text (as the middleware would decode it), or null once it passes `maxBytes`. */

@@ -29,6 +29,8 @@ export function trimMiddle(text: string, maxChars: number): string {
 
 /** Indents every line of a block. */
 export function indent(text: string, prefix: string): string {
-  return text.split('\n').map((l) => prefix + l).join('\n');
+  return text
+    .split('\n')
+    .map((l) => prefix + l)
+    .join('\n');
 }
-

@@ -130,4 +130,9 @@ Examples:
   frognano view run/trajectory.json --port 8400
 `;
 
-export const HELP: Record<string, string> = { solve: SOLVE_HELP, doctor: DOCTOR_HELP, replay: REPLAY_HELP, view: VIEW_HELP };
+export const HELP: Record<string, string> = {
+  solve: SOLVE_HELP,
+  doctor: DOCTOR_HELP,
+  replay: REPLAY_HELP,
+  view: VIEW_HELP,
+};

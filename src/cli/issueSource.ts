@@ -22,9 +22,16 @@ const MAX_TITLE_CHARS = 256;
 export function taskFromText(text: string): IssueTask {
   const lines = visibleText(text.replace(/\r\n?/g, '\n')).split('\n');
   const first = lines.findIndex((l) => l.trim() !== '');
-  if (first === -1) throw setupError('the issue text is empty', 'describe the problem: --issue "Fix ..." or a file with a title line');
-  const title = lines[first].trim().replace(/^#+\s*/, '').slice(0, MAX_TITLE_CHARS);
-  const body = lines.slice(first + 1).join('\n').trim();
+  if (first === -1)
+    throw setupError('the issue text is empty', 'describe the problem: --issue "Fix ..." or a file with a title line');
+  const title = lines[first]
+    .trim()
+    .replace(/^#+\s*/, '')
+    .slice(0, MAX_TITLE_CHARS);
+  const body = lines
+    .slice(first + 1)
+    .join('\n')
+    .trim();
   return { title, body: clampIssueBody(body) };
 }
 
@@ -34,7 +41,10 @@ export async function taskFromFile(file: string): Promise<IssueTask> {
     text = await readFile(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw setupError(`cannot read the issue file ${file}${code ? ` (${code})` : ''}`, 'check the path given to --issue-file');
+    throw setupError(
+      `cannot read the issue file ${file}${code ? ` (${code})` : ''}`,
+      'check the path given to --issue-file',
+    );
   }
   return taskFromText(text);
 }
@@ -74,13 +84,26 @@ export async function taskFromGitHub(ref: GitHubIssueRef, env: NodeJS.ProcessEnv
   } catch (err) {
     if (err instanceof CliError) throw err;
     const status = (err as { status?: number }).status;
-    const tokenHint = env.GITHUB_TOKEN ? 'check that GITHUB_TOKEN can read this repository' : 'for a private repository set GITHUB_TOKEN';
-    if (status === 404) throw setupError(`issue ${name} not found`, `check the owner, repository and number; ${tokenHint}`);
-    if (status === 401) throw setupError(`GitHub rejected GITHUB_TOKEN while fetching ${name} (401)`, 'the token is invalid or expired; create a new one or unset it for public repositories');
+    const tokenHint = env.GITHUB_TOKEN
+      ? 'check that GITHUB_TOKEN can read this repository'
+      : 'for a private repository set GITHUB_TOKEN';
+    if (status === 404)
+      throw setupError(`issue ${name} not found`, `check the owner, repository and number; ${tokenHint}`);
+    if (status === 401)
+      throw setupError(
+        `GitHub rejected GITHUB_TOKEN while fetching ${name} (401)`,
+        'the token is invalid or expired; create a new one or unset it for public repositories',
+      );
     if (status === 403 || status === 429) {
-      throw setupError(`GitHub refused to serve ${name} (${status}: ${(err as Error).message})`, `probably a rate limit; ${env.GITHUB_TOKEN ? 'wait and retry' : 'set GITHUB_TOKEN to get a higher limit'}`);
+      throw setupError(
+        `GitHub refused to serve ${name} (${status}: ${(err as Error).message})`,
+        `probably a rate limit; ${env.GITHUB_TOKEN ? 'wait and retry' : 'set GITHUB_TOKEN to get a higher limit'}`,
+      );
     }
     if (status === 410) throw setupError(`issue ${name} was deleted or issues are disabled in that repository (410)`);
-    throw setupError(`could not fetch ${name}: ${(err as Error).message}`, 'check the network connection and GITHUB_API_URL');
+    throw setupError(
+      `could not fetch ${name}: ${(err as Error).message}`,
+      'check the network connection and GITHUB_API_URL',
+    );
   }
 }

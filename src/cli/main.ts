@@ -55,6 +55,9 @@ export function reportError(err: unknown, io: CliIo): number {
     return err.exitCode;
   }
   // Anything else is a bug or an unforeseen runtime failure: show it whole.
-  writeLine(io.stderr, `frognano: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  writeLine(
+    io.stderr,
+    `frognano: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+  );
   return EXIT.RUNTIME;
 }

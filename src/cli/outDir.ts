@@ -5,7 +5,10 @@ import { setupError, UsageError } from './exitCodes.js';
 
 /** 2026-12-02T13:04:18.123Z -> 2026-12-02T13-04-18Z: sortable, and valid on every filesystem. */
 export function timestampName(d = new Date()): string {
-  return d.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+  return d
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/:/g, '-');
 }
 
 function isInside(child: string, parent: string): boolean {
@@ -35,13 +38,21 @@ async function realish(p: string): Promise<string> {
  * when solve is started from inside the repository. A default name already taken gets a -2, -3 ... suffix;
  * an explicit --out is used as it is.
  */
-export async function prepareOutDir(opts: { out?: string; cwd: string; sourceDir: string; now?: Date }): Promise<{ dir: string; movedFromCwd: boolean }> {
+export async function prepareOutDir(opts: {
+  out?: string;
+  cwd: string;
+  sourceDir: string;
+  now?: Date;
+}): Promise<{ dir: string; movedFromCwd: boolean }> {
   let base: string;
   let movedFromCwd = false;
   if (opts.out) {
     base = path.resolve(opts.cwd, opts.out);
     if (isInside(await realish(base), opts.sourceDir)) {
-      throw new UsageError(`--out ${base} is inside the repository ${opts.sourceDir}; solve never writes into the repository.`, 'solve');
+      throw new UsageError(
+        `--out ${base} is inside the repository ${opts.sourceDir}; solve never writes into the repository.`,
+        'solve',
+      );
     }
   } else {
     base = path.join(opts.cwd, 'frognano-out', timestampName(opts.now));
@@ -58,7 +69,10 @@ export async function prepareOutDir(opts: { out?: string; cwd: string; sourceDir
     }
     await mkdir(path.dirname(base), { recursive: true });
   } catch (err) {
-    throw setupError(`cannot create the output directory ${base} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, 'choose another place with --out DIR');
+    throw setupError(
+      `cannot create the output directory ${base} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      'choose another place with --out DIR',
+    );
   }
   for (let i = 1; i < 1000; i++) {
     const dir = i === 1 ? base : `${base}-${i}`;

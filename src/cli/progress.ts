@@ -70,9 +70,12 @@ export class ProgressReporter {
         this.activity = e.toolCalls > 0 ? `${e.toolCalls} tool call${e.toolCalls === 1 ? '' : 's'}` : 'answered';
         if (!this.opts.tty) {
           // turn_end comes after the turn's tools ran, so the line names its turn.
-          const errs = e.parseErrors > 0 ? `, ${e.parseErrors} malformed tool call${e.parseErrors === 1 ? '' : 's'}` : '';
+          const errs =
+            e.parseErrors > 0 ? `, ${e.parseErrors} malformed tool call${e.parseErrors === 1 ? '' : 's'}` : '';
           const rate = e.generateMs >= 100 ? ` (${(e.completionTokens / (e.generateMs / 1000)).toFixed(1)} tok/s)` : '';
-          this.line(`  turn ${e.turn}: generated ${formatTokens(e.completionTokens)} tokens in ${formatDuration(e.generateMs)}${rate}, ${this.activity}${errs}`);
+          this.line(
+            `  turn ${e.turn}: generated ${formatTokens(e.completionTokens)} tokens in ${formatDuration(e.generateMs)}${rate}, ${this.activity}${errs}`,
+          );
         }
         break;
       }
@@ -91,14 +94,19 @@ export class ProgressReporter {
       case 'command_end': {
         const how = e.timedOut ? 'timed out' : e.exitCode === 0 ? 'passed' : `failed (exit ${e.exitCode ?? 'killed'})`;
         this.activity = `${e.phase} command ${how}`;
-        if (!this.opts.tty) this.line(`${e.phase}: ${e.exitCode === 0 && !e.timedOut ? '✓' : '✗'} ${how} in ${formatDuration(e.durationMs)}`);
+        if (!this.opts.tty)
+          this.line(
+            `${e.phase}: ${e.exitCode === 0 && !e.timedOut ? '✓' : '✗'} ${how} in ${formatDuration(e.durationMs)}`,
+          );
         break;
       }
       case 'finished':
         this.activity = `finished: ${e.exitReason}`;
         this.contextTokens = e.contextTokens || this.contextTokens;
         if (!this.opts.tty) {
-          this.line(`finished after ${e.turns} turn${e.turns === 1 ? '' : 's'}: ${e.exitReason}${e.error ? ` (${oneLine(e.error, 300)})` : ''}`);
+          this.line(
+            `finished after ${e.turns} turn${e.turns === 1 ? '' : 's'}: ${e.exitReason}${e.error ? ` (${oneLine(e.error, 300)})` : ''}`,
+          );
         }
         break;
     }
@@ -110,7 +118,9 @@ export class ProgressReporter {
     const parts = [
       this.turn > 0 ? `turn ${this.turn}/${this.maxTurns}` : undefined,
       this.activity,
-      this.turn > 0 ? `ctx ${formatTokens(this.contextTokens)} · gen ${formatTokens(this.generatedTokens)} tok` : undefined,
+      this.turn > 0
+        ? `ctx ${formatTokens(this.contextTokens)} · gen ${formatTokens(this.generatedTokens)} tok`
+        : undefined,
       formatDuration(this.now() - this.started),
     ].filter(Boolean);
     return parts.join(' │ ');

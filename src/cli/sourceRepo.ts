@@ -13,9 +13,23 @@ function git(args: string[], cwd: string): Promise<{ code: number; stdout: strin
       'git',
       // Only reads; safe.directory=* so a checkout owned by another user can still be inspected (solve copies it).
       ['-c', 'safe.directory=*', '-c', 'core.fsmonitor=false', ...args],
-      { cwd, timeout: 30_000, maxBuffer: 1024 * 1024, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' } },
+      {
+        cwd,
+        timeout: 30_000,
+        maxBuffer: 1024 * 1024,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: process.env.HOME ?? '/tmp',
+          LC_ALL: 'C',
+          GIT_OPTIONAL_LOCKS: '0',
+        },
+      },
       (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 127) : 0;
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 127
+          : 0;
         resolve({ code, stdout: String(stdout), stderr: String(stderr) });
       },
     );
@@ -41,25 +55,38 @@ export async function checkSourceRepo(input: string, cwd: string): Promise<Sourc
     info = await stat(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw setupError(code === 'ENOENT' ? `repository directory ${dir} does not exist` : `cannot access ${dir} (${code})`, 'give the path of a git checkout');
+    throw setupError(
+      code === 'ENOENT' ? `repository directory ${dir} does not exist` : `cannot access ${dir} (${code})`,
+      'give the path of a git checkout',
+    );
   }
   if (!info.isDirectory()) throw setupError(`${dir} is not a directory`, 'give the path of a git checkout, not a file');
   try {
     await access(dir, constants.R_OK | constants.X_OK);
   } catch {
-    throw setupError(`${dir} is not readable by this user`, 'check the directory permissions (solve only needs to read it)');
+    throw setupError(
+      `${dir} is not readable by this user`,
+      'check the directory permissions (solve only needs to read it)',
+    );
   }
   const top = await git(['rev-parse', '--show-toplevel'], dir);
   if (top.code !== 0) {
     const why = top.stderr.trim().split('\n').pop() ?? '';
-    throw setupError(`${dir} is not a git repository${why ? ` (${why})` : ''}`, 'solve needs a git checkout to diff against: run `git init && git add -A && git commit -m base` there first');
+    throw setupError(
+      `${dir} is not a git repository${why ? ` (${why})` : ''}`,
+      'solve needs a git checkout to diff against: run `git init && git add -A && git commit -m base` there first',
+    );
   }
   const topDir = path.resolve(top.stdout.trim());
   if (topDir !== path.resolve(await realpath(dir))) {
     throw setupError(`${dir} is inside the git repository ${topDir}, not its top level`, `pass ${topDir} instead`);
   }
   const head = await git(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], dir);
-  if (head.code !== 0) throw setupError(`the repository ${dir} has no commits yet`, 'commit something first: solve diffs the model\'s work against HEAD');
+  if (head.code !== 0)
+    throw setupError(
+      `the repository ${dir} has no commits yet`,
+      "commit something first: solve diffs the model's work against HEAD",
+    );
   const status = await git(['status', '--porcelain', '--untracked-files=all'], dir);
   const dirtyFiles = status.code === 0 ? status.stdout.split('\n').filter(Boolean).length : 0;
   return { dir: topDir, head: head.stdout.trim(), dirtyFiles };

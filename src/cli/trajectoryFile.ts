@@ -22,13 +22,19 @@ export async function loadTrajectoryFile(file: string): Promise<Trajectory> {
     text = await readFile(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw setupError(`cannot read ${file}${code ? ` (${code})` : ''}`, code === 'EISDIR' ? 'give the trajectory.json file inside the output directory' : 'check the path');
+    throw setupError(
+      `cannot read ${file}${code ? ` (${code})` : ''}`,
+      code === 'EISDIR' ? 'give the trajectory.json file inside the output directory' : 'check the path',
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw setupError(`${file} is not valid JSON: ${(err as Error).message}`, 'was the file cut off? trajectories are written as one JSON document');
+    throw setupError(
+      `${file} is not valid JSON: ${(err as Error).message}`,
+      'was the file cut off? trajectories are written as one JSON document',
+    );
   }
   const parsed = TrajectoryFileSchema.safeParse(json);
   if (!parsed.success) {

@@ -1,4 +1,12 @@
-import { callArguments, describeExit, stepFacts, type StepFacts, type Trajectory, type TrajectoryStep, type TrajectoryToolCall } from '../leaf/trajectory.js';
+import {
+  callArguments,
+  describeExit,
+  stepFacts,
+  type StepFacts,
+  type Trajectory,
+  type TrajectoryStep,
+  type TrajectoryToolCall,
+} from '../leaf/trajectory.js';
 import { diffStat, renderDiffStat } from './diffStat.js';
 import { formatDuration, formatTokens, indent, oneLine, trimMiddle } from './format.js';
 
@@ -25,8 +33,13 @@ export function renderTrajectoryText(t: Trajectory, opts: TextOptions = {}): str
   out.push(`Exit: ${t.exit_reason} — ${describeExit(t)}`);
   if (t.error) out.push(`Error: ${t.error}`);
   if (t.final_message.trim()) out.push(`Final message:`, indent(trimMiddle(t.final_message.trim(), max), '  '));
-  out.push(`Tokens: ${formatTokens(t.context_tokens)} in context at the end, ${formatTokens(t.frognano.total_completion_tokens)} generated`);
-  out.push(t.output_patch.trim() ? 'Patch:' : 'Patch: none', ...(t.output_patch.trim() ? renderDiffStat(diffStat(t.output_patch)) : []));
+  out.push(
+    `Tokens: ${formatTokens(t.context_tokens)} in context at the end, ${formatTokens(t.frognano.total_completion_tokens)} generated`,
+  );
+  out.push(
+    t.output_patch.trim() ? 'Patch:' : 'Patch: none',
+    ...(t.output_patch.trim() ? renderDiffStat(diffStat(t.output_patch)) : []),
+  );
   return `${out.join('\n')}\n`;
 }
 

@@ -7,9 +7,19 @@ import { runPageUrl } from '../runs/url.js';
 
 /** A CLI run as the one round of a run, named after its task's repository and issue when it has them. */
 export function localRound(t: Trajectory): StoredRound {
-  const [owner, repo] = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(t.frognano.task.repo ?? '') ? t.frognano.task.repo!.split('/') : ['local', 'run'];
+  const [owner, repo] = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(t.frognano.task.repo ?? '')
+    ? t.frognano.task.repo!.split('/')
+    : ['local', 'run'];
   const result = t.output_patch.trim() ? 'patch written' : 'no patch';
-  return storedRound(t, { owner: owner!, repo: repo!, issueNumber: t.frognano.task.issueNumber ?? 1, round: 0, kind: 'draft', trigger: 'frognano solve', result });
+  return storedRound(t, {
+    owner: owner!,
+    repo: repo!,
+    issueNumber: t.frognano.task.issueNumber ?? 1,
+    round: 0,
+    kind: 'draft',
+    trigger: 'frognano solve',
+    result,
+  });
 }
 
 export interface ViewServer {

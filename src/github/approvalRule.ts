@@ -27,10 +27,28 @@ export function approvalCounts(rule: ApprovalRule, login: string): boolean {
 
 /** The rule recorded on the latest approval check of `headSha`, and that check's id (none found: no rule). */
 export async function approvalRuleFor(
-  octokit: { rest: { checks: { listForRef(p: { owner: string; repo: string; ref: string; check_name: string; filter: 'latest' }): Promise<{ data: { check_runs: { id: number; external_id?: string | null }[] } }> } } },
+  octokit: {
+    rest: {
+      checks: {
+        listForRef(p: {
+          owner: string;
+          repo: string;
+          ref: string;
+          check_name: string;
+          filter: 'latest';
+        }): Promise<{ data: { check_runs: { id: number; external_id?: string | null }[] } }>;
+      };
+    };
+  },
   o: { owner: string; repo: string; headSha: string; checkName: string },
 ): Promise<ApprovalRule & { checkRunId?: number }> {
-  const { data } = await octokit.rest.checks.listForRef({ owner: o.owner, repo: o.repo, ref: o.headSha, check_name: o.checkName, filter: 'latest' });
+  const { data } = await octokit.rest.checks.listForRef({
+    owner: o.owner,
+    repo: o.repo,
+    ref: o.headSha,
+    check_name: o.checkName,
+    filter: 'latest',
+  });
   const run = data.check_runs[0];
   return run ? { ...parseApprovalExternalId(run.external_id), checkRunId: run.id } : {};
 }

@@ -39,7 +39,9 @@ export async function createApprovalCheck(
       summary:
         'This change was written by the FrogNano-4B model. A maintainer with write access must review it and ' +
         'submit an approving review; this check then turns green. Nothing here was reviewed by a human yet.' +
-        (o.notApprovableBy ? ` The approval must come from someone other than ${o.notApprovableBy}, who asked for this run.` : ''),
+        (o.notApprovableBy
+          ? ` The approval must come from someone other than ${o.notApprovableBy}, who asked for this run.`
+          : ''),
     },
   });
   return data.id;

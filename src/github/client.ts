@@ -37,7 +37,13 @@ export async function createInstallationAccess(
     type: 'installation',
     installationId: o.installationId,
     repositoryNames: [o.repo],
-    permissions: o.permissions ?? { contents: 'write', pull_requests: 'write', issues: 'write', checks: 'write', metadata: 'read' },
+    permissions: o.permissions ?? {
+      contents: 'write',
+      pull_requests: 'write',
+      issues: 'write',
+      checks: 'write',
+      metadata: 'read',
+    },
   })) as { token: string; expiresAt: string };
   registerSecret(auth.token);
   const octokit = new ProbotOctokit({ ...common, auth: { token: auth.token } });

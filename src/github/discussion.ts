@@ -70,7 +70,10 @@ export async function readDiscussion(
     const key = login.toLowerCase();
     if (!writer.has(key)) {
       // Past the cap, unknown authors count as left out rather than costing more API calls.
-      writer.set(key, writer.size < limits.maxAuthors ? (await getUserPermission(octokit, o.owner, o.repo, login)).allowed : false);
+      writer.set(
+        key,
+        writer.size < limits.maxAuthors ? (await getUserPermission(octokit, o.owner, o.repo, login)).allowed : false,
+      );
     }
     if (!writer.get(key) || comments.length >= limits.maxComments) {
       leftOut++;

@@ -18,7 +18,13 @@ function status(e: unknown): number | undefined {
  * Asks the person who triggered the run to review it. GitHub refuses (422) for the PR's author and for
  * people who are not collaborators; that is not worth failing a finished round over.
  */
-export async function requestReview(octokit: GitHubClient, owner: string, repo: string, pullNumber: number, login: string): Promise<boolean> {
+export async function requestReview(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  pullNumber: number,
+  login: string,
+): Promise<boolean> {
   try {
     await octokit.rest.pulls.requestReviewers({ owner, repo, pull_number: pullNumber, reviewers: [login] });
     return true;
@@ -29,22 +35,44 @@ export async function requestReview(octokit: GitHubClient, owner: string, repo: 
 }
 
 /** A new head needs a new human approval: `frognano:approved` goes, `frognano:needs-review` comes back. */
-export async function labelAwaitingReview(octokit: GitHubClient, owner: string, repo: string, pullNumber: number): Promise<void> {
+export async function labelAwaitingReview(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  pullNumber: number,
+): Promise<void> {
   await labelNeedsReview(octokit, owner, repo, pullNumber);
   await removeLabel(octokit, owner, repo, pullNumber, APPROVED_LABEL);
 }
 
 /** Past the round cap: a person has to take it from here. */
-export async function labelNeedsHuman(octokit: GitHubClient, owner: string, repo: string, pullNumber: number): Promise<void> {
+export async function labelNeedsHuman(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  pullNumber: number,
+): Promise<void> {
   try {
-    await octokit.rest.issues.createLabel({ owner, repo, name: NEEDS_HUMAN_LABEL, color: 'd93f0b', description: 'FrogNano reached its follow-up limit; a person needs to finish this' });
+    await octokit.rest.issues.createLabel({
+      owner,
+      repo,
+      name: NEEDS_HUMAN_LABEL,
+      color: 'd93f0b',
+      description: 'FrogNano reached its follow-up limit; a person needs to finish this',
+    });
   } catch (e) {
     if (status(e) !== 422) throw e;
   }
   await octokit.rest.issues.addLabels({ owner, repo, issue_number: pullNumber, labels: [NEEDS_HUMAN_LABEL] });
 }
 
-async function removeLabel(octokit: GitHubClient, owner: string, repo: string, pullNumber: number, name: string): Promise<void> {
+async function removeLabel(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  pullNumber: number,
+  name: string,
+): Promise<void> {
   try {
     await octokit.rest.issues.removeLabel({ owner, repo, issue_number: pullNumber, name });
   } catch (e) {
@@ -52,7 +80,13 @@ async function removeLabel(octokit: GitHubClient, owner: string, repo: string, p
   }
 }
 
-export async function setPullRequestBody(octokit: GitHubClient, owner: string, repo: string, pullNumber: number, body: string): Promise<void> {
+export async function setPullRequestBody(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  pullNumber: number,
+  body: string,
+): Promise<void> {
   await octokit.rest.pulls.update({ owner, repo, pull_number: pullNumber, body });
 }
 
@@ -124,12 +158,18 @@ export function appendRunHistory(body: string, entry: HistoryEntry, draft: Draft
     before = `${body.trimEnd()}\n\n`;
   }
   rows.push(row(entry));
-  if (rows.length > MAX_HISTORY_ROWS) rows = [rows[0]!, `| … | | | ${rows.length - MAX_HISTORY_ROWS} earlier rounds not shown | |`, ...rows.slice(-(MAX_HISTORY_ROWS - 2))];
+  if (rows.length > MAX_HISTORY_ROWS)
+    rows = [
+      rows[0]!,
+      `| … | | | ${rows.length - MAX_HISTORY_ROWS} earlier rounds not shown | |`,
+      ...rows.slice(-(MAX_HISTORY_ROWS - 2)),
+    ];
   const header = ['| Round | Trigger | Head | Result | Summary |', '| --- | --- | --- | --- | --- |'];
   const section = [HISTORY_START, '## Run history', '', ...header, ...rows, HISTORY_END].join('\n');
   let next = `${before}${section}${after}`;
   // The history must never push the description past GitHub's limit: cut the text before it instead.
   const over = next.length - (GITHUB_BODY_LIMIT - 512);
-  if (over > 0) next = `${before.slice(0, Math.max(0, before.length - over - 40))}\n… [description cut]\n\n${section}${after}`;
+  if (over > 0)
+    next = `${before.slice(0, Math.max(0, before.length - over - 40))}\n… [description cut]\n\n${section}${after}`;
   return next;
 }

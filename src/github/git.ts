@@ -16,7 +16,10 @@ export const DEFAULT_GIT_BASE_URL = 'https://github.com';
 export const DEFAULT_GIT_TIMEOUT_MS = 5 * 60_000;
 
 export class GitError extends Error {
-  constructor(message: string, readonly stderr = '') {
+  constructor(
+    message: string,
+    readonly stderr = '',
+  ) {
     super(redact(message));
     this.name = 'GitError';
   }
@@ -155,7 +158,11 @@ export interface NumstatEntry {
 export async function applyPatch(dir: string, patch: string, opts: { timeoutMs?: number } = {}): Promise<void> {
   const text = patch.endsWith('\n') ? patch : `${patch}\n`;
   try {
-    await git(['apply', '--index', '--binary', '--whitespace=nowarn', '-'], { cwd: dir, stdin: text, timeoutMs: opts.timeoutMs });
+    await git(['apply', '--index', '--binary', '--whitespace=nowarn', '-'], {
+      cwd: dir,
+      stdin: text,
+      timeoutMs: opts.timeoutMs,
+    });
   } catch (e) {
     throw new GitError(`the patch from the sandbox does not apply to the base branch: ${(e as Error).message}`);
   }
@@ -177,7 +184,10 @@ export const DEFAULT_BOT_IDENTITY: Identity = {
 };
 
 /** Creates `branch` at HEAD and commits what is staged as the bot; returns the new commit sha. */
-export async function commitStaged(dir: string, o: { branch: string; message: string; identity: Identity }): Promise<string> {
+export async function commitStaged(
+  dir: string,
+  o: { branch: string; message: string; identity: Identity },
+): Promise<string> {
   await git(['checkout', '-q', '-b', o.branch], { cwd: dir });
   const config = {
     'user.name': o.identity.name,
@@ -194,7 +204,15 @@ export async function commitStaged(dir: string, o: { branch: string; message: st
  */
 export async function pushBranch(
   dir: string,
-  o: { owner: string; repo: string; branch: string; auth: GitAuth; force?: boolean; timeoutMs?: number; signal?: AbortSignal },
+  o: {
+    owner: string;
+    repo: string;
+    branch: string;
+    auth: GitAuth;
+    force?: boolean;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+  },
 ): Promise<void> {
   const url = remoteUrlFor(o.auth.baseUrl, o.owner, o.repo);
   const args = ['push', '--quiet', '--no-verify'];

@@ -15,7 +15,10 @@ export const TRAJECTORY_SUMMARY_CHARS = 6000;
 export const NEEDS_REVIEW_LABEL = 'frognano:needs-review';
 export const APPROVED_LABEL = 'frognano:approved';
 export const LABELS: Record<string, { color: string; description: string }> = {
-  [NEEDS_REVIEW_LABEL]: { color: 'fbca04', description: 'Written by FrogNano; a maintainer must review and approve it' },
+  [NEEDS_REVIEW_LABEL]: {
+    color: 'fbca04',
+    description: 'Written by FrogNano; a maintainer must review and approve it',
+  },
   [APPROVED_LABEL]: { color: '0e8a16', description: 'FrogNano pull request approved by a maintainer' },
 };
 
@@ -27,24 +30,34 @@ export type GuardrailVerdict = { ok: true } | { ok: false; reason: string };
 export function checkGuardrails(files: NumstatEntry[], cfg: RepoConfig): GuardrailVerdict {
   const { maxFilesChanged, maxLinesChanged } = cfg.limits;
   if (files.length > maxFilesChanged) {
-    return { ok: false, reason: `the patch changes ${files.length} files; this repository allows at most ${maxFilesChanged} (limits.maxFilesChanged)` };
+    return {
+      ok: false,
+      reason: `the patch changes ${files.length} files; this repository allows at most ${maxFilesChanged} (limits.maxFilesChanged)`,
+    };
   }
   const lines = files.reduce((n, f) => n + f.additions + f.deletions, 0);
   if (lines > maxLinesChanged) {
-    return { ok: false, reason: `the patch changes ${lines} lines; this repository allows at most ${maxLinesChanged} (limits.maxLinesChanged)` };
+    return {
+      ok: false,
+      reason: `the patch changes ${lines} lines; this repository allows at most ${maxLinesChanged} (limits.maxLinesChanged)`,
+    };
   }
   const opts = { dot: true };
   if (!cfg.allowWorkflowChanges) {
     const isWorkflow = picomatch(WORKFLOW_GLOB, opts);
     const hit = files.find((f) => isWorkflow(f.path));
     if (hit) {
-      return { ok: false, reason: `the patch changes \`${hit.path}\`; workflow files may only change when allowWorkflowChanges is true` };
+      return {
+        ok: false,
+        reason: `the patch changes \`${hit.path}\`; workflow files may only change when allowWorkflowChanges is true`,
+      };
     }
   }
   for (const g of cfg.forbiddenPaths) {
     const isMatch = picomatch(g, opts);
     const hit = files.find((f) => isMatch(f.path));
-    if (hit) return { ok: false, reason: `the patch changes \`${hit.path}\`, which matches the forbidden path \`${g}\`` };
+    if (hit)
+      return { ok: false, reason: `the patch changes \`${hit.path}\`, which matches the forbidden path \`${g}\`` };
   }
   return { ok: true };
 }
@@ -103,7 +116,10 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
   if (i.runner) parts.push(`- Ran on ${i.runner}`);
   const job = i.jobId ? `job \`${defang(i.jobId.replace(/`/g, "'"))}\`` : '';
   const pageUrl = i.runPageUrl ? safeRunUrl(i.runPageUrl) : null;
-  if (pageUrl) parts.push(`- Full trajectory: [every step, with timing and tokens](${pageUrl}) (${RUN_PAGE_NOTE})${job ? `, ${job}` : ''}`);
+  if (pageUrl)
+    parts.push(
+      `- Full trajectory: [every step, with timing and tokens](${pageUrl}) (${RUN_PAGE_NOTE})${job ? `, ${job}` : ''}`,
+    );
   else if (job) parts.push(`- Full trajectory: kept by the runner with its log, ${job}`);
   parts.push('');
 
@@ -147,14 +163,28 @@ export function filesSection(files: NumstatEntry[], note = ''): string[] {
 export function testsSection(tests: TestRun[], note = ''): string[] {
   const out = ['## Tests', '', ...(note ? [note, ''] : [])];
   if (tests.length === 0) {
-    out.push('_No test commands are configured (`testCommands` in `.github/frognano.yml`); the agent ran none after finishing._', '');
+    out.push(
+      '_No test commands are configured (`testCommands` in `.github/frognano.yml`); the agent ran none after finishing._',
+      '',
+    );
     return out;
   }
   for (const t of tests.slice(0, 20)) {
-    const verdict = t.timedOut ? '⏱️ timed out' : t.exitCode === 0 ? '✅ passed' : `❌ failed (exit ${t.exitCode ?? 'killed'})`;
+    const verdict = t.timedOut
+      ? '⏱️ timed out'
+      : t.exitCode === 0
+        ? '✅ passed'
+        : `❌ failed (exit ${t.exitCode ?? 'killed'})`;
     out.push(`- \`${defang(t.command.replace(/[`\n]/g, "'").slice(0, 300))}\`: ${verdict}`);
     if (t.exitCode !== 0 && t.outputTail.trim()) {
-      out.push('', '  <details><summary>Output (tail)</summary>', '', untrustedBlock(t.outputTail, 3000), '', '  </details>');
+      out.push(
+        '',
+        '  <details><summary>Output (tail)</summary>',
+        '',
+        untrustedBlock(t.outputTail, 3000),
+        '',
+        '  </details>',
+      );
     }
   }
   out.push('');
@@ -223,7 +253,10 @@ export interface OpenPullRequestInput {
  * Opens a DRAFT pull request. When one is already open for the same branch (a job that ran again after
  * being handed back) its description is updated instead.
  */
-export async function openDraftPullRequest(octokit: GitHubClient, i: OpenPullRequestInput): Promise<{ number: number; url: string; created: boolean }> {
+export async function openDraftPullRequest(
+  octokit: GitHubClient,
+  i: OpenPullRequestInput,
+): Promise<{ number: number; url: string; created: boolean }> {
   try {
     const { data } = await octokit.rest.pulls.create({
       owner: i.owner,
@@ -238,22 +271,43 @@ export async function openDraftPullRequest(octokit: GitHubClient, i: OpenPullReq
     return { number: data.number, url: data.html_url, created: true };
   } catch (e) {
     if (status(e) !== 422) throw e;
-    const { data: open } = await octokit.rest.pulls.list({ owner: i.owner, repo: i.repo, head: `${i.owner}:${i.head}`, state: 'open' });
+    const { data: open } = await octokit.rest.pulls.list({
+      owner: i.owner,
+      repo: i.repo,
+      head: `${i.owner}:${i.head}`,
+      state: 'open',
+    });
     if (open.length === 0) throw e;
     const pr = open[0];
-    await octokit.rest.pulls.update({ owner: i.owner, repo: i.repo, pull_number: pr.number, title: i.title, body: i.body });
+    await octokit.rest.pulls.update({
+      owner: i.owner,
+      repo: i.repo,
+      pull_number: pr.number,
+      title: i.title,
+      body: i.body,
+    });
     return { number: pr.number, url: pr.html_url, created: false };
   }
 }
 
 /** Labels a pull request `frognano:needs-review`, creating the label first when missing. */
-export async function labelNeedsReview(octokit: GitHubClient, owner: string, repo: string, prNumber: number): Promise<void> {
+export async function labelNeedsReview(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  prNumber: number,
+): Promise<void> {
   await ensureLabel(octokit, owner, repo, NEEDS_REVIEW_LABEL);
   await octokit.rest.issues.addLabels({ owner, repo, issue_number: prNumber, labels: [NEEDS_REVIEW_LABEL] });
 }
 
 /** Swaps `frognano:needs-review` for `frognano:approved`. */
-export async function labelApproved(octokit: GitHubClient, owner: string, repo: string, prNumber: number): Promise<void> {
+export async function labelApproved(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  prNumber: number,
+): Promise<void> {
   await ensureLabel(octokit, owner, repo, APPROVED_LABEL);
   await octokit.rest.issues.addLabels({ owner, repo, issue_number: prNumber, labels: [APPROVED_LABEL] });
   try {

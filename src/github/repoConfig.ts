@@ -25,7 +25,12 @@ export const RepoConfigSchema = z
       .regex(/^(?!-)(?!.*\.\.)(?!.*\.lock$)[^\s~^:?*[\\]+$/, 'not a valid branch name')
       .optional(),
     /** Sandbox image for this repository (docker sandboxes only); must exist on the runner. */
-    sandboxImage: z.string().min(1).max(300).regex(/^[A-Za-z0-9._/:@-]+$/, 'not a valid image reference').optional(),
+    sandboxImage: z
+      .string()
+      .min(1)
+      .max(300)
+      .regex(/^[A-Za-z0-9._/:@-]+$/, 'not a valid image reference')
+      .optional(),
     /** Run once in the sandbox before the model starts (install dependencies...). */
     setupCommands: z.array(command).max(20).default([]),
     /** Run in the sandbox after the model finishes; results go into the pull request body. */
@@ -33,7 +38,11 @@ export const RepoConfigSchema = z
     limits: z
       .object({
         maxTurns: z.number().int().min(1).max(500).optional(),
-        wallTimeMinutes: z.number().positive().max(24 * 60).optional(),
+        wallTimeMinutes: z
+          .number()
+          .positive()
+          .max(24 * 60)
+          .optional(),
         maxFilesChanged: z.number().int().min(1).max(10_000).default(20),
         maxLinesChanged: z.number().int().min(1).max(1_000_000).default(1000),
       })
@@ -115,7 +124,9 @@ export function parseRepoConfig(text: string): RepoConfig {
   }
   const raw: unknown = doc.toJS() ?? {};
   if (typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new RepoConfigError(`${REPO_CONFIG_PATH} must be a mapping of settings, not ${Array.isArray(raw) ? 'a list' : typeof raw}`);
+    throw new RepoConfigError(
+      `${REPO_CONFIG_PATH} must be a mapping of settings, not ${Array.isArray(raw) ? 'a list' : typeof raw}`,
+    );
   }
   const parsed = RepoConfigSchema.safeParse(raw);
   if (!parsed.success) {
@@ -138,6 +149,7 @@ export async function loadRepoConfig(repoDir: string): Promise<{ config: RepoCon
   const st = await fs.lstat(file).catch(() => null);
   if (!st) return { config: defaultRepoConfig(), found: false };
   if (!st.isFile()) throw new RepoConfigError(`${REPO_CONFIG_PATH} must be a regular file`);
-  if (st.size > MAX_CONFIG_BYTES) throw new RepoConfigError(`${REPO_CONFIG_PATH} is larger than ${MAX_CONFIG_BYTES} bytes`);
+  if (st.size > MAX_CONFIG_BYTES)
+    throw new RepoConfigError(`${REPO_CONFIG_PATH} is larger than ${MAX_CONFIG_BYTES} bytes`);
   return { config: parseRepoConfig(await fs.readFile(file, 'utf8')), found: true };
 }

@@ -17,7 +17,8 @@ const MAX_BLOB_BYTES = 1024 * 1024;
 
 export async function readRepoFile(dir: string, relPath: string, maxChars: number): Promise<RepoFile | null> {
   // `--full-tree` + `--` + a literal path: the name is matched, never globbed or taken as an option.
-  const listed = (await git(['ls-tree', '--full-tree', '-z', 'HEAD', '--', relPath], { cwd: dir })).split('\0')[0] ?? '';
+  const listed =
+    (await git(['ls-tree', '--full-tree', '-z', 'HEAD', '--', relPath], { cwd: dir })).split('\0')[0] ?? '';
   const m = /^(\d{6}) (\w+) ([0-9a-f]{40,64})\t(.*)$/s.exec(listed);
   if (!m || m[4] !== relPath) return null;
   const [, mode, type, oid] = m;

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { MAX_DIFF_HUNK_CHARS, MAX_FEEDBACK_CHARS, MAX_INLINE_COMMENTS, clampText, type InlineComment } from '../queue/schema.js';
+import {
+  MAX_DIFF_HUNK_CHARS,
+  MAX_FEEDBACK_CHARS,
+  MAX_INLINE_COMMENTS,
+  clampText,
+  type InlineComment,
+} from '../queue/schema.js';
 import type { PermissionOctokit } from './permissions.js';
 
 const ReviewComment = z.object({
@@ -28,16 +34,14 @@ export async function fetchReviewComments(
     const c = ReviewComment.safeParse(raw);
     return c.success ? [c.data] : [];
   });
-  const comments = list.slice(0, MAX_INLINE_COMMENTS).map(
-    (c): InlineComment => ({
-      author: c.user?.login ?? 'ghost',
-      body: clampText(c.body, MAX_FEEDBACK_CHARS / 4, 'comment'),
-      path: c.path.slice(0, 1000),
-      line: c.line ?? c.original_line ?? null,
-      startLine: c.start_line ?? null,
-      diffHunk: clampHunk(c.diff_hunk ?? ''),
-    }),
-  );
+  const comments = list.slice(0, MAX_INLINE_COMMENTS).map((c): InlineComment => ({
+    author: c.user?.login ?? 'ghost',
+    body: clampText(c.body, MAX_FEEDBACK_CHARS / 4, 'comment'),
+    path: c.path.slice(0, 1000),
+    line: c.line ?? c.original_line ?? null,
+    startLine: c.start_line ?? null,
+    diffHunk: clampHunk(c.diff_hunk ?? ''),
+  }));
   return { comments, omitted: list.length - comments.length };
 }
 

@@ -11,7 +11,9 @@ export function safeRunUrl(url: string): string | null {
     return null;
   }
   if (u.protocol !== 'https:' && u.protocol !== 'http:') return null;
-  return u.toString().replace(/[()<>\s"'`|[\]]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return u
+    .toString()
+    .replace(/[()<>\s"'`|[\]]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
 /** `[text](url)`, or the bare text when the URL is not one to link. `text` is the bot's own words. */

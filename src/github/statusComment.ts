@@ -61,7 +61,7 @@ function clean(text: string, max: number): string {
 function quoteReason(reason: string): string {
   const t = redact(reason).trim();
   if (!t) return '';
-  if (!t.includes("\n") && t.length <= 1000 && !/^[#>\-+*=|<]|^\d+[.)]/.test(t)) return `> ${defang(t)}`;
+  if (!t.includes('\n') && t.length <= 1000 && !/^[#>\-+*=|<]|^\d+[.)]/.test(t)) return `> ${defang(t)}`;
   return untrustedBlock(t, MAX_REASON_CHARS);
 }
 
@@ -90,11 +90,19 @@ export function runningState(
   p: { runner?: string; turn?: number; maxTurns?: number; detail?: string },
   cancel: { by?: string } | null,
 ): StatusState {
-  if (cancel) return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, note: cancelRequestedDetail(cancel.by) };
+  if (cancel)
+    return {
+      kind: 'running',
+      runner: p.runner,
+      turn: p.turn,
+      maxTurns: p.maxTurns,
+      note: cancelRequestedDetail(cancel.by),
+    };
   return { kind: 'running', runner: p.runner, turn: p.turn, maxTurns: p.maxTurns, detail: p.detail };
 }
 
-const RETRY_HINT = 'A maintainer can comment `/frognano retry` to start a new attempt (adding the label again does not re-run it).';
+const RETRY_HINT =
+  'A maintainer can comment `/frognano retry` to start a new attempt (adding the label again does not re-run it).';
 
 /** One-line summary of a state, used in replies to `/frognano status`. */
 export function summarizeStatus(state: StatusState, round?: number): string {
@@ -117,11 +125,22 @@ export function summarizeStatus(state: StatusState, round?: number): string {
 }
 
 export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): string {
-  const attempt = meta.attempt && meta.attempt > 1 ? ` (attempt ${meta.attempt})` : '';
   const lines: string[] = [STATUS_MARKER];
   // A follow-up round speaks of rounds and pushed commits (its running state reads like any other).
   if (meta.round && state.kind !== 'running') lines.push(...roundLines(state, meta.round));
-  else switch (state.kind) {
+  else lines.push(...attemptLines(state, meta));
+  const runUrl = meta.runUrl && state.kind !== 'queued' && state.kind !== 'running' ? safeRunUrl(meta.runUrl) : null;
+  if (runUrl) lines.push('', `🔎 [Every step of this run](${runUrl}) (${RUN_PAGE_NOTE}).`);
+  if (meta.answering) lines.push('', untrustedLine(meta.answering, 500));
+  lines.push('', footerLine(meta));
+  return lines.join('\n');
+}
+
+/** The body for an issue's attempt (and a round's running state). */
+function attemptLines(state: StatusState, meta: StatusMeta): string[] {
+  const attempt = meta.attempt && meta.attempt > 1 ? ` (attempt ${meta.attempt})` : '';
+  const lines: string[] = [];
+  switch (state.kind) {
     case 'queued': {
       lines.push(`### ⏳ frognano: queued${attempt}`);
       const where = state.position ? `It is **${ordinal(state.position)}** in line` : 'It is waiting';
@@ -134,7 +153,9 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
       break;
     }
     case 'running': {
-      lines.push(meta.round ? `### 🛠️ frognano: working on round ${meta.round}` : `### 🛠️ frognano: working on it${attempt}`);
+      lines.push(
+        meta.round ? `### 🛠️ frognano: working on round ${meta.round}` : `### 🛠️ frognano: working on it${attempt}`,
+      );
       const parts: string[] = [];
       if (state.runner) parts.push(`Runner: ${clean(state.runner, 200)}`);
       if (state.turn) parts.push(`Turn ${state.turn}${state.maxTurns ? ` of at most ${state.maxTurns}` : ''}`);
@@ -147,7 +168,13 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
     case 'pull_request': {
       lines.push(`### ✅ frognano: draft pull request #${state.number} opened${attempt}`);
       lines.push('', `Proposed change: ${state.url}`);
-      if (state.summary) lines.push('', 'The model\'s summary (its own words, unreviewed):', '', untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS));
+      if (state.summary)
+        lines.push(
+          '',
+          "The model's summary (its own words, unreviewed):",
+          '',
+          untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS),
+        );
       lines.push(
         '',
         'The pull request is a **draft** written by a model: review the diff and the test results before approving. Nothing merges without a human.',
@@ -161,7 +188,10 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
       lines.push('', 'The run ended without a patch worth opening a pull request for.');
       const q = quoteReason(state.reason);
       if (q) lines.push('', q);
-      lines.push('', `Adding detail to the issue (expected behaviour, file names, a failing test) often helps. ${RETRY_HINT}`);
+      lines.push(
+        '',
+        `Adding detail to the issue (expected behaviour, file names, a failing test) often helps. ${RETRY_HINT}`,
+      );
       break;
     }
     case 'failed': {
@@ -174,23 +204,35 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
     }
     case 'cancelled': {
       lines.push(`### 🛑 frognano: cancelled${attempt}`);
-      lines.push('', state.by ? `Cancelled by @${clean(state.by, 100)}. No pull request was opened.` : 'The attempt was cancelled. No pull request was opened.');
+      lines.push(
+        '',
+        state.by
+          ? `Cancelled by @${clean(state.by, 100)}. No pull request was opened.`
+          : 'The attempt was cancelled. No pull request was opened.',
+      );
       lines.push('', RETRY_HINT);
       break;
     }
   }
-  const runUrl = meta.runUrl && state.kind !== 'queued' && state.kind !== 'running' ? safeRunUrl(meta.runUrl) : null;
-  if (runUrl) lines.push('', `🔎 [Every step of this run](${runUrl}) (${RUN_PAGE_NOTE}).`);
-  if (meta.answering) lines.push('', untrustedLine(meta.answering, 500));
+  return lines;
+}
+
+/** Who started it, the job, and when the comment was last written. */
+function footerLine(meta: StatusMeta): string {
   const footer: string[] = [];
   if (meta.triggeredBy) footer.push(`started by @${clean(meta.triggeredBy, 100)}`);
   if (meta.jobId) footer.push(`job \`${clean(meta.jobId, 200)}\``);
-  footer.push(`updated ${(meta.updatedAt ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z').replace('T', ' ')}`);
-  lines.push('', `<sub>frognano-bot · ${footer.join(' · ')}</sub>`);
-  return lines.join('\n');
+  footer.push(
+    `updated ${(meta.updatedAt ?? new Date())
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z')
+      .replace('T', ' ')}`,
+  );
+  return `<sub>frognano-bot · ${footer.join(' · ')}</sub>`;
 }
 
-const ROUND_HINT = 'Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to ask for another round.';
+const ROUND_HINT =
+  'Comment `/frognano <what to change>`, or submit a review that contains `/frognano`, to ask for another round.';
 
 /** The status comment of a follow-up round, on the pull request: rounds and commits, not attempts and new PRs. */
 function roundLines(state: Exclude<StatusState, { kind: 'running' }>, round: number): string[] {
@@ -206,20 +248,50 @@ function roundLines(state: Exclude<StatusState, { kind: 'running' }>, round: num
       ];
     }
     case 'pull_request': {
-      const out = [`### ✅ frognano: round ${round} pushed`, '', 'New commits are on this pull request. The approval check waits for a fresh approval of the new head.'];
-      if (state.summary) out.push('', 'The model\'s summary (its own words, unreviewed):', '', untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS));
+      const out = [
+        `### ✅ frognano: round ${round} pushed`,
+        '',
+        'New commits are on this pull request. The approval check waits for a fresh approval of the new head.',
+      ];
+      if (state.summary)
+        out.push(
+          '',
+          "The model's summary (its own words, unreviewed):",
+          '',
+          untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS),
+        );
       return [...out, '', ROUND_HINT];
     }
     case 'no_patch': {
       const q = quoteReason(state.reason);
-      return [`### 🤷 frognano: round ${round} changed nothing`, '', 'Nothing was pushed.', ...(q ? ['', q] : []), '', `More detail (file names, the expected result) often helps. ${ROUND_HINT}`];
+      return [
+        `### 🤷 frognano: round ${round} changed nothing`,
+        '',
+        'Nothing was pushed.',
+        ...(q ? ['', q] : []),
+        '',
+        `More detail (file names, the expected result) often helps. ${ROUND_HINT}`,
+      ];
     }
     case 'failed': {
       const q = quoteReason(state.reason);
-      return [`### ❌ frognano: round ${round} failed`, '', 'The round stopped with an error; nothing was pushed.', ...(q ? ['', q] : []), '', ROUND_HINT];
+      return [
+        `### ❌ frognano: round ${round} failed`,
+        '',
+        'The round stopped with an error; nothing was pushed.',
+        ...(q ? ['', q] : []),
+        '',
+        ROUND_HINT,
+      ];
     }
     case 'cancelled':
-      return [`### 🛑 frognano: round ${round} cancelled`, '', `${state.by ? `Cancelled by @${clean(state.by, 100)}.` : 'The round was cancelled.'} Nothing was pushed.`, '', ROUND_HINT];
+      return [
+        `### 🛑 frognano: round ${round} cancelled`,
+        '',
+        `${state.by ? `Cancelled by @${clean(state.by, 100)}.` : 'The round was cancelled.'} Nothing was pushed.`,
+        '',
+        ROUND_HINT,
+      ];
   }
 }
 

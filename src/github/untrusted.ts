@@ -11,7 +11,8 @@ import { codeFence } from '../leaf/text.js';
  * mark, soft hyphen, Mongolian vowel separator, bidi embeddings, overrides and isolates (and the Arabic
  * letter mark), and the Unicode tag block, which can spell out a whole hidden instruction.
  */
-const INVISIBLE = /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|\uDB40[\uDC00-\uDC7F]/g;
+const INVISIBLE =
+  /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|\uDB40[\uDC00-\uDC7F]/g;
 
 /** Zero-width space: breaks GitHub's autolinking without changing what a reader sees. */
 const ZWSP = '\u200B';
@@ -69,7 +70,11 @@ function withoutComments(prose: string): { kept: string; hidesRest: boolean } {
       continue;
     }
     if (prose.startsWith('<!--', i)) {
-      const close = prose.startsWith('<!-->', i) ? i + 2 : prose.startsWith('<!--->', i) ? i + 3 : prose.indexOf('-->', i + 4);
+      const close = prose.startsWith('<!-->', i)
+        ? i + 2
+        : prose.startsWith('<!--->', i)
+          ? i + 3
+          : prose.indexOf('-->', i + 4);
       if (close >= 0) {
         i = close + 3;
         continue;

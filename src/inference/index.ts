@@ -150,7 +150,9 @@ export function backendConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Back
   };
   let kind = str('FROGNANO_BACKEND')?.toLowerCase();
   if (!kind) {
-    const present = (['FROGNANO_MODEL_DIR', 'FROGNANO_OPENAI_BASE_URL', 'FROGNANO_REPLAY_FILE'] as const).filter((n) => str(n));
+    const present = (['FROGNANO_MODEL_DIR', 'FROGNANO_OPENAI_BASE_URL', 'FROGNANO_REPLAY_FILE'] as const).filter((n) =>
+      str(n),
+    );
     if (present.length !== 1) {
       throw new BackendConfigError(
         present.length === 0
@@ -159,7 +161,9 @@ export function backendConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Back
           : `Both ${present.join(' and ')} are set: choose one with FROGNANO_BACKEND=onnx|openai|replay.`,
       );
     }
-    kind = { FROGNANO_MODEL_DIR: 'onnx', FROGNANO_OPENAI_BASE_URL: 'openai', FROGNANO_REPLAY_FILE: 'replay' }[present[0]!];
+    kind = { FROGNANO_MODEL_DIR: 'onnx', FROGNANO_OPENAI_BASE_URL: 'openai', FROGNANO_REPLAY_FILE: 'replay' }[
+      present[0]!
+    ];
   }
   let input: Record<string, unknown>;
   switch (kind) {
@@ -221,7 +225,9 @@ function jsonObject(name: string, raw: string | undefined): Record<string, unkno
     throw new BackendConfigError(`${name} is not valid JSON: ${(e as Error).message}.`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new BackendConfigError(`${name} must be a JSON object, e.g. {"chat_template_kwargs":{"enable_thinking":false}}.`);
+    throw new BackendConfigError(
+      `${name} must be a JSON object, e.g. {"chat_template_kwargs":{"enable_thinking":false}}.`,
+    );
   }
   return value as Record<string, unknown>;
 }

@@ -43,7 +43,10 @@ const ScriptToolCall = z.union([
   z
     .object({
       id: z.string().optional(),
-      function: z.object({ name: z.string().min(1), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default({}) }),
+      function: z.object({
+        name: z.string().min(1),
+        arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default({}),
+      }),
     })
     .transform((c) => {
       const raw = c.function.arguments;
@@ -62,7 +65,10 @@ function lenientArguments(text: string): Record<string, unknown> {
 }
 
 export const ReplayTurnSchema = z.object({
-  content: z.string().nullish().transform((s) => s ?? ''),
+  content: z
+    .string()
+    .nullish()
+    .transform((s) => s ?? ''),
   reasoning: z.string().optional(),
   reasoning_content: z.string().optional(),
   tool_calls: z.array(ScriptToolCall).default([]),
@@ -86,7 +92,9 @@ const TurnsFile = z.object({ turns: z.array(ReplayTurnSchema) });
 const TrajectoryWithSteps = z.object({
   steps: z.array(z.object({ assistant: z.record(z.string(), z.unknown()) })).min(1),
   frognano: z
-    .object({ steps: z.array(z.object({ parse_errors: z.array(z.string()).optional(), finish_reason: z.string().optional() })) })
+    .object({
+      steps: z.array(z.object({ parse_errors: z.array(z.string()).optional(), finish_reason: z.string().optional() })),
+    })
     .optional(),
 });
 const TrajectoryWithMessages = z.object({ messages: z.array(z.record(z.string(), z.unknown())) });
@@ -114,8 +122,13 @@ function parseTurns(json: unknown, source: string): Turn[] {
     return withSteps.data.steps.map((s, i) => {
       const facts = withSteps.data.frognano?.steps[i];
       const finish = facts?.finish_reason === 'length' ? 'length' : undefined;
-      const r = ReplayTurnSchema.safeParse({ ...s.assistant, parse_errors: facts?.parse_errors ?? [], finish_reason: finish });
-      if (!r.success) throw fail(new z.ZodError(r.error.issues.map((x) => ({ ...x, path: ['steps', i, 'assistant', ...x.path] }))));
+      const r = ReplayTurnSchema.safeParse({
+        ...s.assistant,
+        parse_errors: facts?.parse_errors ?? [],
+        finish_reason: finish,
+      });
+      if (!r.success)
+        throw fail(new z.ZodError(r.error.issues.map((x) => ({ ...x, path: ['steps', i, 'assistant', ...x.path] }))));
       return r.data;
     });
   }
@@ -125,7 +138,8 @@ function parseTurns(json: unknown, source: string): Turn[] {
     if (assistants.length) {
       return assistants.map((m, i) => {
         const r = ReplayTurnSchema.safeParse(m);
-        if (!r.success) throw fail(new z.ZodError(r.error.issues.map((x) => ({ ...x, path: ['assistant message', i, ...x.path] }))));
+        if (!r.success)
+          throw fail(new z.ZodError(r.error.issues.map((x) => ({ ...x, path: ['assistant message', i, ...x.path] }))));
         return r.data;
       });
     }
@@ -134,7 +148,11 @@ function parseTurns(json: unknown, source: string): Turn[] {
 }
 
 /** How the model would have written the turn (qwen3_coder tool-call XML), for rawText and token counts. */
-export function renderRawTurn(turn: { reasoning?: string; content: string; tool_calls: { name: string; arguments: Record<string, unknown> }[] }): string {
+export function renderRawTurn(turn: {
+  reasoning?: string;
+  content: string;
+  tool_calls: { name: string; arguments: Record<string, unknown> }[];
+}): string {
   const parts: string[] = [];
   if (turn.reasoning) parts.push(`<think>\n${turn.reasoning}\n</think>\n`);
   if (turn.content) parts.push(turn.content);
@@ -154,7 +172,10 @@ export class ReplayBackend implements ModelBackend {
   private lastTotal = 0;
   private readonly turns: Turn[];
 
-  private constructor(turns: Turn[], private readonly name: string) {
+  private constructor(
+    turns: Turn[],
+    private readonly name: string,
+  ) {
     this.turns = turns;
   }
 
@@ -169,7 +190,9 @@ export class ReplayBackend implements ModelBackend {
     try {
       text = await readFile(file, 'utf8');
     } catch (err) {
-      throw new Error(`cannot read replay file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new Error(
+        `cannot read replay file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
     let json: unknown;
     try {

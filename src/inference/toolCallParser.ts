@@ -68,9 +68,13 @@ export function parseAssistantOutput(raw: string, opts: ParseOptions = {}): Pars
   const scan = new Scanner(rest, schemaLookup(opts.tools));
   scan.run();
   const toolCalls = scan.calls.map((c, i) => ({ id: `call_${prefix}_${i}`, name: c.name, arguments: c.arguments }));
-  const errors = scan.errors.length > MAX_ERRORS
-    ? [...scan.errors.slice(0, MAX_ERRORS), `Malformed tool calls: ${scan.errors.length - MAX_ERRORS} more not listed.`]
-    : scan.errors;
+  const errors =
+    scan.errors.length > MAX_ERRORS
+      ? [
+          ...scan.errors.slice(0, MAX_ERRORS),
+          `Malformed tool calls: ${scan.errors.length - MAX_ERRORS} more not listed.`,
+        ]
+      : scan.errors;
   const result: ParsedAssistantOutput = { content: scan.content.join('').trim(), toolCalls, errors };
   if (reasoning) result.reasoning = reasoning;
   return result;
@@ -319,7 +323,8 @@ class Scanner {
     const nameStart = this.pos + FUNCTION_OPEN.length;
     const nameEnd = t.indexOf('>', nameStart);
     const rawName = nameEnd < 0 ? t.slice(nameStart) : t.slice(nameStart, nameEnd);
-    if (nameEnd < 0 || rawName.includes('\n')) throw new CallError(`missing ">" after <function=${rawName.split('\n')[0]}.`);
+    if (nameEnd < 0 || rawName.includes('\n'))
+      throw new CallError(`missing ">" after <function=${rawName.split('\n')[0]}.`);
     const name = rawName.trim();
     if (!NAME_RE.test(name)) throw new CallError(`invalid function name ${quote(rawName)}.`);
     this.pos = nameEnd + 1;
@@ -367,7 +372,8 @@ class Scanner {
     }
     if (value.startsWith('\n')) value = value.slice(1);
     if (value.endsWith('\n')) value = value.slice(0, -1);
-    if (Object.prototype.hasOwnProperty.call(args, key)) throw new CallError(`parameter "${key}" given twice in ${fn}.`);
+    if (Object.prototype.hasOwnProperty.call(args, key))
+      throw new CallError(`parameter "${key}" given twice in ${fn}.`);
     args[key] = convertParamValue(value, this.schemaOf(fn, key));
     this.pos = end.next;
   }

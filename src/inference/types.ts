@@ -115,7 +115,10 @@ export interface ModelBackend {
 }
 
 export class ModelError extends Error {
-  constructor(message: string, readonly retryable = false) {
+  constructor(
+    message: string,
+    readonly retryable = false,
+  ) {
     super(message);
     this.name = 'ModelError';
   }

@@ -22,11 +22,33 @@ export type LeafEvent =
   /** The model server failed and the backend waits to try again (its own words may name internal URLs: log only). */
   | { type: 'model_retry'; turn: number; retry: RetryInfo }
   | { type: 'tool_start'; turn: number; callId: string; name: string; summary: string }
-  | { type: 'tool_end'; turn: number; callId: string; name: string; elapsedMs: number; isError: boolean; outputChars: number }
+  | {
+      type: 'tool_end';
+      turn: number;
+      callId: string;
+      name: string;
+      elapsedMs: number;
+      isError: boolean;
+      outputChars: number;
+    }
   /** solve() only: setup commands before the loop, test commands after it. */
   | { type: 'command_start'; phase: 'setup' | 'test'; command: string }
-  | { type: 'command_end'; phase: 'setup' | 'test'; command: string; exitCode: number | null; timedOut: boolean; durationMs: number }
-  | { type: 'finished'; exitReason: ExitReason; turns: number; elapsedSec: number; contextTokens: number; error: string | null };
+  | {
+      type: 'command_end';
+      phase: 'setup' | 'test';
+      command: string;
+      exitCode: number | null;
+      timedOut: boolean;
+      durationMs: number;
+    }
+  | {
+      type: 'finished';
+      exitReason: ExitReason;
+      turns: number;
+      elapsedSec: number;
+      contextTokens: number;
+      error: string | null;
+    };
 
 export type LeafEventListener = (event: LeafEvent) => void;
 

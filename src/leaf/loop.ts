@@ -1,4 +1,10 @@
-import { ContextOverflowError, type GenerateResult, type ModelBackend, type ToolCall, type ToolSpec } from '../inference/types.js';
+import {
+  ContextOverflowError,
+  type GenerateResult,
+  type ModelBackend,
+  type ToolCall,
+  type ToolSpec,
+} from '../inference/types.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { errorText } from '../util/errors.js';
 import { ToolMessageCounter } from './contextTokens.js';
@@ -12,7 +18,14 @@ import { RunEnded } from './runEnded.js';
 import { resolveSampling, type Sampling } from './sampling.js';
 import { summarizeToolCall } from './toolSummary.js';
 import { ToolAbortedError, ToolExecutor, ToolInfrastructureError, LEAF_TOOLS } from './tools.js';
-import type { AssistantMessage, LeafTask, StepFacts, Trajectory, TrajectoryMessage, TrajectoryStep } from './trajectoryFormat.js';
+import type {
+  AssistantMessage,
+  LeafTask,
+  StepFacts,
+  Trajectory,
+  TrajectoryMessage,
+  TrajectoryStep,
+} from './trajectoryFormat.js';
 
 export interface RunLeafOptions {
   sandbox: Sandbox;

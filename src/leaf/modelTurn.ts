@@ -18,7 +18,12 @@ export function isContextOverflow(err: unknown): boolean {
   if (err instanceof ContextOverflowError) return true;
   const m = (err instanceof Error ? err.message : String(err)).toLowerCase();
   return (
-    ['context_length_exceeded', 'reduce the length', 'maximum context length', 'exceeds the available context size'].some((p) => m.includes(p)) ||
+    [
+      'context_length_exceeded',
+      'reduce the length',
+      'maximum context length',
+      'exceeds the available context size',
+    ].some((p) => m.includes(p)) ||
     (m.includes('context length') && m.includes('exceed'))
   );
 }
@@ -36,7 +41,10 @@ export function normalizeCalls(calls: ToolCall[] | undefined, turn: number, seen
 
 /** The assistant turn; stored as upstream stores it (agent.py _message_dict): arguments as JSON text. */
 export function assistantMessage(result: GenerateResult, calls: ToolCall[]): RecordedMessage<AssistantMessage> {
-  const stored: AssistantMessage = { role: 'assistant', content: result.message.content ? result.message.content : null };
+  const stored: AssistantMessage = {
+    role: 'assistant',
+    content: result.message.content ? result.message.content : null,
+  };
   if (calls.length) {
     stored.tool_calls = calls.map((c) => ({
       id: c.id,

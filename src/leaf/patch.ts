@@ -31,11 +31,19 @@ function assertSha(sha: string): void {
 }
 
 async function git(sandbox: Sandbox, command: string, signal?: AbortSignal): Promise<string> {
-  const r = await sandbox.exec(command, { timeoutMs: 300_000, signal, maxOutputBytes: MAX_PATCH_BYTES, clean: true, env: GIT_ENV });
+  const r = await sandbox.exec(command, {
+    timeoutMs: 300_000,
+    signal,
+    maxOutputBytes: MAX_PATCH_BYTES,
+    clean: true,
+    env: GIT_ENV,
+  });
   if (r.timedOut) throw new Error(`computing the patch timed out (${command.split(' ').slice(-4).join(' ')})`);
   if (r.cancelled) throw new Error('computing the patch was cancelled');
-  if (r.exitCode !== 0) throw new Error(`git failed in the sandbox (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 2000)}`);
-  if (r.stdoutTruncated > 0) throw new Error(`the patch is larger than ${MAX_PATCH_BYTES / 1024 / 1024} MB; refusing to use a cut-off patch`);
+  if (r.exitCode !== 0)
+    throw new Error(`git failed in the sandbox (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 2000)}`);
+  if (r.stdoutTruncated > 0)
+    throw new Error(`the patch is larger than ${MAX_PATCH_BYTES / 1024 / 1024} MB; refusing to use a cut-off patch`);
   return r.stdout;
 }
 

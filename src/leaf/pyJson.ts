@@ -10,6 +10,7 @@ export function pyJsonDumps(value: unknown): string {
       .map(([k, v]) => `${JSON.stringify(k)}: ${pyJsonDumps(v)}`)
       .join(', ')}}`;
   }
-  if (typeof value === 'number' && !Number.isFinite(value)) return Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity';
+  if (typeof value === 'number' && !Number.isFinite(value))
+    return Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity';
   return JSON.stringify(value);
 }

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { ChatMessage, ToolSpec } from '../inference/types.js';
 import type { RecordedMessage } from './modelTurn.js';
 import type { Sampling } from './sampling.js';
-import type { ExitReason, LeafTask, StepFacts, Trajectory, TrajectoryMessage, TrajectoryStep } from './trajectoryFormat.js';
+import type {
+  ExitReason,
+  LeafTask,
+  StepFacts,
+  Trajectory,
+  TrajectoryMessage,
+  TrajectoryStep,
+} from './trajectoryFormat.js';
 
 /**
  * What a run has recorded so far: one conversation (each message recorded once, in the shape the trajectory

@@ -14,7 +14,10 @@ export function sandboxToolScript(): string {
 
 /** A Python exception text (`ValueError: ...`), raised where upstream's harness raises it on the host. */
 export class PythonError extends Error {
-  constructor(readonly pythonType: string, message: string) {
+  constructor(
+    readonly pythonType: string,
+    message: string,
+  ) {
     super(message);
     this.name = pythonType;
   }

@@ -9,7 +9,13 @@ import { runLeaf } from './loop.js';
 import type { Sampling } from './sampling.js';
 import { computePatch, type ChangedFile } from './patch.js';
 import { tail } from './text.js';
-import { redactDeep, renderTrajectoryMarkdown, serializeTrajectory, type LeafTask, type Trajectory } from './trajectory.js';
+import {
+  redactDeep,
+  renderTrajectoryMarkdown,
+  serializeTrajectory,
+  type LeafTask,
+  type Trajectory,
+} from './trajectory.js';
 import { prepareWorkspace } from './workspace.js';
 
 /** How much of a setup/test command's output is kept (the end, where failures are reported). */
@@ -112,7 +118,15 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
     const notes: string[] = [];
     for (const command of opts.setupCommands ?? []) {
       if (opts.signal?.aborted) break;
-      const r = await runCommand(sandbox, 'setup', command, limits.setupTimeoutMs, emit, opts.signal, opts.setupNetwork === true);
+      const r = await runCommand(
+        sandbox,
+        'setup',
+        command,
+        limits.setupTimeoutMs,
+        emit,
+        opts.signal,
+        opts.setupNetwork === true,
+      );
       setupResults.push(r);
       if (r.exitCode !== 0) notes.push(describeFailure('setup', r));
     }
@@ -137,9 +151,13 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
         ({ patch, changedFiles } = await computePatch(sandbox, ws.baseCommit, opts.signal));
       } catch (err) {
         // Keep the trajectory: it is the only record of what happened. The caller sees the error.
-        trajectory.error = [trajectory.error, `could not compute the patch: ${(err as Error).message}`].filter(Boolean).join('\n');
+        trajectory.error = [trajectory.error, `could not compute the patch: ${(err as Error).message}`]
+          .filter(Boolean)
+          .join('\n');
         if (opts.outDir) await writeArtefacts(opts.outDir, trajectory, '');
-        const failure = new Error(`could not compute the patch inside the sandbox: ${(err as Error).message}`, { cause: err });
+        const failure = new Error(`could not compute the patch inside the sandbox: ${(err as Error).message}`, {
+          cause: err,
+        });
         // A sandbox that stopped the job at a limit (SandboxLimitError) refuses the patch too: keep its words for the issue.
         const publicReason = (err as { publicReason?: unknown }).publicReason;
         throw typeof publicReason === 'string' ? Object.assign(failure, { publicReason }) : failure;
@@ -152,7 +170,14 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
     }
 
     // The caller may log or store the trajectory: hand out the scrubbed copy only.
-    const result: SolveResult = { trajectory: redactDeep(trajectory), patch, changedFiles, baseCommit: ws.baseCommit, setupResults, testResults };
+    const result: SolveResult = {
+      trajectory: redactDeep(trajectory),
+      patch,
+      changedFiles,
+      baseCommit: ws.baseCommit,
+      setupResults,
+      testResults,
+    };
     if (opts.outDir) Object.assign(result, await writeArtefacts(opts.outDir, trajectory, patch));
     return result;
   } finally {

@@ -7,7 +7,8 @@ import { oneLine } from './text.js';
  */
 export function summarizeToolCall(call: Pick<ToolCall, 'name' | 'arguments'>): string {
   const a = call.arguments ?? {};
-  const pick = (k: string) => (typeof a[k] === 'string' ? (a[k] as string) : a[k] === undefined ? '' : JSON.stringify(a[k]));
+  const pick = (k: string) =>
+    typeof a[k] === 'string' ? (a[k] as string) : a[k] === undefined ? '' : JSON.stringify(a[k]);
   let s: string;
   switch (call.name) {
     case 'Read':

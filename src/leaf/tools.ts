@@ -61,12 +61,16 @@ const FIND_PYTHON_AND_RUN =
   'p=$(test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3 || command -v python) || ' +
   `{ echo '${NO_PYTHON}' >&2; exit 127; }; exec "$p" -I -S -c "$1"`;
 
-const ERROR_OUTPUT = /^(?:[A-Z][A-Za-z]*(?:Error|Exception|Exit|Interrupt): |Unknown tool: |Tool runner exited with code |leaf tool_runner error: )/;
+const ERROR_OUTPUT =
+  /^(?:[A-Z][A-Za-z]*(?:Error|Exception|Exit|Interrupt): |Unknown tool: |Tool runner exited with code |leaf tool_runner error: )/;
 
 export class ToolExecutor {
   private readonly opts: Required<ToolExecutorOptions>;
 
-  constructor(private readonly sandbox: Sandbox, options: ToolExecutorOptions = {}) {
+  constructor(
+    private readonly sandbox: Sandbox,
+    options: ToolExecutorOptions = {},
+  ) {
     this.opts = {
       runnerEnv: options.runnerEnv ?? {},
       maxOutputBytes: options.maxOutputBytes ?? RUNNER_MAX_OUTPUT_BYTES,
@@ -81,7 +85,8 @@ export class ToolExecutor {
   async execute(call: Pick<ToolCall, 'name' | 'arguments'>, signal?: AbortSignal): Promise<ToolOutcome> {
     const started = Date.now();
     if (signal?.aborted) throw new ToolAbortedError();
-    const args = call.arguments && typeof call.arguments === 'object' && !Array.isArray(call.arguments) ? call.arguments : {};
+    const args =
+      call.arguments && typeof call.arguments === 'object' && !Array.isArray(call.arguments) ? call.arguments : {};
     let timeoutSec: number;
     try {
       timeoutSec = runnerTimeoutSeconds(call.name, args);
@@ -91,7 +96,11 @@ export class ToolExecutor {
     }
     const request = JSON.stringify({ tool: call.name, args, workdir: this.sandbox.workdir });
     const requestBytes = Buffer.byteLength(request, 'utf8');
-    const done = (output: string): ToolOutcome => ({ output, isError: ERROR_OUTPUT.test(output), elapsedMs: Date.now() - started });
+    const done = (output: string): ToolOutcome => ({
+      output,
+      isError: ERROR_OUTPUT.test(output),
+      elapsedMs: Date.now() - started,
+    });
     if (requestBytes > this.opts.maxRequestBytes) {
       return done(
         `ValueError: the ${call.name} call is ${requestBytes} bytes, more than the ${this.opts.maxRequestBytes} bytes ` +
@@ -106,7 +115,12 @@ export class ToolExecutor {
     let timer: NodeJS.Timeout | undefined;
     const watchdog = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new ToolInfrastructureError(`the sandbox did not answer ${WATCHDOG_GRACE_MS / 1000}s after the tool call's ${timeoutMs / 1000}s limit`)),
+        () =>
+          reject(
+            new ToolInfrastructureError(
+              `the sandbox did not answer ${WATCHDOG_GRACE_MS / 1000}s after the tool call's ${timeoutMs / 1000}s limit`,
+            ),
+          ),
         timeoutMs + WATCHDOG_GRACE_MS,
       );
     });
@@ -125,12 +139,15 @@ export class ToolExecutor {
     } catch (err) {
       if (err instanceof ToolInfrastructureError) throw err;
       if (signal?.aborted) throw new ToolAbortedError();
-      throw new ToolInfrastructureError(`the sandbox could not run the tool: ${err instanceof Error ? err.message : String(err)}`);
+      throw new ToolInfrastructureError(
+        `the sandbox could not run the tool: ${err instanceof Error ? err.message : String(err)}`,
+      );
     } finally {
       clearTimeout(timer);
     }
     if (r.cancelled || signal?.aborted) throw new ToolAbortedError();
-    if (r.timedOut) throw new ToolInfrastructureError(`the tool call got no answer from the sandbox within ${timeoutMs / 1000}s`);
+    if (r.timedOut)
+      throw new ToolInfrastructureError(`the tool call got no answer from the sandbox within ${timeoutMs / 1000}s`);
     if (r.exitCode === 127 && r.stderr.includes(NO_PYTHON)) throw new ToolInfrastructureError(NO_PYTHON);
     const dropped = r.stdoutTruncated + r.stderrTruncated;
     const output = `${r.stdout}${r.stderr}${dropped ? `\n[${dropped} more bytes of output were dropped]` : ''}`;

@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import type { ToolSpec } from '../inference/types.js';
-import { EXIT_REASON_TEXT, redactDeep, TASK_SECTION_KINDS, type ExitReason, type FrognanoFacts, type Trajectory, type TrajectoryMessage } from './trajectoryFormat.js';
+import {
+  EXIT_REASON_TEXT,
+  redactDeep,
+  TASK_SECTION_KINDS,
+  type ExitReason,
+  type FrognanoFacts,
+  type Trajectory,
+  type TrajectoryMessage,
+} from './trajectoryFormat.js';
 
 /**
  * The trajectory module's front door: the format (trajectoryFormat.ts), reading a file, storing one, and the
@@ -35,7 +43,9 @@ const stepFactsSchema = z.object({
   generate_ms: z.number().nonnegative(),
   tools_ms: z.number().nonnegative(),
   parse_errors: z.array(z.string()),
-  observations: z.array(z.object({ tool_call_id: z.string(), is_error: z.boolean(), elapsed_ms: z.number().nonnegative() })),
+  observations: z.array(
+    z.object({ tool_call_id: z.string(), is_error: z.boolean(), elapsed_ms: z.number().nonnegative() }),
+  ),
 });
 
 const taskSchema = z.object({
@@ -43,7 +53,9 @@ const taskSchema = z.object({
   body: z.string(),
   repo: z.string().optional(),
   issueNumber: z.number().int().positive().optional(),
-  context: z.array(z.object({ heading: z.string(), text: z.string(), kind: z.enum(TASK_SECTION_KINDS).optional() })).optional(),
+  context: z
+    .array(z.object({ heading: z.string(), text: z.string(), kind: z.enum(TASK_SECTION_KINDS).optional() }))
+    .optional(),
 });
 
 /**
@@ -99,11 +111,16 @@ export function trajectoryFromFile(parsed: z.infer<typeof TrajectoryFileSchema>)
     context_budget: 0,
     steps: [],
   };
-  return { ...parsed, exit_reason: parsed.exit_reason as ExitReason, tools: parsed.tools as unknown as ToolSpec[], messages: parsed.messages as TrajectoryMessage[], frognano };
+  return {
+    ...parsed,
+    exit_reason: parsed.exit_reason as ExitReason,
+    tools: parsed.tools as unknown as ToolSpec[],
+    messages: parsed.messages as TrajectoryMessage[],
+    frognano,
+  };
 }
 
 /** The trajectory as stored: secrets scrubbed, pretty-printed. */
 export function serializeTrajectory(t: Trajectory): string {
   return `${JSON.stringify(redactDeep(t), null, 2)}\n`;
 }
-

@@ -157,7 +157,10 @@ export function callArguments(call: TrajectoryToolCall): Record<string, unknown>
 export function describeExit(t: Pick<Trajectory, 'exit_reason' | 'steps' | 'frognano'>): string {
   if (t.exit_reason === 'agent' && endedInMalformedCalls(t)) {
     const facts = t.steps.map((_, i) => stepFacts(t, i));
-    const every = facts.length > 0 && facts.every((f) => f.parse_errors.length > 0) && t.steps.every((s) => !s.assistant.tool_calls?.length);
+    const every =
+      facts.length > 0 &&
+      facts.every((f) => f.parse_errors.length > 0) &&
+      t.steps.every((s) => !s.assistant.tool_calls?.length);
     return every
       ? "every turn ended in malformed tool-call markup: check the model server's tool parser"
       : "the model's last turn held tool-call markup that did not parse, so the run ended there: check the model server's tool parser";

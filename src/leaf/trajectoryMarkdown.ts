@@ -1,6 +1,14 @@
 import { codeFence, elideMiddle } from './text.js';
 import { summarizeToolCall } from './toolSummary.js';
-import { callArguments, describeExit, redactDeep, stepFacts, type StepFacts, type Trajectory, type TrajectoryStep } from './trajectoryFormat.js';
+import {
+  callArguments,
+  describeExit,
+  redactDeep,
+  stepFacts,
+  type StepFacts,
+  type Trajectory,
+  type TrajectoryStep,
+} from './trajectoryFormat.js';
 
 /**
  * Renders a trajectory as Markdown for a pull request body or comment (GitHub allows 65,536 chars).
@@ -73,7 +81,10 @@ function renderHeader(t: Trajectory, errorCap: number): string {
     ['Model', `${escapeHtml(model.model)} (${escapeHtml(model.backend)})`],
     ['Result', `\`${t.exit_reason}\`: ${describeExit(t)}`],
     ['Turns', String(t.n_steps)],
-    ['Tokens', `${t.context_tokens.toLocaleString('en-US')} in context, ${t.frognano.total_completion_tokens.toLocaleString('en-US')} generated`],
+    [
+      'Tokens',
+      `${t.context_tokens.toLocaleString('en-US')} in context, ${t.frognano.total_completion_tokens.toLocaleString('en-US')} generated`,
+    ],
     ['Time', formatDuration(t.elapsed_sec)],
   ];
   const table = ['| | |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v.replace(/\|/g, '\\|')} |`)].join('\n');
@@ -93,18 +104,25 @@ function stepSummary(s: TrajectoryStep, f: StepFacts): string {
     return `${escapeHtml(c.function.name)}${arg ? ` <code>${escapeHtml(elideMiddle(arg, 60))}</code>` : ''}`;
   });
   if (calls.length > 3) parts.push(`+${calls.length - 3} more`);
-  if (f.parse_errors.length) parts.push(`${f.parse_errors.length} malformed tool call${f.parse_errors.length === 1 ? '' : 's'}`);
+  if (f.parse_errors.length)
+    parts.push(`${f.parse_errors.length} malformed tool call${f.parse_errors.length === 1 ? '' : 's'}`);
   if (!parts.length) parts.push(f.finish_reason === 'length' ? 'cut off at the token limit' : 'answer');
   return `Turn ${s.step + 1}: ${parts.join(' · ')} <sub>(${f.completion_tokens} tokens, ${(f.generate_ms / 1000).toFixed(1)}s)</sub>`;
 }
 
 function renderStep(s: TrajectoryStep, f: StepFacts, cap: number): string {
-  if (cap === 0) return `<details><summary>${stepSummary(s, f)}</summary>\n\n_(details elided to fit; see the trajectory JSON)_\n</details>`;
+  if (cap === 0)
+    return `<details><summary>${stepSummary(s, f)}</summary>\n\n_(details elided to fit; see the trajectory JSON)_\n</details>`;
   const out: string[] = [`<details><summary>${stepSummary(s, f)}</summary>`, ''];
   if (s.assistant.reasoning_content?.trim()) out.push('Reasoning:', '', fence(s.assistant.reasoning_content, cap), '');
   if (s.assistant.content?.trim()) out.push('Assistant:', '', fence(s.assistant.content, cap), '');
   (s.assistant.tool_calls ?? []).forEach((call, i) => {
-    out.push(`Call \`${call.function.name}\`:`, '', fence(JSON.stringify(callArguments(call), null, 1), cap, 'json'), '');
+    out.push(
+      `Call \`${call.function.name}\`:`,
+      '',
+      fence(JSON.stringify(callArguments(call), null, 1), cap, 'json'),
+      '',
+    );
     const obs = s.observations[i];
     if (obs) out.push(f.observations[i]?.is_error ? 'Error:' : 'Result:', '', fence(obs.observation, cap), '');
   });

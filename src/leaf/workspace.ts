@@ -29,10 +29,15 @@ export class WorkspaceError extends Error {
 }
 
 /** Config keys that carry nothing but the repository's format; everything else is dropped. */
-const KEEP_CONFIG = /^(core\.(repositoryformatversion|filemode|bare|symlinks|ignorecase|precomposeunicode|logallrefupdates)|extensions\..+)$/i;
+const KEEP_CONFIG =
+  /^(core\.(repositoryformatversion|filemode|bare|symlinks|ignorecase|precomposeunicode|logallrefupdates)|extensions\..+)$/i;
 
 /** git on the host, with no system/global config and no hooks, so a hostile repo cannot run anything. */
-async function hostGit(args: string[], cwd: string, home: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function hostGit(
+  args: string[],
+  cwd: string,
+  home: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const r = await runProcess(['git', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...args], {
     cwd,
     env: {
@@ -80,7 +85,9 @@ async function sanitizeGitDir(gitDir: string, home: string): Promise<void> {
 async function findSubmoduleGitDirs(dir: string, out: string[] = []): Promise<string[]> {
   const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
   if (entries.some((e) => e.name === 'config' && e.isFile()) && entries.some((e) => e.name === 'HEAD')) out.push(dir);
-  for (const e of entries) if (e.isDirectory() && !['objects', 'refs', 'logs', 'hooks', 'info'].includes(e.name)) await findSubmoduleGitDirs(path.join(dir, e.name), out);
+  for (const e of entries)
+    if (e.isDirectory() && !['objects', 'refs', 'logs', 'hooks', 'info'].includes(e.name))
+      await findSubmoduleGitDirs(path.join(dir, e.name), out);
   return out;
 }
 
@@ -140,15 +147,19 @@ export async function prepareWorkspace(sourceDir: string, opts: PrepareWorkspace
     const alternates = path.join(gitDir, 'objects', 'info', 'alternates');
     if (await fs.stat(alternates).catch(() => null)) {
       const r = await hostGit(['repack', '-a', '-d', '-q'], repoDir, home);
-      if (r.code !== 0) throw new WorkspaceError(`cannot make ${source} self-contained (git repack): ${r.stderr.trim()}`);
+      if (r.code !== 0)
+        throw new WorkspaceError(`cannot make ${source} self-contained (git repack): ${r.stderr.trim()}`);
       await fs.rm(alternates, { force: true });
     }
 
     const head = await hostGit(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], repoDir, home);
     if (head.code !== 0 || !/^[0-9a-f]{40,64}$/.test(head.stdout.trim())) {
       const check = await hostGit(['rev-parse', '--git-dir'], repoDir, home);
-      if (check.code !== 0) throw new WorkspaceError(`${source} is not a readable git repository: ${check.stderr.trim()}`);
-      throw new WorkspaceError(`${source} has no commits yet; commit something first so changes can be diffed against it`);
+      if (check.code !== 0)
+        throw new WorkspaceError(`${source} is not a readable git repository: ${check.stderr.trim()}`);
+      throw new WorkspaceError(
+        `${source} has no commits yet; commit something first so changes can be diffed against it`,
+      );
     }
     return { root, repoDir, baseCommit: head.stdout.trim(), cleanup };
   } catch (err) {

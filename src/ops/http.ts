@@ -115,7 +115,12 @@ export function createOpsHandler(opts: OpsHandlerOptions = {}): OpsHandler {
         sendJson(res, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()) }, head);
       } else if (path === '/readyz') {
         const result = await runReadinessChecks(list);
-        sendJson(res, result.ready ? 200 : 503, { status: result.ready ? 'ready' : 'not ready', checks: result.checks }, head);
+        sendJson(
+          res,
+          result.ready ? 200 : 503,
+          { status: result.ready ? 'ready' : 'not ready', checks: result.checks },
+          head,
+        );
       } else {
         const { contentType, body } = await reg.render();
         res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
@@ -154,9 +159,7 @@ export interface OpsServer {
 }
 
 /** A runner's ops server: only the ops paths, 404 for anything else. */
-export async function startOpsServer(
-  opts: OpsHandlerOptions & { port: number; host?: string },
-): Promise<OpsServer> {
+export async function startOpsServer(opts: OpsHandlerOptions & { port: number; host?: string }): Promise<OpsServer> {
   const handle = createOpsHandler(opts);
   const server = http.createServer((req, res) => {
     if (!handle(req, res)) {

@@ -94,8 +94,9 @@ export class FrognanoMetrics {
     });
     this.queueBacklog = new Gauge({
       name: 'frognano_queue_backlog',
-      help: 'Jobs a runner could start now (BullMQ waiting + prioritized, plus held-back work such as a dispatcher\'s '
-        + 'backlog), read from Redis: the autoscaling signal (deploy/k8s/keda).',
+      help:
+        "Jobs a runner could start now (BullMQ waiting + prioritized, plus held-back work such as a dispatcher's " +
+        'backlog), read from Redis: the autoscaling signal (deploy/k8s/keda).',
       registers: [],
       async collect() {
         await self.refreshFromBoundQueue();

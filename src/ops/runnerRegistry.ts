@@ -77,14 +77,24 @@ export function parseNvidiaSmi(stdout: string): GpuInfo {
     .map((line) => {
       const cut = line.lastIndexOf(',');
       const name = (cut >= 0 ? line.slice(0, cut) : line).trim();
-      const mem = cut >= 0 ? Number.parseInt(line.slice(cut + 1).replace(/MiB/i, '').trim(), 10) : Number.NaN;
+      const mem =
+        cut >= 0
+          ? Number.parseInt(
+              line
+                .slice(cut + 1)
+                .replace(/MiB/i, '')
+                .trim(),
+              10,
+            )
+          : Number.NaN;
       return { name, mem: Number.isFinite(mem) ? mem : undefined };
     })
     .filter((g) => g.name.length > 0);
   if (gpus.length === 0) return { gpu: 'cpu' };
   const first = gpus[0];
   const same = gpus.every((g) => g.name === first.name);
-  const gpu = gpus.length === 1 ? first.name : same ? `${gpus.length}x ${first.name}` : gpus.map((g) => g.name).join(' + ');
+  const gpu =
+    gpus.length === 1 ? first.name : same ? `${gpus.length}x ${first.name}` : gpus.map((g) => g.name).join(' + ');
   return first.mem === undefined ? { gpu } : { gpu, gpuMemoryMiB: first.mem };
 }
 
@@ -170,19 +180,17 @@ export async function registerRunner(opts: RegisterRunnerOptions): Promise<Runne
 
   const write = async (): Promise<void> => {
     info.lastSeenAt = new Date().toISOString();
-    await redis
-      .multi()
-      .hset(key, toHash(info))
-      .expire(key, ttl)
-      .sadd(setKey(prefix), info.id)
-      .exec();
+    await redis.multi().hset(key, toHash(info)).expire(key, ttl).sadd(setKey(prefix), info.id).exec();
   };
   await write();
 
   let stopped = false;
-  const timer = setInterval(() => {
-    write().catch((err: unknown) => opts.onError?.(err));
-  }, opts.heartbeatMs ?? Math.max(1000, Math.floor((ttl * 1000) / 3)));
+  const timer = setInterval(
+    () => {
+      write().catch((err: unknown) => opts.onError?.(err));
+    },
+    opts.heartbeatMs ?? Math.max(1000, Math.floor((ttl * 1000) / 3)),
+  );
   timer.unref(); // the heartbeat alone must not keep a finished process running
 
   return {

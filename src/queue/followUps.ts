@@ -1,5 +1,13 @@
 import type { Redis } from 'ioredis';
-import { addWaitingAsk, askId, mergeAsks, readWaitingAsks, waitingAsksKey, type FollowUpRequest, type WaitingAdded } from './asks.js';
+import {
+  addWaitingAsk,
+  askId,
+  mergeAsks,
+  readWaitingAsks,
+  waitingAsksKey,
+  type FollowUpRequest,
+  type WaitingAdded,
+} from './asks.js';
 import { currentAttempt, issueSlug, nextAttempt, type IssueKey } from './attempts.js';
 import { withRedisLock } from './lock.js';
 import { enqueueJob, isUnfinishedState, type EnqueueResult, type FrognanoJob, type FrognanoQueue } from './queue.js';
@@ -56,7 +64,8 @@ export async function enqueueFollowUp(
     // A CI fix answers the failures of one head: it never waits for, or merges with, people's asks. The round that
     // runs or waits will push a new head, and CI runs again on it.
     if (req.followUp.source === 'ci') {
-      if (busy !== null || (await readWaitingAsks(redis, key)).length > 0) return { kind: 'busy' as const, round: busy };
+      if (busy !== null || (await readWaitingAsks(redis, key)).length > 0)
+        return { kind: 'busy' as const, round: busy };
       return enqueueRound(redis, key, [req], enqueue, beforeEnqueue);
     }
     if (busy !== null) return { kind: 'waiting' as const, round: busy, added: await addWaitingAsk(redis, key, req) };

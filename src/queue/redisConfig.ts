@@ -47,21 +47,38 @@ export interface RedisConfig {
 }
 
 const VARS = [
-  'REDIS_URL', 'REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD', 'REDIS_TLS',
-  'REDIS_CLUSTER_NODES', 'FROGNANO_QUEUE_PREFIX',
+  'REDIS_URL',
+  'REDIS_SENTINELS',
+  'REDIS_SENTINEL_NAME',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+  'REDIS_TLS',
+  'REDIS_CLUSTER_NODES',
+  'FROGNANO_QUEUE_PREFIX',
 ] as const;
 
-const hostPort = z.string().regex(/^\[?[A-Za-z0-9_.:-]+\]?:\d{1,5}$/, 'expected host:port').transform((s): HostPort => {
-  const i = s.lastIndexOf(':');
-  return { host: s.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port: Number(s.slice(i + 1)) };
-});
+const hostPort = z
+  .string()
+  .regex(/^\[?[A-Za-z0-9_.:-]+\]?:\d{1,5}$/, 'expected host:port')
+  .transform((s): HostPort => {
+    const i = s.lastIndexOf(':');
+    return { host: s.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port: Number(s.slice(i + 1)) };
+  });
 const hostList = z
   .string()
-  .transform((s) => s.split(',').map((p) => p.trim()).filter(Boolean))
+  .transform((s) =>
+    s
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(hostPort).min(1, 'expected at least one host:port'));
 
 const EnvSchema = z.object({
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+    .optional(),
   REDIS_SENTINELS: hostList.optional(),
   REDIS_SENTINEL_NAME: z.string().optional(),
   REDIS_PASSWORD: z.string().optional(),
@@ -98,7 +115,7 @@ function conflicts(e: Env): string[] {
     const other = sentinel ? 'REDIS_SENTINELS' : 'REDIS_CLUSTER_NODES';
     errs.push(`REDIS_URL cannot be combined with ${other}: unset REDIS_URL`);
   }
-  if (sentinel && !e.REDIS_SENTINEL_NAME) errs.push('REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the master\'s name)');
+  if (sentinel && !e.REDIS_SENTINEL_NAME) errs.push("REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the master's name)");
   if (!sentinel && e.REDIS_SENTINEL_NAME) errs.push('REDIS_SENTINEL_NAME is set without REDIS_SENTINELS');
   if (!sentinel && e.REDIS_SENTINEL_PASSWORD) errs.push('REDIS_SENTINEL_PASSWORD is set without REDIS_SENTINELS');
   if (!sentinel && !cluster && e.REDIS_PASSWORD) {
@@ -118,7 +135,10 @@ function targetOf(e: Env): RedisTarget {
   const tls = e.REDIS_TLS === '1' || e.REDIS_TLS === 'true';
   if (e.REDIS_SENTINELS) {
     return {
-      mode: 'sentinel', sentinels: e.REDIS_SENTINELS, name: e.REDIS_SENTINEL_NAME!, tls,
+      mode: 'sentinel',
+      sentinels: e.REDIS_SENTINELS,
+      name: e.REDIS_SENTINEL_NAME!,
+      tls,
       ...(e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {}),
       ...(e.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: e.REDIS_SENTINEL_PASSWORD } : {}),
     };

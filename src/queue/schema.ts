@@ -74,7 +74,11 @@ export const FollowUpSchema = z.object({
    * Every ask this round addresses, oldest first, when it merges asks that waited for it; the fields above then
    * repeat the oldest one. Absent in a round for a single ask (and in jobs queued before asks could wait).
    */
-  asks: z.array(AskSchema).min(1).max(MAX_WAITING_ASKS + 1).optional(),
+  asks: z
+    .array(AskSchema)
+    .min(1)
+    .max(MAX_WAITING_ASKS + 1)
+    .optional(),
 });
 export type FollowUp = z.infer<typeof FollowUpSchema>;
 
@@ -82,7 +86,9 @@ export type FollowUp = z.infer<typeof FollowUpSchema>;
 export function asksOf(f: FollowUp, by: { login: string; id?: number }, askedAt: string): Ask[] {
   if (f.asks?.length) return f.asks;
   const { feedback, inlineComments, omittedComments, source, reviewId } = f;
-  return [{ author: by, source, feedback, inlineComments, omittedComments, ...(reviewId ? { reviewId } : {}), askedAt }];
+  return [
+    { author: by, source, feedback, inlineComments, omittedComments, ...(reviewId ? { reviewId } : {}), askedAt },
+  ];
 }
 const repoPart = z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'not a GitHub owner/repository name');
 
@@ -100,7 +106,10 @@ export const JobDataSchema = z.object({
   attempt: z.number().int().min(1).max(1000),
   trigger: z.enum(['label', 'comment', 'review', 'ci']),
   /** A writer's words for this attempt (`/frognano retry <guidance>`, `/frognano <guidance>`). */
-  guidance: z.string().max(MAX_GUIDANCE_CHARS + 200).optional(),
+  guidance: z
+    .string()
+    .max(MAX_GUIDANCE_CHARS + 200)
+    .optional(),
   /** Set when this job is a follow-up round on the bot's pull request rather than a fresh attempt. */
   followUp: FollowUpSchema.optional(),
   /** Set with `followUp` (source `ci`) when the round answers failing CI on the pull request's head. */
@@ -145,7 +154,12 @@ export const RunnerProgressSchema = z.object({
 export type RunnerProgress = z.infer<typeof RunnerProgressSchema>;
 
 const shownCount = z.number().finite().positive().transform(Math.floor).optional().catch(undefined);
-const shownText = z.string().min(1).transform((s) => s.slice(0, MAX_PROGRESS_TEXT)).optional().catch(undefined);
+const shownText = z
+  .string()
+  .min(1)
+  .transform((s) => s.slice(0, MAX_PROGRESS_TEXT))
+  .optional()
+  .catch(undefined);
 
 /** RunnerProgressSchema as the app reads it: each shown field on its own, anything unreadable left out. */
 const ShownProgressSchema = RunnerProgressSchema.pick({ runner: true, turn: true, maxTurns: true, detail: true })
@@ -162,10 +176,15 @@ export function readRunnerProgress(p: unknown): ShownProgress {
  * double labels collapse onto the same BullMQ job. GitHub names are case-insensitive, hence the
  * lower-cased issueSlug. BullMQ forbids ':' in custom ids; none of these parts can contain one.
  */
-export function jobIdFor(d: Pick<JobData, 'owner' | 'repo' | 'issueNumber' | 'attempt'> & { followUp?: Pick<FollowUp, 'pullNumber' | 'round'> }): string {
+export function jobIdFor(
+  d: Pick<JobData, 'owner' | 'repo' | 'issueNumber' | 'attempt'> & {
+    followUp?: Pick<FollowUp, 'pullNumber' | 'round'>;
+  },
+): string {
   // A follow-up is keyed by its pull request and round, the PR's own "attempt": `/frognano cancel|status`
   // on the PR find it the way they find an issue's attempt.
-  if (d.followUp) return `${issueSlug({ owner: d.owner, repo: d.repo, issueNumber: d.followUp.pullNumber })}@${d.followUp.round}`;
+  if (d.followUp)
+    return `${issueSlug({ owner: d.owner, repo: d.repo, issueNumber: d.followUp.pullNumber })}@${d.followUp.round}`;
   return `${issueSlug(d)}@${d.attempt}`;
 }
 

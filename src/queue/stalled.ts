@@ -15,6 +15,6 @@ export function stalledFailureText(times?: number): string {
   return (
     `The runner stopped responding ${count} while working on this issue (it crashed, was killed, or lost its ` +
     'connection to Redis), so the job was given up instead of being started yet again. ' +
-    'Comment `/frognano retry` to try again; if it keeps happening, check the runner\'s logs and memory.'
+    "Comment `/frognano retry` to try again; if it keeps happening, check the runner's logs and memory."
   );
 }

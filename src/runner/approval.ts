@@ -5,7 +5,10 @@ import type { JobData } from '../queue/schema.js';
  * Whose approval of this run's head does not count: its trigger, unless the repository allows it. A head no person
  * asked for (a CI-fix round) excludes nobody: any writer may approve it.
  */
-export function twoPersonRule(config: Pick<RepoConfig, 'approval'>, data: Pick<JobData, 'triggeredBy' | 'trigger'>): string | undefined {
+export function twoPersonRule(
+  config: Pick<RepoConfig, 'approval'>,
+  data: Pick<JobData, 'triggeredBy' | 'trigger'>,
+): string | undefined {
   if (data.trigger === 'ci') return undefined;
   return config.approval.allowTriggerApproval ? undefined : data.triggeredBy.login;
 }

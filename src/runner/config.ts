@@ -12,7 +12,10 @@ export const RunnerConfigSchema = z.object({
   privateKey: z.string().includes('PRIVATE KEY', { message: 'is not a PEM private key' }),
   /** REST API base for GitHub Enterprise Server (`https://ghe.example/api/v3`); api.github.com otherwise. */
   apiBaseUrl: z.string().url().optional(),
-  gitBaseUrl: z.string().regex(/^(https?|file):\/\//, 'must start with https://, http:// or file://').default(DEFAULT_GIT_BASE_URL),
+  gitBaseUrl: z
+    .string()
+    .regex(/^(https?|file):\/\//, 'must start with https://, http:// or file://')
+    .default(DEFAULT_GIT_BASE_URL),
   redisUrl: z.string().default(DEFAULT_REDIS_URL),
   queuePrefix: z.string().min(1).optional(),
   concurrency: z.coerce.number().int().min(1).max(64).default(1),
@@ -60,7 +63,9 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     try {
       privateKey = readFileSync(keyPath, 'utf8');
     } catch (e) {
-      throw new Error(`PRIVATE_KEY_PATH: cannot read ${keyPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new Error(
+        `PRIVATE_KEY_PATH: cannot read ${keyPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
   }
   const ghe = v('GHE_HOST');
@@ -90,7 +95,8 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     if (key === 'privateKey') input[key] = privateKey;
     else if (key === 'apiBaseUrl') input[key] = v(envName) ?? (ghe ? `https://${ghe}/api/v3` : undefined);
     else if (key === 'gitBaseUrl') input[key] = v(envName) ?? (ghe ? `https://${ghe}` : undefined);
-    else if (key === 'queuePrefix') input[key] = queuePrefixFromEnv(env); // the app reads it the same way
+    else if (key === 'queuePrefix')
+      input[key] = queuePrefixFromEnv(env); // the app reads it the same way
     else input[key] = v(envName);
   }
   const parsed = RunnerConfigSchema.safeParse(input);

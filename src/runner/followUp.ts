@@ -64,7 +64,9 @@ export const followUpRound: RoundVariant<FollowUpData, HeadCheckout> = {
   trajectoryDir: (ctx, data) =>
     path.join(ctx.trajectoryDir, data.owner, data.repo, `pr-${data.followUp.pullNumber}-round-${data.followUp.round}`),
   nothingPublished: (run, note) =>
-    describeRound(run, { headSha: null, result: note }).catch((err: unknown) => run.log.warn({ err }, 'could not update the run history')),
+    describeRound(run, { headSha: null, result: note }).catch((err: unknown) =>
+      run.log.warn({ err }, 'could not update the run history'),
+    ),
   publish: pushOnPullRequest,
 };
 
@@ -81,7 +83,9 @@ async function prepare(run: FollowUpRun): Promise<HeadCheckout | Stopped> {
     return { stop: 'refused', reason: `Pull request #${f.pullNumber} is ${pr.state}; nothing was changed.` };
   }
   const ours =
-    pr.head.ref.startsWith(BOT_BRANCH_PREFIX) && pr.head.repo?.full_name === pr.base.repo.full_name && pr.user?.type === 'Bot';
+    pr.head.ref.startsWith(BOT_BRANCH_PREFIX) &&
+    pr.head.repo?.full_name === pr.base.repo.full_name &&
+    pr.user?.type === 'Bot';
   if (pr.head.ref !== f.headBranch || !ours) {
     const reason = `Pull request #${f.pullNumber} no longer points at the bot's branch \`${f.headBranch}\`; nothing was changed.`;
     return { stop: 'refused', reason };
@@ -99,7 +103,10 @@ async function prepare(run: FollowUpRun): Promise<HeadCheckout | Stopped> {
   }
   const head = await cloneBranch(run, f.headBranch, 'head');
   if (head.headSha !== f.headSha) {
-    log.info({ requested: f.headSha, head: head.headSha }, 'follow-up: the branch moved since the request; building on its current head');
+    log.info(
+      { requested: f.headSha, head: head.headSha },
+      'follow-up: the branch moved since the request; building on its current head',
+    );
   }
   log.info({ head: head.headSha, requestedHead: f.headSha }, 'follow-up: solving');
   return { config, workDir: head.dir, instructionsDir: base.dir, head, prUrl: pr.html_url };
@@ -182,7 +189,15 @@ async function reapplyOnNewHead(run: FollowUpRun, patch: string): Promise<CloneR
   try {
     const dest = path.join(run.jobDir, 'head-again');
     const auth = authFor(run);
-    const again = await cloneRepo({ owner: data.owner, repo: data.repo, auth, dest, branch, timeoutMs: ctx.gitTimeoutMs, signal });
+    const again = await cloneRepo({
+      owner: data.owner,
+      repo: data.repo,
+      auth,
+      dest,
+      branch,
+      timeoutMs: ctx.gitTimeoutMs,
+      signal,
+    });
     await applyPatch(again.dir, patch, { timeoutMs: ctx.gitTimeoutMs });
     return again;
   } catch (e) {

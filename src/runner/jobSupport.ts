@@ -24,8 +24,13 @@ export function tokenExpiresSoon(access: InstallationAccess): boolean {
 }
 
 /** How this runner gets an installation-authenticated client for one repository. */
-export function installationAccessFor(ctx: RunnerContext): (installationId: number, repo: string) => Promise<InstallationAccess> {
-  return ctx.createAccess ?? ((installationId, repo) => createInstallationAccess(ctx.app, { installationId, repo, log: ctx.logger }));
+export function installationAccessFor(
+  ctx: RunnerContext,
+): (installationId: number, repo: string) => Promise<InstallationAccess> {
+  return (
+    ctx.createAccess ??
+    ((installationId, repo) => createInstallationAccess(ctx.app, { installationId, repo, log: ctx.logger }))
+  );
 }
 
 export function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimits> {
@@ -40,8 +45,17 @@ export function jobLimits(ctx: RunnerContext, cfg: RepoConfig): Partial<LeafLimi
 /** The repository may pick its docker image; the runner's isolation settings stay the runner's. */
 export function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string): SandboxConfig {
   const jobLabel = { 'dev.frognano.job': jobId.slice(0, 200) };
-  if (base.kind === 'docker') return { ...base, image: cfg.sandboxImage ?? base.image, labels: { ...base.labels, ...jobLabel } };
-  if (base.kind === 'auto') return { ...base, docker: { ...base.docker, ...(cfg.sandboxImage ? { image: cfg.sandboxImage } : {}), labels: { ...(base.docker.labels ?? {}), ...jobLabel } } };
+  if (base.kind === 'docker')
+    return { ...base, image: cfg.sandboxImage ?? base.image, labels: { ...base.labels, ...jobLabel } };
+  if (base.kind === 'auto')
+    return {
+      ...base,
+      docker: {
+        ...base.docker,
+        ...(cfg.sandboxImage ? { image: cfg.sandboxImage } : {}),
+        labels: { ...(base.docker.labels ?? {}), ...jobLabel },
+      },
+    };
   return base;
 }
 

@@ -1,6 +1,15 @@
 import type { Logger } from 'pino';
 import { withCoAuthor } from '../github/coAuthor.js';
-import { applyPatch, BOT_BRANCH_PREFIX, commitStaged, DEFAULT_BOT_IDENTITY, pushBranch, stagedNumstat, type GitAuth, type Identity } from '../github/git.js';
+import {
+  applyPatch,
+  BOT_BRANCH_PREFIX,
+  commitStaged,
+  DEFAULT_BOT_IDENTITY,
+  pushBranch,
+  stagedNumstat,
+  type GitAuth,
+  type Identity,
+} from '../github/git.js';
 import { checkGuardrails } from '../github/pullRequest.js';
 import type { RepoConfig } from '../github/repoConfig.js';
 import type { JobData } from '../queue/schema.js';
@@ -42,9 +51,18 @@ export async function publishPartialWork(o: {
     );
     await commitStaged(o.cloneDir, { branch, message, identity: o.identity ?? DEFAULT_BOT_IDENTITY });
     // The same attempt always writes the same branch: a job run again replaces its own earlier push.
-    await pushBranch(o.cloneDir, { owner: o.data.owner, repo: o.data.repo, branch, auth: o.auth, force: true, timeoutMs: o.gitTimeoutMs });
+    await pushBranch(o.cloneDir, {
+      owner: o.data.owner,
+      repo: o.data.repo,
+      branch,
+      auth: o.auth,
+      force: true,
+      timeoutMs: o.gitTimeoutMs,
+    });
     o.log.info({ branch, files: files.length }, 'unfinished work pushed');
-    const link = /^https:\/\//.test(o.auth.baseUrl) ? ` (${o.auth.baseUrl.replace(/\/+$/, '')}/${o.data.owner}/${o.data.repo}/tree/${branch})` : '';
+    const link = /^https:\/\//.test(o.auth.baseUrl)
+      ? ` (${o.auth.baseUrl.replace(/\/+$/, '')}/${o.data.owner}/${o.data.repo}/tree/${branch})`
+      : '';
     return `The unfinished work (${files.length} file${files.length === 1 ? '' : 's'}) is on branch \`${branch}\`${link}, without a pull request.`;
   } catch (err) {
     o.log.warn({ err: redact(String(err)) }, 'could not push the unfinished work');

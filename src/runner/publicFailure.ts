@@ -9,14 +9,16 @@ export function whereToLook(jobId: string): string {
   return `The runner's log has the details (job \`${jobId.replace(/`/g, "'")}\`).`;
 }
 
-const RUNNER_SIDE = 'This is a problem on the runner, not in the repository: its operator can fix it, then comment `/frognano retry`.';
+const RUNNER_SIDE =
+  'This is a problem on the runner, not in the repository: its operator can fix it, then comment `/frognano retry`.';
 
 export const publicFailure = {
   token: (jobId: string) =>
     `The runner could not get a GitHub token for this repository. Check that the app is still installed and has access to it. ${whereToLook(jobId)}`,
   clone: (jobId: string, branch: string, fromConfig: boolean) =>
     `Could not clone the repository (branch \`${branch}\`). Check that the branch exists${fromConfig ? ' (`baseBranch` in `.github/frognano.yml`)' : ''} and that the app can read the repository. ${whereToLook(jobId)}`,
-  sandbox: (jobId: string) => `The runner could not start the sandbox the model works in. ${RUNNER_SIDE} ${whereToLook(jobId)}`,
+  sandbox: (jobId: string) =>
+    `The runner could not start the sandbox the model works in. ${RUNNER_SIDE} ${whereToLook(jobId)}`,
   model: (jobId: string) => `The model server stopped answering during the run. ${RUNNER_SIDE} ${whereToLook(jobId)}`,
   tool: (jobId: string) => `The sandbox failed while the model was working. ${RUNNER_SIDE} ${whereToLook(jobId)}`,
   patch: (jobId: string) =>

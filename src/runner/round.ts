@@ -174,9 +174,7 @@ export function resultFor(end: RoundEnd): JobResult {
 }
 
 export type RoundFailure =
-  | { kind: 'hand_back' }
-  | { kind: 'cancelled'; by?: string }
-  | { kind: 'failed'; error: JobFailure };
+  { kind: 'hand_back' } | { kind: 'cancelled'; by?: string } | { kind: 'failed'; error: JobFailure };
 
 /**
  * What an error means for the round: an abort is a hand-back (shutdown) or a cancel, whatever was thrown; any other

@@ -134,7 +134,12 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
   run.solved = solved;
   const t = solved.trajectory;
   const elapsedSeconds = (Date.now() - run.started) / 1000;
-  const facts = { exitReason: t.exit_reason, turns: t.n_steps, elapsedSeconds, trajectoryPath: solved.trajectoryJsonPath };
+  const facts = {
+    exitReason: t.exit_reason,
+    turns: t.n_steps,
+    elapsedSeconds,
+    trajectoryPath: solved.trajectoryJsonPath,
+  };
   return { run, variant, checkout, solved, facts };
 }
 
@@ -160,7 +165,9 @@ export async function judgeRun<D extends JobData, C extends Checkout>(ran: Ran<D
 }
 
 /** Host side: the patch applied to the pristine clone, judged by the host's own diffstat and the guardrails. */
-export async function applyAndCheck<D extends JobData, C extends Checkout>(ran: Ran<D, C>): Promise<RoundEnd | CheckedChange> {
+export async function applyAndCheck<D extends JobData, C extends Checkout>(
+  ran: Ran<D, C>,
+): Promise<RoundEnd | CheckedChange> {
   const { run, variant, checkout, solved, facts } = ran;
   const texts = variant.texts(run.data);
   await applyPatch(checkout.workDir, solved.patch, { timeoutMs: run.ctx.gitTimeoutMs }).catch((e: unknown) => {

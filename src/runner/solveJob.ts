@@ -40,7 +40,14 @@ export async function solveForJob(o: {
   const limits = jobLimits(ctx, config);
   const sandboxCfg = sandboxFor(ctx.sandbox, config, jobId);
   const makeSandbox = ctx.createSandbox ?? createSandbox;
-  const context = await buildTaskContext({ data, repoDir: o.instructionsDir, config, octokit: o.octokit, log: o.log, additions: o.taskAdditions });
+  const context = await buildTaskContext({
+    data,
+    repoDir: o.instructionsDir,
+    config,
+    octokit: o.octokit,
+    log: o.log,
+    additions: o.taskAdditions,
+  });
   o.reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
   const result = await solve({
     sourceDir: o.sourceDir,
@@ -50,7 +57,13 @@ export async function solveForJob(o: {
       }),
     backend: ctx.backend,
     // The model reads the issue as a reader sees it: no HTML comments, no invisible characters.
-    task: { title: visibleText(data.title), body: visibleText(data.body), repo: `${data.owner}/${data.repo}`, issueNumber: data.issueNumber, context },
+    task: {
+      title: visibleText(data.title),
+      body: visibleText(data.body),
+      repo: `${data.owner}/${data.repo}`,
+      issueNumber: data.issueNumber,
+      context,
+    },
     limits,
     sampling: ctx.sampling,
     setupCommands: config.setupCommands,
@@ -61,7 +74,12 @@ export async function solveForJob(o: {
     onEvent: (e) => {
       o.reporter.onEvent(e);
       if (e.type === 'turn_end') {
-        ctx.metrics?.recordModelTurn({ backend: ctx.backend.info().backend, completionTokens: e.completionTokens, elapsedMs: e.generateMs, promptTokens: e.promptTokens });
+        ctx.metrics?.recordModelTurn({
+          backend: ctx.backend.info().backend,
+          completionTokens: e.completionTokens,
+          elapsedMs: e.generateMs,
+          promptTokens: e.promptTokens,
+        });
       }
     },
   });
@@ -82,5 +100,9 @@ export function runFailure(t: Trajectory, jobId: string, more?: string | null): 
   if (t.exit_reason !== 'llm_query_error' && t.exit_reason !== 'tool_error') return undefined;
   const model = t.exit_reason === 'llm_query_error';
   const reason = model ? publicFailure.model(jobId) : publicFailure.tool(jobId);
-  return new JobFailure(more ? `${reason}\n\n${more}` : reason, model ? 'model' : 'sandbox', new Error(redact(t.error ?? 'no detail')));
+  return new JobFailure(
+    more ? `${reason}\n\n${more}` : reason,
+    model ? 'model' : 'sandbox',
+    new Error(redact(t.error ?? 'no detail')),
+  );
 }

@@ -25,7 +25,9 @@ export async function reportStalledJob(job: StalledJob, ctx: RunnerContext): Pro
   const d = parsed.data;
   const jobId = job.id ?? jobIdFor(d);
   const cancel = await getCancelRequest(ctx.redis, jobId);
-  const state: StatusState = cancel ? { kind: 'cancelled', by: cancel.by } : { kind: 'failed', reason: stalledFailureText(job.stalledCounter) };
+  const state: StatusState = cancel
+    ? { kind: 'cancelled', by: cancel.by }
+    : { kind: 'failed', reason: stalledFailureText(job.stalledCounter) };
   const access = await installationAccessFor(ctx)(d.installationId, d.repo);
   try {
     // A follow-up round reports on its pull request, like the runner did while it worked.

@@ -34,7 +34,13 @@ const BARE_COMMAND = /^\/frognano(\s+(retry|cancel|status|help))?\s*$/i;
 export function guidanceSection(data: Pick<JobData, 'guidance' | 'triggeredBy'>): TaskSection[] {
   const text = visible(data.guidance ?? '');
   if (!text) return [];
-  return [{ kind: 'guidance', heading: `Guidance from the maintainer who started this run (${data.triggeredBy.login})`, text: clampText(text, CONTEXT_LIMITS.guidanceChars, 'guidance') }];
+  return [
+    {
+      kind: 'guidance',
+      heading: `Guidance from the maintainer who started this run (${data.triggeredBy.login})`,
+      text: clampText(text, CONTEXT_LIMITS.guidanceChars, 'guidance'),
+    },
+  ];
 }
 
 export function discussionSection(d: Discussion): TaskSection[] {
@@ -54,12 +60,24 @@ export function discussionSection(d: Discussion): TaskSection[] {
   }
   const leftOut = d.leftOut + cut;
   if (parts.length === 0 && leftOut === 0) return [];
-  const note = leftOut > 0 ? `${leftOut} comment${leftOut === 1 ? ' was' : 's were'} left out (only comments by people with write access to the repository are included).` : '';
-  return [{ kind: 'discussion', heading: 'Discussion on the issue (comments by maintainers, oldest first)', text: [...parts, note].filter(Boolean).join('\n\n') }];
+  const note =
+    leftOut > 0
+      ? `${leftOut} comment${leftOut === 1 ? ' was' : 's were'} left out (only comments by people with write access to the repository are included).`
+      : '';
+  return [
+    {
+      kind: 'discussion',
+      heading: 'Discussion on the issue (comments by maintainers, oldest first)',
+      text: [...parts, note].filter(Boolean).join('\n\n'),
+    },
+  ];
 }
 
 /** AGENTS.md at the root, then `.github/frognano.md` (or the file `instructionsFile` names), from git's objects. */
-export async function instructionsSections(repoDir: string, config: Pick<RepoConfig, 'instructionsFile'>): Promise<TaskSection[]> {
+export async function instructionsSections(
+  repoDir: string,
+  config: Pick<RepoConfig, 'instructionsFile'>,
+): Promise<TaskSection[]> {
   const out: TaskSection[] = [];
   for (const file of [AGENTS_FILE, config.instructionsFile ?? DEFAULT_INSTRUCTIONS_FILE]) {
     const f = await readRepoFile(repoDir, file, CONTEXT_LIMITS.instructionsChars);
@@ -77,7 +95,9 @@ export async function instructionsSections(repoDir: string, config: Pick<RepoCon
  */
 export function feedbackSection(f: FollowUp, by: string): TaskSection[] {
   const merged = f.asks && f.asks.length > 1 ? f.asks : null;
-  const what = merged ? `the ${merged.length} requests below (oldest first) in one set of changes` : 'the feedback below';
+  const what = merged
+    ? `the ${merged.length} requests below (oldest first) in one set of changes`
+    : 'the feedback below';
   const budget: FeedbackBudget = {
     parts: [
       `This is follow-up round ${f.round} on pull request #${f.pullNumber}. The repository already contains your earlier changes ` +
@@ -104,14 +124,20 @@ function addAsk(b: FeedbackBudget, ask: Ask, label: string | null): void {
   const general = visible(ask.feedback);
   const where = ask.source === 'review' ? ' in a review' : '';
   const when = label && ask.askedAt ? ` (${ask.askedAt.slice(0, 16).replace('T', ' ')} UTC)` : '';
-  const words = general ? `:\n${clampText(general, CONTEXT_LIMITS.guidanceChars, 'feedback')}` : ' inline comments only.';
+  const words = general
+    ? `:\n${clampText(general, CONTEXT_LIMITS.guidanceChars, 'feedback')}`
+    : ' inline comments only.';
   if (general || label) b.parts.push(`${label ? `${label}: ` : ''}${ask.author.login} wrote${where}${when}${words}`);
   b.used = b.parts.join('\n\n').length;
   b.omitted += ask.omittedComments;
   for (const c of ask.inlineComments) {
     const body = visible(c.body);
     if (!body) continue;
-    const line = c.line ? (c.startLine && c.startLine !== c.line ? `lines ${c.startLine}-${c.line}` : `line ${c.line}`) : 'an outdated line';
+    const line = c.line
+      ? c.startLine && c.startLine !== c.line
+        ? `lines ${c.startLine}-${c.line}`
+        : `line ${c.line}`
+      : 'an outdated line';
     const hunk = c.diffHunk.replace(/```/g, "'''");
     const entry = `Comment by ${c.author} on ${c.path}, ${line}:\n\`\`\`diff\n${hunk}\n\`\`\`\n${clampText(body, CONTEXT_LIMITS.commentChars, 'comment')}`;
     if (b.used + entry.length > CONTEXT_LIMITS.feedbackChars) {

@@ -16,8 +16,16 @@ export const DEFAULT_STORE_DIR = '.frognano/runs';
  */
 export function trajectoryStoreFromEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): TrajectoryStore {
   return new TrajectoryStore(objectStoreFromEnv(env, cwd), {
-    retentionDays: positive(env.FROGNANO_TRAJECTORY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, 'FROGNANO_TRAJECTORY_RETENTION_DAYS'),
-    maxRoundBytes: positive(env.FROGNANO_TRAJECTORY_MAX_BYTES, DEFAULT_MAX_ROUND_BYTES, 'FROGNANO_TRAJECTORY_MAX_BYTES'),
+    retentionDays: positive(
+      env.FROGNANO_TRAJECTORY_RETENTION_DAYS,
+      DEFAULT_RETENTION_DAYS,
+      'FROGNANO_TRAJECTORY_RETENTION_DAYS',
+    ),
+    maxRoundBytes: positive(
+      env.FROGNANO_TRAJECTORY_MAX_BYTES,
+      DEFAULT_MAX_ROUND_BYTES,
+      'FROGNANO_TRAJECTORY_MAX_BYTES',
+    ),
   });
 }
 

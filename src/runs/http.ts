@@ -18,7 +18,11 @@ export interface RoundSource {
  */
 export interface RunPagesGate {
   handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
-  allow(req: IncomingMessage, res: ServerResponse, repo: { owner: string; repo: string }): Promise<{ login: string } | null>;
+  allow(
+    req: IncomingMessage,
+    res: ServerResponse,
+    repo: { owner: string; repo: string },
+  ): Promise<{ login: string } | null>;
   signOutPath: string;
 }
 
@@ -44,7 +48,8 @@ const PAGE_HEADERS = {
   'x-frame-options': 'DENY',
 };
 
-const PAGE_ROUTE = /^\/runs\/([A-Za-z0-9_.-]{1,100})\/([A-Za-z0-9_.-]{1,100})\/([1-9][0-9]{0,9})(?:\/([0-9]{1,6}))?\/?$/;
+const PAGE_ROUTE =
+  /^\/runs\/([A-Za-z0-9_.-]{1,100})\/([A-Za-z0-9_.-]{1,100})\/([1-9][0-9]{0,9})(?:\/([0-9]{1,6}))?\/?$/;
 
 /** Where a sign-in without a page to return to lands; it names no run, so it needs no permission. */
 const INDEX_PAGE =
@@ -52,10 +57,21 @@ const INDEX_PAGE =
 
 /** The page a run that does not exist gets, and a user without access: the same bytes, so neither tells. */
 export function sendNotFound(res: ServerResponse): void {
-  send(res, 404, 'text/html; charset=utf-8', '<!doctype html><title>Not found</title><h1>Not found</h1><p>There is no run here, or you cannot read it.</p>');
+  send(
+    res,
+    404,
+    'text/html; charset=utf-8',
+    '<!doctype html><title>Not found</title><h1>Not found</h1><p>There is no run here, or you cannot read it.</p>',
+  );
 }
 
-function send(res: ServerResponse, status: number, type: string, body: string, extra: Record<string, string> = {}): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  body: string,
+  extra: Record<string, string> = {},
+): void {
   res.writeHead(status, { ...PAGE_HEADERS, 'content-type': type, 'content-length': Buffer.byteLength(body), ...extra });
   res.end(body);
 }
@@ -79,8 +95,10 @@ export function createRunPagesHandler(o: RunPagesOptions): (req: IncomingMessage
 }
 
 async function answer(o: RunPagesOptions, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
-  if (path === `${STATIC_PATH}/page.css`) return send(res, 200, 'text/css; charset=utf-8', PAGE_CSS, { 'cache-control': 'public, max-age=300' });
-  if (path === `${STATIC_PATH}/page.js`) return send(res, 200, 'text/javascript; charset=utf-8', PAGE_JS, { 'cache-control': 'public, max-age=300' });
+  if (path === `${STATIC_PATH}/page.css`)
+    return send(res, 200, 'text/css; charset=utf-8', PAGE_CSS, { 'cache-control': 'public, max-age=300' });
+  if (path === `${STATIC_PATH}/page.js`)
+    return send(res, 200, 'text/javascript; charset=utf-8', PAGE_JS, { 'cache-control': 'public, max-age=300' });
   if (o.gate && (await o.gate.handle(req, res, path))) return;
   if (path === RUNS_PATH || path === `${RUNS_PATH}/`) return send(res, 200, 'text/html; charset=utf-8', INDEX_PAGE);
   const m = PAGE_ROUTE.exec(path);

@@ -19,6 +19,7 @@ export interface ObjectStore {
 
 /** Keys are made only from checked parts, so a crafted owner or repo name cannot reach outside its folder. */
 export function checkKeyPart(part: string): string {
-  if (!/^[A-Za-z0-9_.-]{1,100}$/.test(part) || part === '.' || part === '..') throw new Error(`not a valid key part: ${JSON.stringify(part)}`);
+  if (!/^[A-Za-z0-9_.-]{1,100}$/.test(part) || part === '.' || part === '..')
+    throw new Error(`not a valid key part: ${JSON.stringify(part)}`);
   return part;
 }

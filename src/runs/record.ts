@@ -81,7 +81,14 @@ const storedRoundSchema = z.object({
   version: z.literal(1),
   ref: refSchema,
   summary: RoundSummarySchema,
-  tests: z.array(z.object({ command: z.string(), exitCode: z.number().int().nullable(), timedOut: z.boolean(), outputTail: z.string() })),
+  tests: z.array(
+    z.object({
+      command: z.string(),
+      exitCode: z.number().int().nullable(),
+      timedOut: z.boolean(),
+      outputTail: z.string(),
+    }),
+  ),
   patch: z.string(),
   trajectory: TrajectoryFileSchema,
 });
@@ -133,13 +140,26 @@ export function summarizeRound(
 /** Everything the runner knows when a round ends, as the store keeps it (the one call it makes after the solve). */
 export function storedRound(
   t: Trajectory,
-  o: RoundRef & { kind: RoundKind; trigger: string; result: string; pullNumber?: number; issueTitle?: string; tests?: RoundTest[]; patch?: string },
+  o: RoundRef & {
+    kind: RoundKind;
+    trigger: string;
+    result: string;
+    pullNumber?: number;
+    issueTitle?: string;
+    tests?: RoundTest[];
+    patch?: string;
+  },
 ): StoredRound {
   return {
     version: 1,
     ref: { owner: o.owner, repo: o.repo, issueNumber: o.issueNumber, round: o.round },
     summary: summarizeRound(t, o),
-    tests: (o.tests ?? []).map((x) => ({ command: x.command, exitCode: x.exitCode, timedOut: x.timedOut, outputTail: x.outputTail })),
+    tests: (o.tests ?? []).map((x) => ({
+      command: x.command,
+      exitCode: x.exitCode,
+      timedOut: x.timedOut,
+      outputTail: x.outputTail,
+    })),
     patch: o.patch ?? t.output_patch,
     trajectory: t,
   };

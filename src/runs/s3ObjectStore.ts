@@ -1,4 +1,10 @@
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import type { ObjectStore } from './objectStore.js';
 
 export interface S3StoreOptions {
@@ -40,7 +46,12 @@ export class S3ObjectStore implements ObjectStore {
 
   async put(key: string, body: string): Promise<void> {
     await this.client.send(
-      new PutObjectCommand({ Bucket: this.o.bucket, Key: this.prefix + key, Body: body, ContentType: 'application/json' }),
+      new PutObjectCommand({
+        Bucket: this.o.bucket,
+        Key: this.prefix + key,
+        Body: body,
+        ContentType: 'application/json',
+      }),
     );
   }
 
@@ -61,7 +72,8 @@ export class S3ObjectStore implements ObjectStore {
       const page = await this.client.send(
         new ListObjectsV2Command({ Bucket: this.o.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }),
       );
-      for (const c of page.Contents ?? []) if (c.Key) yield { key: c.Key.slice(this.prefix.length), modified: c.LastModified };
+      for (const c of page.Contents ?? [])
+        if (c.Key) yield { key: c.Key.slice(this.prefix.length), modified: c.LastModified };
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
   }

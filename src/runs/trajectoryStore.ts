@@ -1,6 +1,13 @@
 import { redactDeep } from '../leaf/trajectory.js';
 import { checkKeyPart, type ObjectStore } from './objectStore.js';
-import { parseStoredRound, RoundSummarySchema, type RoundRef, type RoundSummary, type RunRef, type StoredRound } from './record.js';
+import {
+  parseStoredRound,
+  RoundSummarySchema,
+  type RoundRef,
+  type RoundSummary,
+  type RunRef,
+  type StoredRound,
+} from './record.js';
 
 /** A stored round may not grow past this (FROGNANO_TRAJECTORY_MAX_BYTES); long texts are clipped to fit. */
 export const DEFAULT_MAX_ROUND_BYTES = 16 * 1024 * 1024;
@@ -75,7 +82,8 @@ export class TrajectoryStore {
 }
 
 export function runKey(ref: RunRef): string {
-  if (!Number.isInteger(ref.issueNumber) || ref.issueNumber <= 0) throw new Error(`not an issue number: ${ref.issueNumber}`);
+  if (!Number.isInteger(ref.issueNumber) || ref.issueNumber <= 0)
+    throw new Error(`not an issue number: ${ref.issueNumber}`);
   // GitHub names are case-insensitive: one run, one folder, however a link spells it.
   return `${checkKeyPart(ref.owner.toLowerCase())}/${checkKeyPart(ref.repo.toLowerCase())}/${ref.issueNumber}`;
 }
@@ -101,12 +109,18 @@ export function boundedJson(round: StoredRound, maxBytes: number): string {
     text = JSON.stringify(clipStrings(round, limit));
   }
   if (Buffer.byteLength(text) <= maxBytes) return text;
-  throw new RoundTooLargeError(`round is ${Buffer.byteLength(text)} bytes even with every text clipped; the bound is ${maxBytes}`);
+  throw new RoundTooLargeError(
+    `round is ${Buffer.byteLength(text)} bytes even with every text clipped; the bound is ${maxBytes}`,
+  );
 }
 
 function clipStrings<T>(value: T, limit: number): T {
   if (typeof value === 'string') {
-    return (value.length > limit ? `${value.slice(0, limit)}\n… [${value.length - limit} characters cut to fit the store]` : value) as T;
+    return (
+      value.length > limit
+        ? `${value.slice(0, limit)}\n… [${value.length - limit} characters cut to fit the store]`
+        : value
+    ) as T;
   }
   if (Array.isArray(value)) return value.map((v) => clipStrings(v, limit)) as T;
   if (value !== null && typeof value === 'object') {

@@ -8,7 +8,8 @@ export function publicUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string |
   const raw = env.FROGNANO_PUBLIC_URL?.trim();
   if (!raw) return undefined;
   const u = new URL(raw);
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`FROGNANO_PUBLIC_URL must be http(s), got ${raw}`);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw new Error(`FROGNANO_PUBLIC_URL must be http(s), got ${raw}`);
   return raw.replace(/\/+$/, '');
 }
 

@@ -23,10 +23,31 @@ const BWRAP_HOME = '/home/agent';
  * cloud credentials; these are only what dynamic linking, TLS roots, locale/time and shells need.
  */
 const ETC_ALLOW = [
-  'alternatives', 'bash.bashrc', 'ca-certificates', 'ca-certificates.conf', 'debian_version', 'environment.d',
-  'gitattributes', 'host.conf', 'inputrc', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'locale.alias', 'localtime',
-  'mime.types', 'nsswitch.conf', 'os-release', 'profile', 'profile.d', 'protocols', 'pki', 'services', 'ssl',
-  'timezone', 'xdg',
+  'alternatives',
+  'bash.bashrc',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'debian_version',
+  'environment.d',
+  'gitattributes',
+  'host.conf',
+  'inputrc',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'locale.alias',
+  'localtime',
+  'mime.types',
+  'nsswitch.conf',
+  'os-release',
+  'profile',
+  'profile.d',
+  'protocols',
+  'pki',
+  'services',
+  'ssl',
+  'timezone',
+  'xdg',
 ];
 
 const GITCONFIG = `[safe]
@@ -70,7 +91,11 @@ function bwrapHasSize(bwrapPath: string): boolean {
   let known = sizeSupport.get(bwrapPath);
   if (known === undefined) {
     try {
-      known = execFileSync(bwrapPath, ['--help'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).includes('--size');
+      known = execFileSync(bwrapPath, ['--help'], {
+        encoding: 'utf8',
+        timeout: 5000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).includes('--size');
     } catch {
       known = false;
     }
@@ -86,15 +111,19 @@ function bwrapHasSize(bwrapPath: string): boolean {
 function networkEtc(stateDir: string): string[] {
   const gai = existsSync('/etc/gai.conf') ? ['--ro-bind', '/etc/gai.conf', '/etc/gai.conf'] : [];
   return [
-    '--ro-bind', path.join(stateDir, 'resolv.conf'), '/etc/resolv.conf',
-    '--ro-bind', path.join(stateDir, 'hosts'), '/etc/hosts',
+    '--ro-bind',
+    path.join(stateDir, 'resolv.conf'),
+    '/etc/resolv.conf',
+    '--ro-bind',
+    path.join(stateDir, 'hosts'),
+    '/etc/hosts',
     ...gai,
   ];
 }
 
 const NO_ROOT_FOR_NETWORK =
   'sandbox: this setup command ran without network: setup.network on the bwrap sandbox needs a runner started as ' +
-  'root (slirp4netns connects the command\'s own network namespace from outside); use the docker sandbox ' +
+  "root (slirp4netns connects the command's own network namespace from outside); use the docker sandbox " +
   '(FROGNANO_SANDBOX=docker) for repositories whose setup commands need network';
 
 /**
@@ -104,8 +133,7 @@ const NO_ROOT_FOR_NETWORK =
 async function assertReachable(dir: string, user: { uid: number; gid: number }): Promise<void> {
   for (let d = path.dirname(dir); ; d = path.dirname(d)) {
     const st = await fs.stat(d);
-    const searchable =
-      st.uid === user.uid ? st.mode & 0o100 : st.gid === user.gid ? st.mode & 0o010 : st.mode & 0o001;
+    const searchable = st.uid === user.uid ? st.mode & 0o100 : st.gid === user.gid ? st.mode & 0o010 : st.mode & 0o001;
     if (!searchable) {
       throw new Error(
         `the sandbox user ${user.uid} cannot reach the workspace ${dir}: ${d} is not searchable by it ` +
@@ -181,9 +209,14 @@ export class BwrapSandbox implements Sandbox {
    * namespace of its own, so no command can see or signal it.
    */
   private async measureWorkspace(): Promise<WorkspaceUsage> {
-    const argv = this.argvFor(['bash', '-c', MEASURE_SCRIPT, 'measure', BWRAP_WORKDIR], BWRAP_WORKDIR, baseEnv(BWRAP_HOME), {
-      inJobCgroup: false,
-    });
+    const argv = this.argvFor(
+      ['bash', '-c', MEASURE_SCRIPT, 'measure', BWRAP_WORKDIR],
+      BWRAP_WORKDIR,
+      baseEnv(BWRAP_HOME),
+      {
+        inJobCgroup: false,
+      },
+    );
     const r = await runProcess(argv, {
       cwd: '/',
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
@@ -194,7 +227,10 @@ export class BwrapSandbox implements Sandbox {
     return parseUsage(r.stdout);
   }
 
-  static async create(workspaceDir: string, config: Partial<Omit<BwrapSandboxConfig, 'kind'>> = {}): Promise<BwrapSandbox> {
+  static async create(
+    workspaceDir: string,
+    config: Partial<Omit<BwrapSandboxConfig, 'kind'>> = {},
+  ): Promise<BwrapSandbox> {
     const cfg = BwrapSandboxConfigSchema.parse({ ...config, kind: 'bwrap' });
     const hostDir = await resolveWorkspaceDir(workspaceDir);
     if ((process.getuid?.() ?? 0) === 0) await assertReachable(hostDir, parseUser(cfg.user));
@@ -229,18 +265,9 @@ export class BwrapSandbox implements Sandbox {
     env: Record<string, string>,
     opts: { inJobCgroup?: boolean; network?: boolean } = {},
   ): string[] {
-    const isRoot = (process.getuid?.() ?? 0) === 0;
-    const prefix = isRoot
-      ? ['setpriv', `--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all']
-      : [];
+    const prefix = this.privilegeDrop();
     const setenv = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
-    // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash). The
-    // address-space limit is only the fallback without a cgroup: per process, and it breaks runtimes that reserve
-    // large address ranges (node, go, java) where the cgroup counts what is really used.
-    const addressSpace = this.cgroup ? '' : `-v ${this.cfg.memoryMb * 1024} `;
-    const limits =
-      `ulimit -S -H -u ${this.cfg.pidsLimit} ${addressSpace}-f ${this.cfg.fileSizeMb * 1024} ` +
-      `-n ${this.cfg.nofile} -c 0 || exit 125; exec "$@"`;
+    const limits = this.ulimitScript();
     const size = bwrapHasSize(this.cfg.bwrapPath) ? ['--size', String(this.cfg.tmpSizeMb * 1024 * 1024)] : [];
     const bwrapArgv = [
       ...prefix,
@@ -257,30 +284,89 @@ export class BwrapSandbox implements Sandbox {
       '--disable-userns',
       '--die-with-parent',
       '--new-session',
-      '--uid', String(this.owner.uid),
-      '--gid', String(this.owner.gid),
-      '--hostname', 'sandbox',
-      ...systemBinds(),
-      '--ro-bind', path.join(this.stateDir, 'passwd'), '/etc/passwd',
-      '--ro-bind', path.join(this.stateDir, 'group'), '/etc/group',
-      '--ro-bind', path.join(this.stateDir, 'gitconfig'), '/etc/gitconfig',
-      '--proc', '/proc',
-      '--dev', '/dev',
-      ...size, '--tmpfs', '/tmp',
-      ...size, '--tmpfs', '/var/tmp',
-      ...size, '--tmpfs', BWRAP_HOME,
-      '--bind', this.hostDir, BWRAP_WORKDIR,
-      // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
-      '--remount-ro', '/',
-      '--chdir', cwdInside,
+      '--uid',
+      String(this.owner.uid),
+      '--gid',
+      String(this.owner.gid),
+      '--hostname',
+      'sandbox',
+      ...this.filesystemArgs(size),
+      '--chdir',
+      cwdInside,
       '--clearenv',
       ...setenv,
       '--',
-      'bash', '-c', limits, 'frognano-sandbox', ...inner,
+      'bash',
+      '-c',
+      limits,
+      'frognano-sandbox',
+      ...inner,
     ];
     // The workspace measurement stays out of the job's cgroup: a job at its memory or pids limit must not make it
     // fail (it is this code's own find and awk).
     return this.cgroup && opts.inJobCgroup !== false ? joinCgroupArgv(this.cgroup.procsFiles, bwrapArgv) : bwrapArgv;
+  }
+
+  /** A root runner starts bwrap as the sandbox user, with no capabilities to inherit or regain. */
+  private privilegeDrop(): string[] {
+    const isRoot = (process.getuid?.() ?? 0) === 0;
+    return isRoot
+      ? [
+          'setpriv',
+          `--reuid=${this.owner.uid}`,
+          `--regid=${this.owner.gid}`,
+          '--clear-groups',
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+        ]
+      : [];
+  }
+
+  /** The shell that sets the per-process limits, then runs the command. */
+  private ulimitScript(): string {
+    // ulimit -S -H: a command may lower but never raise them. -v is in KiB, -f in 1024-byte blocks (bash). The
+    // address-space limit is only the fallback without a cgroup: per process, and it breaks runtimes that reserve
+    // large address ranges (node, go, java) where the cgroup counts what is really used.
+    const addressSpace = this.cgroup ? '' : `-v ${this.cfg.memoryMb * 1024} `;
+    return (
+      `ulimit -S -H -u ${this.cfg.pidsLimit} ${addressSpace}-f ${this.cfg.fileSizeMb * 1024} ` +
+      `-n ${this.cfg.nofile} -c 0 || exit 125; exec "$@"`
+    );
+  }
+
+  /** The sandbox's filesystem: read-only system directories, its own /etc files, tmpfs scratch, the workspace. */
+  private filesystemArgs(size: string[]): string[] {
+    return [
+      ...systemBinds(),
+      '--ro-bind',
+      path.join(this.stateDir, 'passwd'),
+      '/etc/passwd',
+      '--ro-bind',
+      path.join(this.stateDir, 'group'),
+      '/etc/group',
+      '--ro-bind',
+      path.join(this.stateDir, 'gitconfig'),
+      '/etc/gitconfig',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      ...size,
+      '--tmpfs',
+      '/tmp',
+      ...size,
+      '--tmpfs',
+      '/var/tmp',
+      ...size,
+      '--tmpfs',
+      BWRAP_HOME,
+      '--bind',
+      this.hostDir,
+      BWRAP_WORKDIR,
+      // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
+      '--remount-ro',
+      '/',
+    ];
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -301,22 +387,22 @@ export class BwrapSandbox implements Sandbox {
     const network = options.network === true && (process.getuid?.() ?? 0) === 0;
     let userNetwork: Promise<UserNetwork> | undefined;
     const run = runProcess(this.argvFor(inner, BWRAP_WORKDIR, env, { network }), {
-        extraPipes: network ? 2 : 0,
-        onSpawn: (child) => {
-          if (!network) return;
-          const blocked = this.cfg.setupNetworkBlocked;
-          const pipes = { slirp4netnsPath: this.cfg.slirp4netnsPath, blocked };
-          const [info, block] = [child.stdio[INFO_FD] as Readable | null, child.stdio[BLOCK_FD] as Writable | null];
-          userNetwork = connectUserNetwork(info, block, pipes);
-        },
-        cwd: '/',
-        // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
-        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
-        timeoutMs,
-        signal: ac.signal,
-        maxOutputBytes: options.maxOutputBytes ?? this.cfg.maxOutputBytes,
-        stdin: options.stdin,
-      });
+      extraPipes: network ? 2 : 0,
+      onSpawn: (child) => {
+        if (!network) return;
+        const blocked = this.cfg.setupNetworkBlocked;
+        const pipes = { slirp4netnsPath: this.cfg.slirp4netnsPath, blocked };
+        const [info, block] = [child.stdio[INFO_FD] as Readable | null, child.stdio[BLOCK_FD] as Writable | null];
+        userNetwork = connectUserNetwork(info, block, pipes);
+      },
+      cwd: '/',
+      // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      timeoutMs,
+      signal: ac.signal,
+      maxOutputBytes: options.maxOutputBytes ?? this.cfg.maxOutputBytes,
+      stdin: options.stdin,
+    });
     this.running.set(ac, run);
     const stopWatch = this.job.watch(() => ac.abort());
     try {
@@ -326,7 +412,8 @@ export class BwrapSandbox implements Sandbox {
       });
       const link = await userNetwork;
       link?.stop();
-      if (link?.failure) r.stderr = appendNote(r.stderr, `sandbox: this setup command ran without network: ${link.failure}`);
+      if (link?.failure)
+        r.stderr = appendNote(r.stderr, `sandbox: this setup command ran without network: ${link.failure}`);
       if (options.network && !network) r.stderr = appendNote(r.stderr, NO_ROOT_FOR_NETWORK);
       await stopWatch();
       const over = this.job.overBudget;
@@ -337,7 +424,10 @@ export class BwrapSandbox implements Sandbox {
       }
       // Say why a process vanished: the model (and the log) should see the limit, not a bare "Killed".
       if (this.cgroup && (await this.cgroup.oomKills()) > (oomBefore ?? 0)) {
-        r.stderr = appendNote(r.stderr, `sandbox: a process was killed: the job's memory limit of ${this.cfg.memoryMb} MiB was reached`);
+        r.stderr = appendNote(
+          r.stderr,
+          `sandbox: a process was killed: the job's memory limit of ${this.cfg.memoryMb} MiB was reached`,
+        );
       }
       return r;
     } finally {

@@ -63,13 +63,21 @@ async function detect(parentOverride?: string): Promise<Layout> {
   if (/\bmemory\b/.test(v2Controllers) && /\bpids\b/.test(v2Controllers)) {
     return { version: 2, parents: { '': under(ROOT, own.get('')) } };
   }
-  if ((await exists(path.join(ROOT, 'memory', 'cgroup.procs'))) && (await exists(path.join(ROOT, 'pids', 'cgroup.procs')))) {
+  if (
+    (await exists(path.join(ROOT, 'memory', 'cgroup.procs'))) &&
+    (await exists(path.join(ROOT, 'pids', 'cgroup.procs')))
+  ) {
     return {
       version: 1,
-      parents: { memory: under(path.join(ROOT, 'memory'), own.get('memory')), pids: under(path.join(ROOT, 'pids'), own.get('pids')) },
+      parents: {
+        memory: under(path.join(ROOT, 'memory'), own.get('memory')),
+        pids: under(path.join(ROOT, 'pids'), own.get('pids')),
+      },
     };
   }
-  throw new CgroupUnavailableError(`neither cgroup v2 with memory and pids nor cgroup v1 memory and pids under ${ROOT}`);
+  throw new CgroupUnavailableError(
+    `neither cgroup v2 with memory and pids nor cgroup v1 memory and pids under ${ROOT}`,
+  );
 }
 
 async function write(file: string, value: string): Promise<void> {
@@ -98,7 +106,10 @@ async function v2Parent(preferred: string, configured: boolean): Promise<string>
 }
 
 /** Creates the job's cgroups with the limits; throws CgroupUnavailableError when that is not possible here. */
-export async function createJobCgroup(limits: { memoryBytes: number; pids: number }, parentOverride?: string): Promise<JobCgroup> {
+export async function createJobCgroup(
+  limits: { memoryBytes: number; pids: number },
+  parentOverride?: string,
+): Promise<JobCgroup> {
   const layout = await detect(parentOverride);
   const name = `frognano-${randomBytes(6).toString('hex')}`;
   const dirs: string[] = [];
@@ -129,7 +140,9 @@ export async function createJobCgroup(limits: { memoryBytes: number; pids: numbe
     for (const d of dirs.reverse()) await fs.rmdir(d).catch(() => {});
     if (err instanceof CgroupUnavailableError) throw err;
     const e = err as NodeJS.ErrnoException;
-    throw new CgroupUnavailableError(`${e.code ?? 'error'} creating ${name} under ${Object.values(layout.parents).join(', ')}`);
+    throw new CgroupUnavailableError(
+      `${e.code ?? 'error'} creating ${name} under ${Object.values(layout.parents).join(', ')}`,
+    );
   }
   const procsFiles = dirs.map((d) => path.join(d, 'cgroup.procs'));
   const memDir = dirs[0];

@@ -69,7 +69,10 @@ export async function checkDocker(
       try {
         const r = await sb.exec('echo ok', { timeoutMs: 30_000 });
         if (r.exitCode !== 0 || r.stdout.trim() !== 'ok') {
-          throw new Error((r.stderr || r.stdout).trim().split('\n').slice(-2).join(' ') || (r.timedOut ? 'timed out' : `exit ${r.exitCode}`));
+          throw new Error(
+            (r.stderr || r.stdout).trim().split('\n').slice(-2).join(' ') ||
+              (r.timedOut ? 'timed out' : `exit ${r.exitCode}`),
+          );
         }
       } finally {
         await sb.close();
@@ -106,7 +109,9 @@ export async function checkBwrap(cfg: BwrapSandboxConfig): Promise<SandboxCheckR
       if (r.exitCode === 0 && r.stdout.trim() === 'ok') {
         return { kind: 'bwrap', ok: true, message: `bubblewrap works (${cfg.bwrapPath})${await setupNetworkNote(sb)}` };
       }
-      const why = (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ') || (r.timedOut ? 'timed out' : `exit ${r.exitCode}`);
+      const why =
+        (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ') ||
+        (r.timedOut ? 'timed out' : `exit ${r.exitCode}`);
       return {
         kind: 'bwrap',
         ok: false,
@@ -124,7 +129,10 @@ export async function checkBwrap(cfg: BwrapSandboxConfig): Promise<SandboxCheckR
       kind: 'bwrap',
       ok: false,
       message: `bubblewrap unavailable: ${msg}`,
-      hint: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'install bubblewrap (apt-get install bubblewrap)' : undefined,
+      hint:
+        (err as NodeJS.ErrnoException).code === 'ENOENT'
+          ? 'install bubblewrap (apt-get install bubblewrap)'
+          : undefined,
     };
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -147,12 +155,14 @@ export async function checkSandbox(input: SandboxConfigInput): Promise<SandboxCh
       return {
         kind: 'local',
         ok: true,
-        checks: [{
-          kind: 'local',
-          ok: true,
-          message: 'local sandbox: commands run on this machine with no isolation',
-          hint: 'use only with trusted repositories and models; prefer docker or bwrap',
-        }],
+        checks: [
+          {
+            kind: 'local',
+            ok: true,
+            message: 'local sandbox: commands run on this machine with no isolation',
+            hint: 'use only with trusted repositories and models; prefer docker or bwrap',
+          },
+        ],
       };
     case 'auto': {
       const { docker, bwrap } = autoCandidates(cfg);
@@ -167,7 +177,9 @@ export async function checkSandbox(input: SandboxConfigInput): Promise<SandboxCh
 /** Turns `auto` into the concrete config to use: docker when usable, else bwrap, never local. */
 export async function resolveSandboxConfig(
   input: SandboxConfigInput,
-): Promise<DockerSandboxConfig | BwrapSandboxConfig | Extract<ReturnType<typeof SandboxConfigSchema.parse>, { kind: 'local' }>> {
+): Promise<
+  DockerSandboxConfig | BwrapSandboxConfig | Extract<ReturnType<typeof SandboxConfigSchema.parse>, { kind: 'local' }>
+> {
   const cfg = SandboxConfigSchema.parse(input);
   if (cfg.kind !== 'auto') return cfg;
   const { docker, bwrap } = autoCandidates(cfg);

@@ -36,9 +36,17 @@ const limits = {
   /** Timeout of one command when the caller gives none. */
   defaultTimeoutMs: z.number().int().positive().default(120_000),
   /** Whole-sandbox lifetime: after this every process is killed and further commands fail. */
-  jobTimeoutMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
+  jobTimeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .default(2 * 60 * 60 * 1000),
   /** Cap on captured bytes per stream when the caller gives none. */
-  maxOutputBytes: z.number().int().positive().default(1024 * 1024),
+  maxOutputBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** uid:gid commands run as when the runner itself is root (a non-root runner maps its own uid). */
   user: uidGid.default('1000:1000'),
 };
@@ -152,7 +160,9 @@ export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sand
     cgroup: str('FROGNANO_SANDBOX_BWRAP_CGROUP'),
     cgroupParent: str('FROGNANO_SANDBOX_CGROUP_PARENT'),
     slirp4netnsPath: str('FROGNANO_SANDBOX_SLIRP4NETNS'),
-    setupNetworkBlocked: env.FROGNANO_SETUP_NETWORK_BLOCKED?.split(',').map((c) => c.trim()).filter(Boolean),
+    setupNetworkBlocked: env.FROGNANO_SETUP_NETWORK_BLOCKED?.split(',')
+      .map((c) => c.trim())
+      .filter(Boolean),
   };
   const drop = <T extends object>(o: T): Partial<T> =>
     Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
@@ -204,8 +214,8 @@ export function checkRunnerSandbox(cfg: SandboxConfig, env: NodeJS.ProcessEnv = 
   if (cfg.kind !== 'local') return undefined;
   if (env[UNSAFE_LOCAL_OPT_IN] !== '1') {
     throw new Error(
-      'FROGNANO_SANDBOX=local runs the model\'s commands on the runner with no isolation: a prompt-injected issue could ' +
-        'read the runner\'s files and credentials. Use docker or bwrap; for a development runner on a machine you can ' +
+      "FROGNANO_SANDBOX=local runs the model's commands on the runner with no isolation: a prompt-injected issue could " +
+        "read the runner's files and credentials. Use docker or bwrap; for a development runner on a machine you can " +
         `lose, set ${UNSAFE_LOCAL_OPT_IN}=1`,
     );
   }

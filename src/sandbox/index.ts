@@ -27,7 +27,14 @@ export {
   type LocalSandboxConfig,
   type AutoSandboxConfig,
 } from './config.js';
-export { checkSandbox, checkDocker, checkBwrap, resolveSandboxConfig, type SandboxCheck, type SandboxCheckResult } from './check.js';
+export {
+  checkSandbox,
+  checkDocker,
+  checkBwrap,
+  resolveSandboxConfig,
+  type SandboxCheck,
+  type SandboxCheckResult,
+} from './check.js';
 export { DockerSandbox, reapStaleSandboxes, SandboxUnavailableError, SANDBOX_LABEL } from './docker/index.js';
 export { BwrapSandbox } from './bwrap.js';
 export { LocalSandbox } from './local.js';

@@ -36,7 +36,10 @@ export class LocalSandbox implements Sandbox {
   private cleanRoot: Promise<string> | undefined;
   private closed = false;
 
-  constructor(repoDir: string, private readonly defaultTimeoutMs = 120_000) {
+  constructor(
+    repoDir: string,
+    private readonly defaultTimeoutMs = 120_000,
+  ) {
     this.workdir = path.resolve(repoDir);
   }
 
@@ -44,7 +47,9 @@ export class LocalSandbox implements Sandbox {
     if (this.closed) throw new Error('sandbox is closed');
     // The clean shell makes its own HOME, below a directory of this sandbox's (the host's /tmp would keep the ones
     // a killed command could not remove); the base environment's HOME is not passed on.
-    const tmpParent = options.clean ? await (this.cleanRoot ??= mkdtemp(path.join(os.tmpdir(), 'frognano-clean-'))) : undefined;
+    const tmpParent = options.clean
+      ? await (this.cleanRoot ??= mkdtemp(path.join(os.tmpdir(), 'frognano-clean-')))
+      : undefined;
     const shell = shellCommand(command, options, baseEnv('/nonexistent'), tmpParent);
     return this.spawn(shell.argv, shell.options);
   }

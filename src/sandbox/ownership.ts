@@ -24,7 +24,8 @@ export interface WorkspaceOwner {
 export async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   // chown -R never follows symlinks (-P is its default), so a link in the repository cannot redirect it.
   const r = await runProcess(['chown', '-R', '-P', `${uid}:${gid}`, dir], { env: baseEnv('/tmp'), timeoutMs: 120_000 });
-  if (r.exitCode !== 0) throw new Error(`could not chown workspace ${dir} to ${uid}:${gid}: ${r.stderr.trim() || 'timed out'}`);
+  if (r.exitCode !== 0)
+    throw new Error(`could not chown workspace ${dir} to ${uid}:${gid}: ${r.stderr.trim() || 'timed out'}`);
 }
 
 export async function claimWorkspace(dir: string, sandboxUser: { uid: number; gid: number }): Promise<WorkspaceOwner> {

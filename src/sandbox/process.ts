@@ -41,8 +41,14 @@ export class CappedBuffer {
 /** The result of a command whose signal was aborted before it started (shared with the docker sandbox's exec). */
 export function cancelledBeforeStart(): ExecResult {
   return {
-    exitCode: null, stdout: '', stderr: '', timedOut: false, cancelled: true,
-    stdoutTruncated: 0, stderrTruncated: 0, durationMs: 0,
+    exitCode: null,
+    stdout: '',
+    stderr: '',
+    timedOut: false,
+    cancelled: true,
+    stdoutTruncated: 0,
+    stderrTruncated: 0,
+    durationMs: 0,
   };
 }
 

@@ -73,7 +73,9 @@ function nockEditStatus(rec: ReturnType<typeof recorder>) {
 }
 
 function nockEyes(commentId: number) {
-  return nock(API).post(`${REPO}/issues/comments/${commentId}/reactions`, { content: 'eyes' }).reply(201, { id: 1, content: 'eyes' });
+  return nock(API)
+    .post(`${REPO}/issues/comments/${commentId}/reactions`, { content: 'eyes' })
+    .reply(201, { id: 1, content: 'eyes' });
 }
 
 /** A real pull request object (from the pull_request.opened example) as frognano opens them. */
@@ -108,7 +110,12 @@ async function takeJob(): Promise<{ worker: { close(force?: boolean): Promise<vo
   const job = await w.getNextJob(token);
   if (!job) throw new Error('no job to take');
   // A worker does not close a connection it was handed.
-  const worker = { close: async (force?: boolean) => { await w.close(force); await conn.quit(); } };
+  const worker = {
+    close: async (force?: boolean) => {
+      await w.close(force);
+      await conn.quit();
+    },
+  };
   return { worker, token, job };
 }
 
@@ -180,7 +187,11 @@ describe('issues.labeled', () => {
   test('labelling again after the attempt finished does not re-run it', async () => {
     await labelAsWriter();
     const { worker, token, job } = await takeJob();
-    await job.moveToCompleted({ outcome: 'no_patch', exitReason: 'finished', turns: 3, elapsedSeconds: 12 }, token, false);
+    await job.moveToCompleted(
+      { outcome: 'no_patch', exitReason: 'finished', turns: 3, elapsedSeconds: 12 },
+      token,
+      false,
+    );
     await worker.close();
     nockPermission('Codertocat', 'write');
     await receive(h.probot, 'issues', labeledPayload());
@@ -266,7 +277,11 @@ describe('issue_comment.created commands', () => {
     nockReply(rec);
     await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { commentId: 31, user: 'stranger' }));
     // Later comments: only the permission lookup; no reaction, no reply (nock refuses any other call).
-    for (const [id, user] of [[32, 'stranger'], [33, 'another'], [34, 'stranger']] as const) {
+    for (const [id, user] of [
+      [32, 'stranger'],
+      [33, 'another'],
+      [34, 'stranger'],
+    ] as const) {
       nock(API).get(`${REPO}/collaborators/${user}/permission`).reply(404, { message: 'Not Found' });
       await receive(h.probot, 'issue_comment', commentPayload('/frognano status', { commentId: id, user }));
     }
@@ -276,7 +291,11 @@ describe('issue_comment.created commands', () => {
     // Another issue gets its own (single) answer.
     nock(API).get(`${REPO}/collaborators/stranger/permission`).reply(404, { message: 'Not Found' });
     nock(API).post(`${REPO}/issues/2/comments`, rec.match('reply-2')).reply(201, { id: 778 });
-    await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { commentId: 35, user: 'stranger', issueNumber: 2 }));
+    await receive(
+      h.probot,
+      'issue_comment',
+      commentPayload('/frognano retry', { commentId: 35, user: 'stranger', issueNumber: 2 }),
+    );
     expect(rec.bodies).toHaveLength(2);
   });
 
@@ -293,7 +312,11 @@ describe('issue_comment.created commands', () => {
   });
 
   test('comments by bots (including this app) are ignored', async () => {
-    await receive(h.probot, 'issue_comment', commentPayload('/frognano retry', { user: 'frognano[bot]', userType: 'Bot' }));
+    await receive(
+      h.probot,
+      'issue_comment',
+      commentPayload('/frognano retry', { user: 'frognano[bot]', userType: 'Bot' }),
+    );
     expect(await h.queue.count()).toBe(0);
   });
 
@@ -347,7 +370,9 @@ describe('issue_comment.created commands', () => {
     nockPermission('Codertocat', 'write');
     nockReply(rec);
     await receive(h.probot, 'issue_comment', commentPayload('/frognano status', { commentId: 14 }));
-    expect(rec.bodies[0]!.body.body).toBe('@Codertocat frognano has not run on this issue yet. Add the `frognano` label to start.');
+    expect(rec.bodies[0]!.body.body).toBe(
+      '@Codertocat frognano has not run on this issue yet. Add the `frognano` label to start.',
+    );
   });
 
   test('/frognano cancel removes a waiting job and marks the status cancelled', async () => {
@@ -374,14 +399,20 @@ describe('issue_comment.created commands', () => {
 
     await labelAsWriter();
     const { worker, token, job } = await takeJob();
-    await job.moveToCompleted({ outcome: 'no_patch', reason: 'No test reproduces it.', exitReason: 'finished', turns: 5, elapsedSeconds: 30 }, token, false);
+    await job.moveToCompleted(
+      { outcome: 'no_patch', reason: 'No test reproduces it.', exitReason: 'finished', turns: 5, elapsedSeconds: 30 },
+      token,
+      false,
+    );
     await worker.close();
     const rec2 = recorder();
     nockEyes(26);
     nockPermission('Codertocat', 'write');
     nockReply(rec2);
     await receive(h.probot, 'issue_comment', commentPayload('/frognano cancel', { commentId: 26 }));
-    expect(rec2.bodies[0]!.body.body).toBe('There is nothing to cancel: attempt 1 has already ended (finished without proposing a change).');
+    expect(rec2.bodies[0]!.body.body).toBe(
+      'There is nothing to cancel: attempt 1 has already ended (finished without proposing a change).',
+    );
     expect(await isCancelRequested(h.redis, JOB1)).toBe(false);
   });
 
@@ -430,11 +461,18 @@ describe('issue_comment.created commands', () => {
     }
   });
 
-  test('/frognano status after a pull request leaves the runner\'s comment alone and answers with the result', async () => {
+  test("/frognano status after a pull request leaves the runner's comment alone and answers with the result", async () => {
     await labelAsWriter();
     const { worker, token, job } = await takeJob();
     await job.moveToCompleted(
-      { outcome: 'pull_request', pullRequestUrl: 'https://github.com/Codertocat/Hello-World/pull/2', pullRequestNumber: 2, exitReason: 'finished', turns: 9, elapsedSeconds: 80 },
+      {
+        outcome: 'pull_request',
+        pullRequestUrl: 'https://github.com/Codertocat/Hello-World/pull/2',
+        pullRequestNumber: 2,
+        exitReason: 'finished',
+        turns: 9,
+        elapsedSeconds: 80,
+      },
       token,
       false,
     );
@@ -465,7 +503,9 @@ describe('issue_comment.created commands', () => {
     // BullMQ's own wording is replaced by one a maintainer can act on.
     expect(rec.bodies[0]!.body.body).toContain('The runner stopped responding repeatedly while working on this issue');
     expect(rec.bodies[0]!.body.body).not.toContain('allowable limit');
-    expect(rec.bodies[1]!.body.body).toBe('@Codertocat Attempt 1: stopped with an error. Details are in the [status comment](https://github.com/Codertocat/Hello-World/issues/1#issuecomment-9001).');
+    expect(rec.bodies[1]!.body.body).toBe(
+      '@Codertocat Attempt 1: stopped with an error. Details are in the [status comment](https://github.com/Codertocat/Hello-World/issues/1#issuecomment-9001).',
+    );
   });
 
   test('/frognano retry while the attempt is queued does not queue a second one', async () => {
@@ -535,14 +575,21 @@ describe('issue_comment.created commands', () => {
   test.each([
     ['a person', (pr: any) => Object.assign(pr, { user: { ...pr.user, login: 'Codertocat', type: 'User' } })],
     ['another branch', (pr: any) => Object.assign(pr, { head: { ...pr.head, ref: 'feature/x' } })],
-    ['a fork', (pr: any) => Object.assign(pr, { head: { ...pr.head, repo: { ...pr.head.repo, full_name: 'someone/Hello-World' } } })],
-  ])('/frognano on a pull request opened by %s is ignored: no permission lookup, reaction or reply', async (_what, change) => {
-    nockPullRequest(1, change(botPullRequest()));
-    const p = commentPayload('/frognano retry', { commentId: 22, user: 'stranger' });
-    p.issue.pull_request = { url: `${API}${REPO}/pulls/1` };
-    await receive(h.probot, 'issue_comment', p);
-    expect(await h.queue.count()).toBe(0);
-  });
+    [
+      'a fork',
+      (pr: any) =>
+        Object.assign(pr, { head: { ...pr.head, repo: { ...pr.head.repo, full_name: 'someone/Hello-World' } } }),
+    ],
+  ])(
+    '/frognano on a pull request opened by %s is ignored: no permission lookup, reaction or reply',
+    async (_what, change) => {
+      nockPullRequest(1, change(botPullRequest()));
+      const p = commentPayload('/frognano retry', { commentId: 22, user: 'stranger' });
+      p.issue.pull_request = { url: `${API}${REPO}/pulls/1` };
+      await receive(h.probot, 'issue_comment', p);
+      expect(await h.queue.count()).toBe(0);
+    },
+  );
 
   test('a comment payload missing fields is ignored without throwing', async () => {
     const p = commentPayload('/frognano retry');

@@ -78,7 +78,21 @@ describe('parseCommand', () => {
 
 describe('paragraphLineStarts', () => {
   test('yields each visible paragraph line, in order', () => {
-    const md = ['first', 'second', '', '```', 'code', '```', '> quote', '', '    indented', '', 'third <!-- hidden', 'still hidden -->', 'fourth'].join('\n');
+    const md = [
+      'first',
+      'second',
+      '',
+      '```',
+      'code',
+      '```',
+      '> quote',
+      '',
+      '    indented',
+      '',
+      'third <!-- hidden',
+      'still hidden -->',
+      'fourth',
+    ].join('\n');
     expect(paragraphLineStarts(md)).toEqual(['first', 'second', 'third <!-- hidden', 'fourth']);
   });
 });

@@ -4,7 +4,16 @@ import { guidanceFrom, isGuidanceRequest } from '../../src/app/guidance.js';
 import { pullRequestCommand } from '../../src/app/followUp.js';
 import { parseCommand } from '../../src/app/commands.js';
 import { JobDataSchema } from '../../src/queue/schema.js';
-import { API, commentPayload, createHarness, example, nockInstallationToken, nockPermission, receive, type Harness } from './helpers.js';
+import {
+  API,
+  commentPayload,
+  createHarness,
+  example,
+  nockInstallationToken,
+  nockPermission,
+  receive,
+  type Harness,
+} from './helpers.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
 const PR = 12;
@@ -49,7 +58,10 @@ function botPullRequest(over: Record<string, unknown> = {}) {
 /** issue_comment.created (the real example) on pull request #12. */
 function prComment(body: string, o: { commentId?: number; user?: string } = {}) {
   const p = commentPayload(body, { issueNumber: PR, commentId: o.commentId ?? 31, user: o.user });
-  p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}`, html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}` };
+  p.issue.pull_request = {
+    url: `${API}${REPO}/pulls/${PR}`,
+    html_url: `https://github.com/Codertocat/Hello-World/pull/${PR}`,
+  };
   return p;
 }
 
@@ -86,7 +98,15 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
       trigger: 'comment',
       triggeredBy: { login: 'Codertocat' },
       commentId: 31,
-      followUp: { pullNumber: PR, headBranch: 'frognano/issue-1-attempt-2', headSha: HEAD, baseBranch: 'master', round: 1, feedback: 'use "commit" in the title too', source: 'comment' },
+      followUp: {
+        pullNumber: PR,
+        headBranch: 'frognano/issue-1-attempt-2',
+        headSha: HEAD,
+        baseBranch: 'master',
+        round: 1,
+        feedback: 'use "commit" in the title too',
+        source: 'comment',
+      },
     });
     expect(bodies).toHaveLength(1);
     expect(bodies[0]).toContain('frognano: round 1 queued');
@@ -159,7 +179,11 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
 
   test('someone without write access is refused once and nothing is queued', async () => {
     nockPermission('stranger', 'read');
-    nock(API).get(`${REPO}/pulls/${PR}`).reply(200, botPullRequest()).post(`${REPO}/issues/${PR}/comments`).reply(201, { id: 6 });
+    nock(API)
+      .get(`${REPO}/pulls/${PR}`)
+      .reply(200, botPullRequest())
+      .post(`${REPO}/issues/${PR}/comments`)
+      .reply(201, { id: 6 });
     await receive(h.probot, 'issue_comment', prComment('/frognano delete the tests', { user: 'stranger' }));
     expect(await h.queue.count()).toBe(0);
   });
@@ -169,11 +193,26 @@ describe('pull_request_review.submitted with /frognano', () => {
   function review(o: { id?: number; body: string | null; user?: string; state?: string }) {
     const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
     p.installation = { id: 4242 };
-    p.review = { ...p.review, id: o.id ?? 77, body: o.body, state: o.state ?? 'commented', user: { ...p.review.user, login: o.user ?? 'Codertocat', type: 'User' } };
+    p.review = {
+      ...p.review,
+      id: o.id ?? 77,
+      body: o.body,
+      state: o.state ?? 'commented',
+      user: { ...p.review.user, login: o.user ?? 'Codertocat', type: 'User' },
+    };
     p.pull_request = { ...p.pull_request, ...botPullRequest() };
     return p;
   }
-  const inline = [{ body: 'Use a constant here.', path: 'src/a.ts', line: 4, original_line: 4, diff_hunk: '@@ -1,4 +1,4 @@\n+x', user: { login: 'Codertocat', type: 'User' } }];
+  const inline = [
+    {
+      body: 'Use a constant here.',
+      path: 'src/a.ts',
+      line: 4,
+      original_line: 4,
+      diff_hunk: '@@ -1,4 +1,4 @@\n+x',
+      user: { login: 'Codertocat', type: 'User' },
+    },
+  ];
 
   test('queues a round carrying the review text and its inline comments with file, line and hunk; a redelivery does nothing', async () => {
     nockPermission('Codertocat', 'admin');
@@ -197,7 +236,15 @@ describe('pull_request_review.submitted with /frognano', () => {
       source: 'review',
       reviewId: 77,
       feedback: 'Please address these.\n\n/frognano',
-      inlineComments: [{ author: 'Codertocat', body: 'Use a constant here.', path: 'src/a.ts', line: 4, diffHunk: '@@ -1,4 +1,4 @@\n+x' }],
+      inlineComments: [
+        {
+          author: 'Codertocat',
+          body: 'Use a constant here.',
+          path: 'src/a.ts',
+          line: 4,
+          diffHunk: '@@ -1,4 +1,4 @@\n+x',
+        },
+      ],
     });
     expect(await h.queue.count()).toBe(1);
   });
@@ -223,7 +270,11 @@ describe('pull_request_review.submitted with /frognano', () => {
     nock(API).get(`${REPO}/pulls/${PR}/reviews/79/comments`).query(true).reply(200, inline);
     await receive(h.probot, 'pull_request_review', review({ id: 79, body: 'Looks fine.' }));
     nockPermission('stranger', 'read');
-    await receive(h.probot, 'pull_request_review', review({ id: 80, body: '/frognano rewrite it all', user: 'stranger' }));
+    await receive(
+      h.probot,
+      'pull_request_review',
+      review({ id: 80, body: '/frognano rewrite it all', user: 'stranger' }),
+    );
     expect(await h.queue.count()).toBe(0);
   });
 });
@@ -240,9 +291,17 @@ describe('guidance on the issue', () => {
       .post(`${REPO}/issues/1/comments`)
       .times(2) // the status comment, then the reply
       .reply(201, { id: 9001 });
-    await receive(h.probot, 'issue_comment', commentPayload('/frognano keep the public API stable\nand add a test', { commentId: 41 }));
+    await receive(
+      h.probot,
+      'issue_comment',
+      commentPayload('/frognano keep the public API stable\nand add a test', { commentId: 41 }),
+    );
     const data = JobDataSchema.parse((await h.queue.getJob('codertocat/hello-world#1@1'))!.data);
-    expect(data).toMatchObject({ attempt: 1, trigger: 'comment', guidance: 'keep the public API stable\nand add a test' });
+    expect(data).toMatchObject({
+      attempt: 1,
+      trigger: 'comment',
+      guidance: 'keep the public API stable\nand add a test',
+    });
   });
 });
 

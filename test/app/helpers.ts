@@ -24,7 +24,9 @@ export function example(event: string, action: string, pick: (p: any) => boolean
 }
 
 /** issues.labeled example adapted: our label, an installation (the example has none). */
-export function labeledPayload(opts: { label?: string; issueNumber?: number; state?: string; sender?: string } = {}): any {
+export function labeledPayload(
+  opts: { label?: string; issueNumber?: number; state?: string; sender?: string } = {},
+): any {
   const p = example('issues', 'labeled');
   p.label.name = opts.label ?? 'frognano';
   p.issue.labels = [...(p.issue.labels ?? []), p.label];
@@ -36,7 +38,10 @@ export function labeledPayload(opts: { label?: string; issueNumber?: number; sta
 }
 
 /** issue_comment.created example (the one that carries an installation) with our comment text. */
-export function commentPayload(body: string, opts: { issueNumber?: number; commentId?: number; user?: string; userType?: string } = {}): any {
+export function commentPayload(
+  body: string,
+  opts: { issueNumber?: number; commentId?: number; user?: string; userType?: string } = {},
+): any {
   const p = example('issue_comment', 'created', (x) => !!x.installation);
   p.comment.body = body;
   if (opts.commentId) p.comment.id = opts.commentId;
@@ -124,10 +129,12 @@ export async function createHarness(
 
 /** nock for GitHub: the installation token exchange Probot does before any installation call. */
 export function nockInstallationToken(): nock.Scope {
-  return nock(API)
-    .persist()
-    .post(`/app/installations/${INSTALLATION_ID}/access_tokens`)
-    .reply(201, { token: 'ghs_testinstallationtoken000000000000', expires_at: '2099-01-01T00:00:00Z', permissions: {}, repository_selection: 'all' });
+  return nock(API).persist().post(`/app/installations/${INSTALLATION_ID}/access_tokens`).reply(201, {
+    token: 'ghs_testinstallationtoken000000000000',
+    expires_at: '2099-01-01T00:00:00Z',
+    permissions: {},
+    repository_selection: 'all',
+  });
 }
 
 export function nockPermission(user: string, permission: string, roleName = permission): nock.Scope {
@@ -154,19 +161,37 @@ export function botPullRequestSlice(o: { number: number; head: string; sha: stri
 }
 
 /** issue_comment.created (the real example) on pull request `pullNumber`. */
-export function commentOnPullRequest(body: string, o: { pullNumber: number; commentId: number; user: string; userId?: number }): any {
+export function commentOnPullRequest(
+  body: string,
+  o: { pullNumber: number; commentId: number; user: string; userId?: number },
+): any {
   const p = commentPayload(body, { issueNumber: o.pullNumber, commentId: o.commentId, user: o.user });
   if (o.userId) p.comment.user.id = o.userId;
   const url = `/repos/Codertocat/Hello-World/pulls/${o.pullNumber}`;
-  p.issue.pull_request = { url: `${API}${url}`, html_url: `https://github.com/Codertocat/Hello-World/pull/${o.pullNumber}` };
+  p.issue.pull_request = {
+    url: `${API}${url}`,
+    html_url: `https://github.com/Codertocat/Hello-World/pull/${o.pullNumber}`,
+  };
   return p;
 }
 
 /** pull_request_review.submitted (the real example): a commented review by `user` on the pull request `pr`. */
-export function reviewOnPullRequest(o: { id: number; body: string | null; user: string; userId?: number; pr: ReturnType<typeof botPullRequestSlice> }): any {
+export function reviewOnPullRequest(o: {
+  id: number;
+  body: string | null;
+  user: string;
+  userId?: number;
+  pr: ReturnType<typeof botPullRequestSlice>;
+}): any {
   const p = example('pull_request_review', 'submitted', (x) => !!x.installation);
   p.installation = { id: INSTALLATION_ID };
-  p.review = { ...p.review, id: o.id, body: o.body, state: 'commented', user: { ...p.review.user, login: o.user, id: o.userId ?? 7, type: 'User' } };
+  p.review = {
+    ...p.review,
+    id: o.id,
+    body: o.body,
+    state: 'commented',
+    user: { ...p.review.user, login: o.user, id: o.userId ?? 7, type: 'User' },
+  };
   p.sender = { ...p.sender, login: o.user };
   const head = { ...p.pull_request.head, ...o.pr.head, repo: { ...p.pull_request.head.repo, ...o.pr.head.repo } };
   const base = { ...p.pull_request.base, ...o.pr.base, repo: { ...p.pull_request.base.repo, ...o.pr.base.repo } };

@@ -5,14 +5,7 @@ import type { AddressInfo } from 'node:net';
 import nock from 'nock';
 import { createNodeMiddleware } from 'probot';
 import { capProbotWebhookBodies } from '../../src/app/webhookBody.js';
-import {
-  API,
-  createHarness,
-  labeledPayload,
-  nockInstallationToken,
-  nockPermission,
-  type Harness,
-} from './helpers.js';
+import { API, createHarness, labeledPayload, nockInstallationToken, nockPermission, type Harness } from './helpers.js';
 
 const SECRET = 'test-secret'; // the harness's Probot secret
 const CAP = 64 * 1024;
@@ -120,7 +113,12 @@ describe('webhook endpoint', () => {
     // Streamed without a length: counted while read.
     const chunked = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': sign(body) },
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'issues',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': sign(body),
+      },
       body: new Blob([body]).stream(),
       duplex: 'half',
     } as RequestInit);

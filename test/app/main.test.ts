@@ -36,12 +36,23 @@ async function freePort(): Promise<number> {
 }
 
 /** `env` values of undefined remove the variable; `cwd` is where the app looks for `.env` (and app.yml). */
-async function start(env: Record<string, string | undefined>, cwd = ROOT): Promise<{ base: string; output: () => string }> {
+async function start(
+  env: Record<string, string | undefined>,
+  cwd = ROOT,
+): Promise<{ base: string; output: () => string }> {
   const port = await freePort();
   const clean = { ...process.env };
-  for (const k of ['APP_ID', 'PRIVATE_KEY', 'PRIVATE_KEY_PATH', 'WEBHOOK_SECRET', 'WEBHOOK_PROXY_URL', 'NODE_ENV']) delete clean[k];
+  for (const k of ['APP_ID', 'PRIVATE_KEY', 'PRIVATE_KEY_PATH', 'WEBHOOK_SECRET', 'WEBHOOK_PROXY_URL', 'NODE_ENV'])
+    delete clean[k];
   // NO_SMEE_SETUP: the setup page would otherwise try to reach smee.io for a webhook proxy.
-  const childEnv: Record<string, string | undefined> = { ...clean, HOST: '127.0.0.1', PORT: String(port), NO_SMEE_SETUP: 'true', LOG_LEVEL: 'info', ...env };
+  const childEnv: Record<string, string | undefined> = {
+    ...clean,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    NO_SMEE_SETUP: 'true',
+    LOG_LEVEL: 'info',
+    ...env,
+  };
   for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
   let out = '';
   child = spawn(join(ROOT, 'node_modules/.bin/tsx'), [join(ROOT, 'src/app/main.ts')], {
@@ -56,7 +67,13 @@ async function start(env: Record<string, string | undefined>, cwd = ROOT): Promi
   const deadline = Date.now() + 45_000;
   for (;;) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`app did not start:\n${out}`);
-    if (await fetch(`${base}/`, { redirect: 'manual' }).then(() => true, () => false)) break;
+    if (
+      await fetch(`${base}/`, { redirect: 'manual' }).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     await new Promise((r) => setTimeout(r, 100));
   }
   return { base, output: () => out };
@@ -72,7 +89,11 @@ async function residentBytes(base: string): Promise<number> {
  * Streams `totalBytes` of JSON-ish filler in 1 MiB chunks, with or without a Content-Length that says so,
  * and resolves with the status as soon as the server answers (it should answer long before the end).
  */
-function streamPost(base: string, totalBytes: number, declareLength: boolean): Promise<{ status: number; sentBytes: number }> {
+function streamPost(
+  base: string,
+  totalBytes: number,
+  declareLength: boolean,
+): Promise<{ status: number; sentBytes: number }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -104,7 +125,7 @@ function streamPost(base: string, totalBytes: number, declareLength: boolean): P
 }
 
 describe('npm start (src/app/main.ts)', () => {
-  test('without credentials it serves Probot\'s setup page with the app.yml manifest', async () => {
+  test("without credentials it serves Probot's setup page with the app.yml manifest", async () => {
     const { base } = await start({});
     const root = await fetch(`${base}/`, { redirect: 'manual' });
     expect(root.status).toBe(302);
@@ -115,7 +136,15 @@ describe('npm start (src/app/main.ts)', () => {
     const manifest = JSON.parse(/name="manifest" id="manifest" value='([^']+)'/.exec(html)![1]!);
     expect(manifest).toMatchObject({
       name: 'frognano-bot',
-      default_events: ['issues', 'issue_comment', 'pull_request_review', 'check_suite', 'check_run', 'workflow_run', 'status'],
+      default_events: [
+        'issues',
+        'issue_comment',
+        'pull_request_review',
+        'check_suite',
+        'check_run',
+        'workflow_run',
+        'status',
+      ],
       default_permissions: {
         issues: 'write',
         pull_requests: 'write',
@@ -134,12 +163,19 @@ describe('npm start (src/app/main.ts)', () => {
     const keyPath = join(tmp, 'app.pem');
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
-    const { base, output } = await start({ APP_ID: '12345', PRIVATE_KEY_PATH: keyPath, WEBHOOK_SECRET: 'main-test-secret' });
+    const { base, output } = await start({
+      APP_ID: '12345',
+      PRIVATE_KEY_PATH: keyPath,
+      WEBHOOK_SECRET: 'main-test-secret',
+    });
 
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ status: 'ready', checks: [expect.objectContaining({ name: 'redis', ok: true })] });
+    expect(await ready.json()).toMatchObject({
+      status: 'ready',
+      checks: [expect.objectContaining({ name: 'redis', ok: true })],
+    });
     expect(await (await fetch(`${base}/metrics`)).text()).toContain('frognano_');
 
     // A webhook the app ignores (another label), correctly signed: accepted.
@@ -147,7 +183,12 @@ describe('npm start (src/app/main.ts)', () => {
     const post = (signature: string) =>
       fetch(`${base}/api/github/webhooks`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': 'main-test-1', 'x-hub-signature-256': signature },
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': 'issues',
+          'x-github-delivery': 'main-test-1',
+          'x-hub-signature-256': signature,
+        },
         body,
       });
     const good = `sha256=${createHmac('sha256', 'main-test-secret').update(body).digest('hex')}`;
@@ -180,7 +221,9 @@ describe('npm start (src/app/main.ts)', () => {
     const res = await fetch(`${base}/api/github/webhooks`, {
       method: 'POST',
       headers: {
-        'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': 'main-test-2',
+        'content-type': 'application/json',
+        'x-github-event': 'issues',
+        'x-github-delivery': 'main-test-2',
         'x-hub-signature-256': `sha256=${createHmac('sha256', 'main-test-secret').update(body).digest('hex')}`,
       },
       body,
@@ -215,15 +258,29 @@ describe('npm start (src/app/main.ts)', () => {
     try {
       for (const issueNumber of [1, 2, 3]) {
         await enqueueJob(queue, {
-          installationId: 1, owner: 'o', repo: 'r', issueNumber, title: 't', body: '', defaultBranch: 'main',
-          triggeredBy: { login: 'u' }, attempt: 1, trigger: 'label', enqueuedAt: new Date().toISOString(),
+          installationId: 1,
+          owner: 'o',
+          repo: 'r',
+          issueNumber,
+          title: 't',
+          body: '',
+          defaultBranch: 'main',
+          triggeredBy: { login: 'u' },
+          attempt: 1,
+          trigger: 'label',
+          enqueuedAt: new Date().toISOString(),
         });
       }
       tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
       const keyPath = join(tmp, 'app.pem');
       const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
       writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
-      const { base, output } = await start({ APP_ID: '12345', PRIVATE_KEY_PATH: keyPath, WEBHOOK_SECRET: 's', FROGNANO_QUEUE_PREFIX: prefix });
+      const { base, output } = await start({
+        APP_ID: '12345',
+        PRIVATE_KEY_PATH: keyPath,
+        WEBHOOK_SECRET: 's',
+        FROGNANO_QUEUE_PREFIX: prefix,
+      });
       expect(output()).toContain(`(key prefix ${prefix})`);
       // The gauges read the app's queue on each scrape: the three jobs queued under the prefix.
       expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^frognano_jobs_queued 3$/m);

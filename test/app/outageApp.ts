@@ -25,19 +25,43 @@ export interface OutageApp {
 
 /** GitHub as the label flow sees it: a writer labels, the bot reads and writes its status comment. */
 export function nockGitHubForLabels(): void {
-  nock(API).persist().post(/\/app\/installations\/\d+\/access_tokens/).reply(201, {
-    token: 'ghs_outage', expires_at: '2099-01-01T00:00:00Z', permissions: {}, repository_selection: 'all',
-  });
-  nock(API).persist().get(/\/collaborators\/[^/]+\/permission$/).reply(200, { permission: 'write', role_name: 'write' });
-  nock(API).persist().get(/\/issues\/\d+\/comments/).reply(200, []);
-  nock(API).persist().post(/\/issues\/\d+\/comments$/).reply(201, { id: 1, html_url: 'https://x' });
-  nock(API).persist().patch(/\/issues\/comments\/\d+$/).reply(200, { id: 1, html_url: 'https://x' });
-  nock(API).persist().post(/\/reactions$/).reply(201, {});
+  nock(API)
+    .persist()
+    .post(/\/app\/installations\/\d+\/access_tokens/)
+    .reply(201, {
+      token: 'ghs_outage',
+      expires_at: '2099-01-01T00:00:00Z',
+      permissions: {},
+      repository_selection: 'all',
+    });
+  nock(API)
+    .persist()
+    .get(/\/collaborators\/[^/]+\/permission$/)
+    .reply(200, { permission: 'write', role_name: 'write' });
+  nock(API)
+    .persist()
+    .get(/\/issues\/\d+\/comments/)
+    .reply(200, []);
+  nock(API)
+    .persist()
+    .post(/\/issues\/\d+\/comments$/)
+    .reply(201, { id: 1, html_url: 'https://x' });
+  nock(API)
+    .persist()
+    .patch(/\/issues\/comments\/\d+$/)
+    .reply(200, { id: 1, html_url: 'https://x' });
+  nock(API)
+    .persist()
+    .post(/\/reactions$/)
+    .reply(201, {});
 }
 
 export async function startOutageApp(queue: FrognanoQueue, redis: Redis, connections: Redis[]): Promise<OutageApp> {
   const probot = new Probot({
-    appId: 123, privateKey: testPrivateKey(), secret: SECRET, Octokit: TestOctokit,
+    appId: 123,
+    privateKey: testPrivateKey(),
+    secret: SECRET,
+    Octokit: TestOctokit,
     log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
   });
   await probot.load(createFrognanoApp({ queue, redis }));
@@ -52,7 +76,9 @@ export async function startOutageApp(queue: FrognanoQueue, redis: Redis, connect
       const res = await fetch(url, {
         method: 'POST',
         headers: {
-          'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(),
+          'content-type': 'application/json',
+          'x-github-event': 'issues',
+          'x-github-delivery': randomUUID(),
           'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`,
         },
         body,

@@ -5,7 +5,15 @@ import { isRedisOutage } from '../../src/app/redisOutage.js';
 import { redisCheck, runReadinessChecks } from '../../src/ops/http.js';
 import { createRedisConnection } from '../../src/queue/connection.js';
 import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
-import { freePort, haveRedisTools, kill9, startRedis, stopAll, waitFor, type RedisProcess } from '../support/redisServers.js';
+import {
+  freePort,
+  haveRedisTools,
+  kill9,
+  startRedis,
+  stopAll,
+  waitFor,
+  type RedisProcess,
+} from '../support/redisServers.js';
 import { nockGitHubForLabels, startOutageApp, type OutageApp } from './outageApp.js';
 
 const run = haveRedisTools() ? describe : describe.skip;
@@ -62,7 +70,10 @@ run('webhooks while Redis is unreachable (real redis-server, killed and restarte
     expect(await queue.getJob('codertocat/hello-world#1@1')).toBeDefined();
 
     await kill9(server);
-    await waitFor('the connections to notice', async () => queueConnection.status !== 'ready' && redis.status !== 'ready');
+    await waitFor(
+      'the connections to notice',
+      async () => queueConnection.status !== 'ready' && redis.status !== 'ready',
+    );
     const started = Date.now();
     expect(await app.label(2)).toBe(503);
     const ms = Date.now() - started;
@@ -73,7 +84,11 @@ run('webhooks while Redis is unreachable (real redis-server, killed and restarte
 
     // The same port again (the Service's address in a cluster): the clients reconnect on their own.
     server = await startRedis('', server.port);
-    await waitFor('the connections to reconnect', async () => queueConnection.status === 'ready' && redis.status === 'ready', 20_000);
+    await waitFor(
+      'the connections to reconnect',
+      async () => queueConnection.status === 'ready' && redis.status === 'ready',
+      20_000,
+    );
     expect(await app.label(2)).toBe(200); // GitHub's redelivery
     expect((await queue.getJob('codertocat/hello-world#2@1'))?.data.issueNumber).toBe(2);
     expect((await runReadinessChecks([redisCheck(redis)])).ready).toBe(true);
@@ -82,7 +97,10 @@ run('webhooks while Redis is unreachable (real redis-server, killed and restarte
   test('an app started while Redis is down answers 503, then serves webhooks once Redis comes up', async () => {
     const port = await freePort();
     const url = `redis://127.0.0.1:${port}`;
-    const conns = [createRedisConnection(url, { purpose: 'enqueue' }), createRedisConnection(url, { purpose: 'enqueue' })];
+    const conns = [
+      createRedisConnection(url, { purpose: 'enqueue' }),
+      createRedisConnection(url, { purpose: 'enqueue' }),
+    ];
     for (const c of conns) c.on('error', () => undefined);
     extraConnections.push(...conns);
     const lateQueue = createQueue(conns[0]!, { prefix: 'fn-outage-late' });

@@ -17,7 +17,13 @@ let dir: string;
 let server: Server;
 let base: string;
 let mount: RunPagesMount;
-const probot = new Probot({ appId: 123, privateKey: testPrivateKey(), secret: 's', Octokit: TestOctokit, log: pino({ level: 'silent' }) });
+const probot = new Probot({
+  appId: 123,
+  privateKey: testPrivateKey(),
+  secret: 's',
+  Octokit: TestOctokit,
+  log: pino({ level: 'silent' }),
+});
 
 beforeAll(async () => {
   nock.disableNetConnect();
@@ -30,7 +36,9 @@ beforeAll(async () => {
     FROGNANO_TRAJECTORY_STORE: dir,
     FROGNANO_PUBLIC_URL: 'https://bot.example.org',
   })!;
-  await mount.store.putRound(makeRound({ owner: 'Codertocat', repo: 'Hello-World', issueNumber: 1, steps: 3, bytes: 5000 }));
+  await mount.store.putRound(
+    makeRound({ owner: 'Codertocat', repo: 'Hello-World', issueNumber: 1, steps: 3, bytes: 5000 }),
+  );
   server = createServer((req, res) => void (mount.handler(req, res) || res.writeHead(418).end()));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -44,10 +52,11 @@ afterAll(async () => {
   nock.enableNetConnect();
 });
 
-const session = (login: string) => `frognano_session=${signValue('session-key', { login, exp: Math.floor(Date.now() / 1000) + 600 })}`;
+const session = (login: string) =>
+  `frognano_session=${signValue('session-key', { login, exp: Math.floor(Date.now() / 1000) + 600 })}`;
 
 describe('runPagesFromEnv', () => {
-  it('is off without the App\'s OAuth credentials', () => {
+  it("is off without the App's OAuth credentials", () => {
     expect(runPagesFromEnv(probot, {})).toBeNull();
   });
 
@@ -62,7 +71,10 @@ describe('runPagesFromEnv', () => {
   });
 
   it("asks GitHub with the installation's token whether the user may read the repository", async () => {
-    const installation = nock(API).get('/repos/Codertocat/Hello-World/installation').times(2).reply(200, { id: INSTALLATION_ID });
+    const installation = nock(API)
+      .get('/repos/Codertocat/Hello-World/installation')
+      .times(2)
+      .reply(200, { id: INSTALLATION_ID });
     const token = nockInstallationToken();
     const perms = nock(API)
       .get('/repos/Codertocat/Hello-World/collaborators/reader/permission')

@@ -50,23 +50,44 @@ const at = new Date('2026-12-02T10:00:00Z');
 describe('renderStatusComment', () => {
   const cases: [StatusState, string][] = [
     [{ kind: 'queued', position: 2 }, '### ⏳ frognano: queued'],
-    [{ kind: 'running', runner: 'gpu-1 (H200, FrogNano-4B)', turn: 4, maxTurns: 100 }, 'Runner: gpu-1 (H200, FrogNano-4B) · Turn 4 of at most 100.'],
-    [{ kind: 'pull_request', url: 'https://github.com/octo/hello/pull/9', number: 9 }, '### ✅ frognano: draft pull request #9 opened'],
-    [{ kind: 'no_patch', reason: 'The model answered without editing files.' }, '> The model answered without editing files.'],
+    [
+      { kind: 'running', runner: 'gpu-1 (H200, FrogNano-4B)', turn: 4, maxTurns: 100 },
+      'Runner: gpu-1 (H200, FrogNano-4B) · Turn 4 of at most 100.',
+    ],
+    [
+      { kind: 'pull_request', url: 'https://github.com/octo/hello/pull/9', number: 9 },
+      '### ✅ frognano: draft pull request #9 opened',
+    ],
+    [
+      { kind: 'no_patch', reason: 'The model answered without editing files.' },
+      '> The model answered without editing files.',
+    ],
     [{ kind: 'failed', reason: 'clone failed' }, '### ❌ frognano: failed'],
     [{ kind: 'cancelled', by: 'octocat' }, 'Cancelled by @octocat.'],
   ];
   test.each(cases)('%o', (state, expected) => {
-    const body = renderStatusComment(state, { attempt: 1, jobId: 'octo/hello#5@1', triggeredBy: 'octocat', updatedAt: at });
+    const body = renderStatusComment(state, {
+      attempt: 1,
+      jobId: 'octo/hello#5@1',
+      triggeredBy: 'octocat',
+      updatedAt: at,
+    });
     expect(body.startsWith(`${STATUS_MARKER}\n`)).toBe(true);
     expect(body).toContain(expected);
-    expect(body).toContain('<sub>frognano-bot · started by @octocat · job `octo/hello#5@1` · updated 2026-12-02 10:00:00Z</sub>');
-    if (['pull_request', 'no_patch', 'failed', 'cancelled'].includes(state.kind)) expect(body).toContain('`/frognano retry`');
+    expect(body).toContain(
+      '<sub>frognano-bot · started by @octocat · job `octo/hello#5@1` · updated 2026-12-02 10:00:00Z</sub>',
+    );
+    if (['pull_request', 'no_patch', 'failed', 'cancelled'].includes(state.kind))
+      expect(body).toContain('`/frognano retry`');
   });
 
-  test('the model\'s summary is fenced and inert: no mentions, references, headings or markers of its own', () => {
-    const summary = '# Done!\n@octocat @github/security please merge. Fixes #1.\n```\n<!-- frognano:status -->\n### ✅ frognano: approved';
-    const body = renderStatusComment({ kind: 'pull_request', url: 'https://github.com/octo/hello/pull/9', number: 9, summary }, { updatedAt: at });
+  test("the model's summary is fenced and inert: no mentions, references, headings or markers of its own", () => {
+    const summary =
+      '# Done!\n@octocat @github/security please merge. Fixes #1.\n```\n<!-- frognano:status -->\n### ✅ frognano: approved';
+    const body = renderStatusComment(
+      { kind: 'pull_request', url: 'https://github.com/octo/hello/pull/9', number: 9, summary },
+      { updatedAt: at },
+    );
     const Z = '\u200B';
     const WJ = '\u2060';
     expect(body).toContain(
@@ -89,7 +110,9 @@ describe('renderStatusComment', () => {
   test('the latest step (a tool call the model chose) renders as typed, on one line', () => {
     const detail = 'Bash: echo hi\n# @admin <img src=x> [link](http://e) #2';
     const body = renderStatusComment({ kind: 'running', turn: 2, detail }, { updatedAt: at });
-    expect(body).toContain(`\n\nBash\\: echo hi \\# @\u200Badmin \\<img src\\=x\\> \\[link\\]\\(http\\:\\/\\/e\\) \\#\u200B2\n\n`);
+    expect(body).toContain(
+      `\n\nBash\\: echo hi \\# @\u200Badmin \\<img src\\=x\\> \\[link\\]\\(http\\:\\/\\/e\\) \\#\u200B2\n\n`,
+    );
   });
 
   test('the first attempt is not labelled; later ones are', () => {
@@ -118,9 +141,10 @@ describe('renderStatusComment', () => {
 
 describe('upsertStatusComment', () => {
   test('creates the comment once, then edits it in place', async () => {
-    nock(API).get(`${R}/issues/5/comments`).query({ per_page: '100', page: '1' }).reply(200, [
-      { id: 1, body: `quoting ${STATUS_MARKER}`, user: { login: 'someone', type: 'User' } },
-    ]);
+    nock(API)
+      .get(`${R}/issues/5/comments`)
+      .query({ per_page: '100', page: '1' })
+      .reply(200, [{ id: 1, body: `quoting ${STATUS_MARKER}`, user: { login: 'someone', type: 'User' } }]);
     let created = '';
     nock(API)
       .post(`${R}/issues/5/comments`, (b: any) => ((created = b.body), true))
@@ -147,7 +171,10 @@ describe('upsertStatusComment', () => {
         { id: 8, body: `${STATUS_MARKER}\nold`, user: { login: 'frognano[bot]', type: 'Bot' } },
       ]);
     nock(API).patch(`${R}/issues/comments/8`).reply(200, { id: 8 });
-    expect(await upsertStatusComment(octokit, redis, ref, { kind: 'cancelled' })).toMatchObject({ id: 8, created: false });
+    expect(await upsertStatusComment(octokit, redis, ref, { kind: 'cancelled' })).toMatchObject({
+      id: 8,
+      created: false,
+    });
     expect(await redis.get('frognano:status:octo/hello#5')).toBe('8');
   });
 
@@ -156,7 +183,10 @@ describe('upsertStatusComment', () => {
     nock(API).patch(`${R}/issues/comments/99`).reply(404, { message: 'Not Found' });
     nock(API).get(`${R}/issues/5/comments`).query(true).reply(200, []);
     nock(API).post(`${R}/issues/5/comments`).reply(201, { id: 100 });
-    expect(await upsertStatusComment(octokit, redis, ref, { kind: 'failed', reason: 'x' })).toMatchObject({ id: 100, created: true });
+    expect(await upsertStatusComment(octokit, redis, ref, { kind: 'failed', reason: 'x' })).toMatchObject({
+      id: 100,
+      created: true,
+    });
     expect(await redis.get('frognano:status:octo/hello#5')).toBe('100');
   });
 

@@ -24,7 +24,11 @@ describe('argument helpers', () => {
   });
 
   test('issue references', () => {
-    expect(parseIssueRef('octo-org/hello.world#42', 'solve')).toEqual({ owner: 'octo-org', repo: 'hello.world', issueNumber: 42 });
+    expect(parseIssueRef('octo-org/hello.world#42', 'solve')).toEqual({
+      owner: 'octo-org',
+      repo: 'hello.world',
+      issueNumber: 42,
+    });
     for (const bad of ['octo/repo', 'octo#4', 'octo/repo#0', 'octo/repo#x', 'a b/c#1', 'o/r#1#2']) {
       expect(() => parseIssueRef(bad, 'solve')).toThrow(/owner\/repo#NUMBER/);
     }

@@ -24,7 +24,9 @@ describe('frognano doctor (subprocess)', () => {
     expect(lines[0]).toMatch(/^✓ Node\.js\s+v20\.\d+\.\d+ \(needs >=20\.19\)$/);
     expect(lines).toContainEqual(expect.stringMatching(/^✓ Redis\s+PONG from Redis \d+\.\d+\.\d+ at redis:\/\//));
     // Whether runners are registered depends on what else uses this Redis; the line is there either way.
-    expect(lines).toContainEqual(expect.stringMatching(/^(✓ Runners\s+\d+ registered: runner |! Runners\s+none registered in this Redis$)/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^(✓ Runners\s+\d+ registered: runner |! Runners\s+none registered in this Redis$)/),
+    );
     expect(lines).toContainEqual(expect.stringMatching(/^✓ bwrap sandbox\s+bubblewrap works/));
     expect(lines).toContainEqual(expect.stringMatching(/^! Model\s+no model configured$/));
     expect(lines).toContainEqual(expect.stringMatching(/^! GitHub App\s+not configured/));
@@ -32,7 +34,9 @@ describe('frognano doctor (subprocess)', () => {
   });
 
   test('with a bad REDIS_URL: a ✗ line with the cause and a hint, exit 1', async () => {
-    const r = await runFrognano(['doctor', '--sandbox', 'bwrap'], { env: cleanEnv({ REDIS_URL: 'redis://127.0.0.1:1' }) });
+    const r = await runFrognano(['doctor', '--sandbox', 'bwrap'], {
+      env: cleanEnv({ REDIS_URL: 'redis://127.0.0.1:1' }),
+    });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^✗ Redis\s+cannot reach redis:\/\/127\.0\.0\.1:1: connect ECONNREFUSED 127\.0\.0\.1:1$/m);
     expect(r.stdout).toMatch(/^\s+→ check REDIS_URL/m);
@@ -60,7 +64,9 @@ describe('frognano doctor (subprocess)', () => {
     const dir = path.join(work, 'tiny-model');
     await buildTinyModel(dir);
     const r = await runFrognano(['doctor', '--sandbox', 'bwrap', '--model-dir', dir], { env: cleanEnv({ REDIS_URL }) });
-    expect(r.stdout).toMatch(new RegExp(`^✓ Model\\s+ONNX model in ${dir}: loaded in [\\d.]+m?s, generated 1 token in`, 'm'));
+    expect(r.stdout).toMatch(
+      new RegExp(`^✓ Model\\s+ONNX model in ${dir}: loaded in [\\d.]+m?s, generated 1 token in`, 'm'),
+    );
     expect(r.stdout).toContain('; decoder model.onnx (fp32), chat template from tokenizer_config.json');
     expect(r.code).toBe(0);
   });
@@ -103,7 +109,10 @@ describe('doctor checks (in process)', () => {
     test('a real key in PRIVATE_KEY (as is, with \\n escapes, or base64) passes', async () => {
       for (const PRIVATE_KEY of [pem, pem.replace(/\n/g, '\\n'), Buffer.from(pem).toString('base64')]) {
         const r = await checkGitHubApp({ APP_ID: '4242', WEBHOOK_SECRET: 'x', PRIVATE_KEY });
-        expect(r).toMatchObject({ status: 'ok', detail: 'APP_ID 4242, RSA key (2048 bits) from PRIVATE_KEY, WEBHOOK_SECRET set' });
+        expect(r).toMatchObject({
+          status: 'ok',
+          detail: 'APP_ID 4242, RSA key (2048 bits) from PRIVATE_KEY, WEBHOOK_SECRET set',
+        });
         expect(r.detail).not.toContain('BEGIN');
       }
     });
@@ -121,8 +130,12 @@ describe('doctor checks (in process)', () => {
       const r = await checkGitHubApp({ APP_ID: 'my-app', PRIVATE_KEY: pem });
       expect(r.status).toBe('fail');
       expect(r.detail).toBe("APP_ID must be the App's numeric id, got 'my-app'; WEBHOOK_SECRET is not set");
-      const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-      expect((await checkGitHubApp({ APP_ID: '1', WEBHOOK_SECRET: 'x', PRIVATE_KEY: ec })).detail).toMatch(/GitHub App keys are RSA/);
+      const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+        .privateKey.export({ type: 'pkcs8', format: 'pem' })
+        .toString();
+      expect((await checkGitHubApp({ APP_ID: '1', WEBHOOK_SECRET: 'x', PRIVATE_KEY: ec })).detail).toMatch(
+        /GitHub App keys are RSA/,
+      );
       expect((await checkGitHubApp({})).status).toBe('warn');
     });
   });

@@ -28,7 +28,7 @@ let replay: string;
 beforeAll(async () => {
   nock.disableNetConnect();
   work = await tempDir('github');
-  repo = await makeRepo(path.join(work, 'widgets'), { 'VERSION': '1.0.0\n' });
+  repo = await makeRepo(path.join(work, 'widgets'), { VERSION: '1.0.0\n' });
   replay = await writeJson(path.join(work, 'turns.json'), {
     turns: [
       { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'VERSION', content: '1.0.1\n' } }] },
@@ -50,13 +50,21 @@ test('the issue title and body come from the GitHub API and reach the model', as
     .reply(200, { number: 7, title: 'Bump the version', body: 'Release 1.0.1 needs VERSION updated.' });
   const out = path.join(work, 'out');
   const cli = io(cleanEnv(), work);
-  const code = await runCli(['solve', repo, '--github', 'octo-org/widgets#7', '--replay', replay, '--sandbox', 'bwrap', '--out', out, '--json'], cli);
+  const code = await runCli(
+    ['solve', repo, '--github', 'octo-org/widgets#7', '--replay', replay, '--sandbox', 'bwrap', '--out', out, '--json'],
+    cli,
+  );
   api.done();
   expect(cli.stderr.text).not.toMatch(/frognano: /);
   expect(code).toBe(0);
   expect(JSON.parse(cli.stdout.text)).toMatchObject({ exitCode: 0, patchProduced: true });
   const t = await loadTrajectoryFile(path.join(out, 'trajectory.json'));
-  expect(t.frognano.task).toEqual({ title: 'Bump the version', body: 'Release 1.0.1 needs VERSION updated.', repo: 'octo-org/widgets', issueNumber: 7 });
+  expect(t.frognano.task).toEqual({
+    title: 'Bump the version',
+    body: 'Release 1.0.1 needs VERSION updated.',
+    repo: 'octo-org/widgets',
+    issueNumber: 7,
+  });
   const firstUser = t.messages.find((m) => m.role === 'user');
   expect(firstUser?.content).toContain('Bump the version');
   expect(firstUser?.content).toContain('Release 1.0.1 needs VERSION updated.');
@@ -68,7 +76,10 @@ test('an issue GitHub does not know: exit 3 with a hint, nothing run', async () 
   nock('https://api.github.com').get('/repos/octo-org/widgets/issues/99').reply(404, { message: 'Not Found' });
   const out = path.join(work, 'out-404');
   const cli = io(cleanEnv(), work);
-  const code = await runCli(['solve', repo, '--github', 'octo-org/widgets#99', '--replay', replay, '--sandbox', 'bwrap', '--out', out], cli);
+  const code = await runCli(
+    ['solve', repo, '--github', 'octo-org/widgets#99', '--replay', replay, '--sandbox', 'bwrap', '--out', out],
+    cli,
+  );
   expect(code).toBe(3);
   expect(cli.stderr.text).toBe(
     'frognano: issue octo-org/widgets#99 not found\n  → check the owner, repository and number; for a private repository set GITHUB_TOKEN\n',

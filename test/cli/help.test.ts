@@ -19,7 +19,9 @@ function envNamesRead(): Set<string> {
       if (e.isDirectory()) walk(rel);
       else if (/\.(ts|js|mjs)$/.test(e.name) && rel !== HELP_FILE) {
         const text = readFileSync(path.join(ROOT, rel), 'utf8');
-        for (const m of text.matchAll(/\benv\.([A-Z][A-Z0-9_]*)\b|\benv\[\s*['"]([A-Z][A-Z0-9_]*)['"]\s*\]|['"]([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])['"]/g)) {
+        for (const m of text.matchAll(
+          /\benv\.([A-Z][A-Z0-9_]*)\b|\benv\[\s*['"]([A-Z][A-Z0-9_]*)['"]\s*\]|['"]([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])['"]/g,
+        )) {
           names.add(m[1] ?? m[2] ?? m[3]);
         }
       }
@@ -42,7 +44,14 @@ const allHelp = [MAIN_HELP, ...Object.values(HELP)].join('\n');
 
 describe('CLI help names only environment variables the code reads', () => {
   test('the reader finds the settings it should (guards the scan itself)', () => {
-    for (const n of ['FROGNANO_OPENAI_BASE_URL', 'FROGNANO_SANDBOX', 'FROGNANO_MODEL_DIR', 'REDIS_URL', 'APP_ID', 'GITHUB_TOKEN']) {
+    for (const n of [
+      'FROGNANO_OPENAI_BASE_URL',
+      'FROGNANO_SANDBOX',
+      'FROGNANO_MODEL_DIR',
+      'REDIS_URL',
+      'APP_ID',
+      'GITHUB_TOKEN',
+    ]) {
       expect(read).toContain(n);
     }
     expect(isRead('FROGNANO_ENDPOINT')).toBe(false);
@@ -60,9 +69,7 @@ describe('CLI help names only environment variables the code reads', () => {
     const para = /Environment read:([\s\S]*?)\n\n/.exec(DOCTOR_HELP)?.[1];
     expect(para).toBeDefined();
     // Separators are commas, slashes, "and"/"or"; what is left must each be an environment variable (or family).
-    const listed = para!
-      .split(/[\s,./]+/)
-      .filter((w) => w && !['and', 'or'].includes(w));
+    const listed = para!.split(/[\s,./]+/).filter((w) => w && !['and', 'or'].includes(w));
     expect(listed.length).toBeGreaterThan(5);
     expect(listed.filter((n) => !/^[A-Z][A-Z0-9_]*\*?$/.test(n) || !isRead(n))).toEqual([]);
   });
@@ -74,7 +81,9 @@ describe('CLI help names only environment variables the code reads', () => {
         const rel = path.join(dir, e.name);
         if (e.isDirectory()) walk(rel);
         else if (e.name.endsWith('.ts')) {
-          for (const m of readFileSync(path.join(ROOT, rel), 'utf8').matchAll(/\bFROGNANO_[A-Z0-9_]*(?:[A-Z0-9]\b|\*)/g)) {
+          for (const m of readFileSync(path.join(ROOT, rel), 'utf8').matchAll(
+            /\bFROGNANO_[A-Z0-9_]*(?:[A-Z0-9]\b|\*)/g,
+          )) {
             if (!isRead(m[0])) unread.push(`${m[0]} (${rel})`);
           }
         }

@@ -35,7 +35,12 @@ export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS
  */
 export function runFrognano(
   args: string[],
-  opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
+  opts: {
+    cwd?: string;
+    env?: NodeJS.ProcessEnv;
+    timeoutMs?: number;
+    onStderr?: (text: string, child: ReturnType<typeof spawn>) => void;
+  } = {},
 ): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -67,9 +72,12 @@ export async function tempDir(prefix: string): Promise<string> {
 }
 
 const GIT_ENV = {
-  GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@example.com',
-  GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@example.com',
-  GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 'Test',
+  GIT_AUTHOR_EMAIL: 'test@example.com',
+  GIT_COMMITTER_NAME: 'Test',
+  GIT_COMMITTER_EMAIL: 'test@example.com',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
 };
 
 /** A real git repository with one commit holding `files`. */
@@ -79,7 +87,8 @@ export async function makeRepo(dir: string, files: Record<string, string>): Prom
     await fs.mkdir(path.dirname(path.join(dir, name)), { recursive: true });
     await fs.writeFile(path.join(dir, name), content);
   }
-  const git = (...a: string[]) => execFileSync('git', a, { cwd: dir, env: { ...process.env, ...GIT_ENV }, stdio: 'pipe' });
+  const git = (...a: string[]) =>
+    execFileSync('git', a, { cwd: dir, env: { ...process.env, ...GIT_ENV }, stdio: 'pipe' });
   git('init', '-q', '-b', 'main');
   git('add', '-A');
   git('commit', '-q', '-m', 'base');
@@ -98,7 +107,9 @@ export async function snapshotTree(dir: string): Promise<Map<string, string>> {
       out.set(`${rel}/`, `dir ${mode} ${st.mtimeMs}`);
       for (const name of (await fs.readdir(abs)).sort()) await walk(path.join(rel, name));
     } else {
-      const hash = createHash('sha256').update(await fs.readFile(abs)).digest('hex');
+      const hash = createHash('sha256')
+        .update(await fs.readFile(abs))
+        .digest('hex');
       out.set(rel, `file ${hash} ${mode} ${st.mtimeMs}`);
     }
   }

@@ -23,15 +23,44 @@ describe('ProgressReporter', () => {
     p.onEvent({ type: 'turn_start', turn: 1, maxTurns: 30, promptTokens: 2100 });
     c.advance(4000);
     p.onEvent({
-      type: 'turn_end', turn: 1, maxTurns: 30, promptTokens: 2100, completionTokens: 200,
-      toolCalls: 1, parseErrors: 1, finishReason: 'tool_calls', generateMs: 4000,
+      type: 'turn_end',
+      turn: 1,
+      maxTurns: 30,
+      promptTokens: 2100,
+      completionTokens: 200,
+      toolCalls: 1,
+      parseErrors: 1,
+      finishReason: 'tool_calls',
+      generateMs: 4000,
     });
     p.onEvent({ type: 'tool_start', turn: 1, callId: 'c1', name: 'Bash', summary: 'npm test\n  --silent' });
     c.advance(61_000);
-    p.onEvent({ type: 'tool_end', turn: 1, callId: 'c1', name: 'Bash', elapsedMs: 61_000, isError: true, outputChars: 10 });
-    p.onEvent({ type: 'finished', exitReason: 'max_turns', turns: 1, elapsedSec: 65, contextTokens: 2500, error: null });
+    p.onEvent({
+      type: 'tool_end',
+      turn: 1,
+      callId: 'c1',
+      name: 'Bash',
+      elapsedMs: 61_000,
+      isError: true,
+      outputChars: 10,
+    });
+    p.onEvent({
+      type: 'finished',
+      exitReason: 'max_turns',
+      turns: 1,
+      elapsedSec: 65,
+      contextTokens: 2500,
+      error: null,
+    });
     p.onEvent({ type: 'command_start', phase: 'test', command: 'npm test' });
-    p.onEvent({ type: 'command_end', phase: 'test', command: 'npm test', exitCode: 1, timedOut: false, durationMs: 2000 });
+    p.onEvent({
+      type: 'command_end',
+      phase: 'test',
+      command: 'npm test',
+      exitCode: 1,
+      timedOut: false,
+      durationMs: 2000,
+    });
     p.stop();
     expect(out.text.split('\n')).toEqual([
       '[0.0s] copying repository',

@@ -19,7 +19,13 @@ function trajectory(overrides: Partial<Trajectory> = {}, facts: Partial<Trajecto
         assistant: {
           role: 'assistant',
           content: 'Running the tests.',
-          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{"command": "npm test", "timeout": 60}' } }],
+          tool_calls: [
+            {
+              id: 'c1',
+              type: 'function',
+              function: { name: 'Bash', arguments: '{"command": "npm test", "timeout": 60}' },
+            },
+          ],
         },
         observations: [{ tool: 'Bash', observation: `Exit code: 1\nSTDOUT:\n${'x'.repeat(5000)}END` }],
       },
@@ -162,25 +168,46 @@ describe('rendering helpers', () => {
     const base = trajectory().frognano.steps[0];
     const t = trajectory(
       {
-        steps: [{
-          step: 0,
-          assistant: {
-            role: 'assistant', content: '', reasoning_content: 'The file\nneeds a header.',
-            tool_calls: [{ id: 'w', type: 'function', function: { name: 'Write', arguments: JSON.stringify({ file_path: 'a.md', content: '# A\n\ntext\n' }) } }],
+        steps: [
+          {
+            step: 0,
+            assistant: {
+              role: 'assistant',
+              content: '',
+              reasoning_content: 'The file\nneeds a header.',
+              tool_calls: [
+                {
+                  id: 'w',
+                  type: 'function',
+                  function: {
+                    name: 'Write',
+                    arguments: JSON.stringify({ file_path: 'a.md', content: '# A\n\ntext\n' }),
+                  },
+                },
+              ],
+            },
+            observations: [{ tool: 'Write', observation: 'Wrote a.md (11 bytes).' }],
           },
-          observations: [{ tool: 'Write', observation: 'Wrote a.md (11 bytes).' }],
-        }],
+        ],
         error: 'boom',
       },
       {
         task: { title: 'T', body: '', repo: 'o/r', issueNumber: 5 },
-        steps: [{ ...base, parse_errors: ['<tool_call> without </tool_call>'], observations: [{ tool_call_id: 'w', is_error: false, elapsed_ms: 3 }] }],
+        steps: [
+          {
+            ...base,
+            parse_errors: ['<tool_call> without </tool_call>'],
+            observations: [{ tool_call_id: 'w', is_error: false, elapsed_ms: 3 }],
+          },
+        ],
       },
     );
     const text = renderTrajectoryText(t);
     expect(text).toMatch(/^Task: T \(o\/r#5\)\n/);
     expect(text).toContain('  thinking: The file needs a header.');
-    expect(text).toContain('  → Write(file_path="a.md", content=<4 lines>)\n    content:\n    ┆ # A\n    ┆ \n    ┆ text\n');
+    expect(text).toContain(
+      '  → Write(file_path="a.md", content=<4 lines>)\n    content:\n    ┆ # A\n    ┆ \n    ┆ text\n',
+    );
     expect(text).toContain('    ✓ 0.0s\n    │ Wrote a.md (11 bytes).');
     expect(text).toContain('  ✗ malformed tool call: <tool_call> without </tool_call>');
     expect(text).toContain('Error: boom');

@@ -52,9 +52,22 @@ describe('frognano solve', () => {
   beforeAll(async () => {
     outDir = path.join(work, 'out-fix');
     run = await runFrognano([
-      'solve', repo, '--issue', 'add() subtracts\n\nadd 2 3 prints -1 instead of 5.',
-      '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', outDir,
-      '--test', CHECK, '--max-turns', '10', '--wall-time', '5m',
+      'solve',
+      repo,
+      '--issue',
+      'add() subtracts\n\nadd 2 3 prints -1 instead of 5.',
+      '--replay',
+      path.join(work, 'fix.json'),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      outDir,
+      '--test',
+      CHECK,
+      '--max-turns',
+      '10',
+      '--wall-time',
+      '5m',
     ]);
   });
 
@@ -71,7 +84,13 @@ describe('frognano solve', () => {
     expect(t.n_steps).toBe(3);
     expect(t.frognano.task.title).toBe('add() subtracts');
     expect(t.frognano.task.body).toBe('add 2 3 prints -1 instead of 5.');
-    expect(t.frognano.sampling).toMatchObject({ temperature: 0.6, topP: 0.95, topK: 20, seed: 42, enableThinking: true });
+    expect(t.frognano.sampling).toMatchObject({
+      temperature: 0.6,
+      topP: 0.95,
+      topK: 20,
+      seed: 42,
+      enableThinking: true,
+    });
     expect(t.output_patch).toBe(patch);
     // The Bash call really ran in the sandbox on the edited copy.
     const bash = t.steps[1].observations.find((o) => o.tool === 'Bash');
@@ -114,8 +133,17 @@ describe('frognano solve', () => {
   test('--json prints one machine-readable summary on stdout', async () => {
     const out = path.join(work, 'out-json');
     const r = await runFrognano([
-      'solve', repo, '--issue', 'add() subtracts', '--replay', path.join(work, 'fix.json'),
-      '--sandbox', 'bwrap', '--out', out, '--json',
+      'solve',
+      repo,
+      '--issue',
+      'add() subtracts',
+      '--replay',
+      path.join(work, 'fix.json'),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      out,
+      '--json',
     ]);
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout);
@@ -139,9 +167,16 @@ describe('frognano solve outcomes', () => {
   test('a run that changes nothing exits 1 and still writes the trajectory', async () => {
     const out = path.join(work, 'out-nopatch');
     const r = await runFrognano([
-      'solve', repo, '--issue', 'Explain calc.sh',
-      '--replay', await script('nochange.json', { turns: [{ content: 'calc.sh defines add().' }] }),
-      '--sandbox', 'bwrap', '--out', out,
+      'solve',
+      repo,
+      '--issue',
+      'Explain calc.sh',
+      '--replay',
+      await script('nochange.json', { turns: [{ content: 'calc.sh defines add().' }] }),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      out,
     ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^No patch: the model finished after 1 turn/);
@@ -152,9 +187,16 @@ describe('frognano solve outcomes', () => {
   test('a failing model exits 4 with the error', async () => {
     const out = path.join(work, 'out-error');
     const r = await runFrognano([
-      'solve', repo, '--issue', 'add() subtracts',
-      '--replay', await script('broken.json', { turns: [{ content: '', error: 'upstream server returned 500' }] }),
-      '--sandbox', 'bwrap', '--out', out,
+      'solve',
+      repo,
+      '--issue',
+      'add() subtracts',
+      '--replay',
+      await script('broken.json', { turns: [{ content: '', error: 'upstream server returned 500' }] }),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      out,
     ]);
     expect(r.code).toBe(4);
     expect(r.stdout).toMatch(/^Run failed: the model backend failed/);
@@ -165,8 +207,19 @@ describe('frognano solve outcomes', () => {
   test('the turn limit ends the run, and the partial patch is still produced', async () => {
     const out = path.join(work, 'out-limit');
     const r = await runFrognano([
-      'solve', repo, '--issue', 'add() subtracts', '--replay', path.join(work, 'fix.json'),
-      '--sandbox', 'bwrap', '--out', out, '--max-turns', '2', '--json',
+      'solve',
+      repo,
+      '--issue',
+      'add() subtracts',
+      '--replay',
+      path.join(work, 'fix.json'),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      out,
+      '--max-turns',
+      '2',
+      '--json',
     ]);
     expect(JSON.parse(r.stdout)).toMatchObject({ exitReason: 'max_turns', turns: 2, patchProduced: true, exitCode: 0 });
   });
@@ -175,20 +228,26 @@ describe('frognano solve outcomes', () => {
     const out = path.join(work, 'out-interrupt');
     const slow = await script('slow.json', {
       turns: [
-        { content: 'Running the tests first.', tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 60', timeout: 120 } }] },
+        {
+          content: 'Running the tests first.',
+          tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 60', timeout: 120 } }],
+        },
         { content: 'never reached' },
       ],
     });
     let sent = false;
     const started = Date.now();
-    const r = await runFrognano(['solve', repo, '--issue', 'add() subtracts', '--replay', slow, '--sandbox', 'bwrap', '--out', out], {
-      onStderr: (text, child) => {
-        if (!sent && text.includes('→ Bash sleep 60')) {
-          sent = true;
-          setTimeout(() => child.kill('SIGINT'), 300);
-        }
+    const r = await runFrognano(
+      ['solve', repo, '--issue', 'add() subtracts', '--replay', slow, '--sandbox', 'bwrap', '--out', out],
+      {
+        onStderr: (text, child) => {
+          if (!sent && text.includes('→ Bash sleep 60')) {
+            sent = true;
+            setTimeout(() => child.kill('SIGINT'), 300);
+          }
+        },
       },
-    });
+    );
     expect(sent).toBe(true);
     expect(r.code).toBe(130);
     expect(Date.now() - started).toBeLessThan(30_000);
@@ -208,11 +267,29 @@ describe('frognano solve with a real model', () => {
     await buildTinyModel(modelDir);
     const out = path.join(work, 'out-onnx');
     const r = await runFrognano([
-      'solve', repo, '--issue', 'add() subtracts', '--model-dir', modelDir, '--sandbox', 'bwrap',
-      '--out', out, '--max-new-tokens', '16', '--max-turns', '2', '--json',
+      'solve',
+      repo,
+      '--issue',
+      'add() subtracts',
+      '--model-dir',
+      modelDir,
+      '--sandbox',
+      'bwrap',
+      '--out',
+      out,
+      '--max-new-tokens',
+      '16',
+      '--max-turns',
+      '2',
+      '--json',
     ]);
     expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout)).toMatchObject({ exitReason: 'max_tokens_per_turn', turns: 1, completionTokens: 16, patchProduced: false });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      exitReason: 'max_tokens_per_turn',
+      turns: 1,
+      completionTokens: 16,
+      patchProduced: false,
+    });
     expect(r.stderr).toMatch(/turn 1: generated 16 tokens in/);
     const t = await loadTrajectoryFile(path.join(out, 'trajectory.json'));
     expect(t.frognano.model.backend).toBe('onnx');
@@ -226,16 +303,44 @@ describe('frognano solve output directory and issue file', () => {
     const cwd = path.join(work, 'cwd');
     await fs.mkdir(cwd, { recursive: true });
     await fs.writeFile(path.join(cwd, 'issue.md'), '# add() subtracts\n\nIt should add.\n');
-    const r = await runFrognano(['solve', repo, '--issue-file', 'issue.md', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--json'], { cwd });
+    const r = await runFrognano(
+      [
+        'solve',
+        repo,
+        '--issue-file',
+        'issue.md',
+        '--replay',
+        path.join(work, 'fix.json'),
+        '--sandbox',
+        'bwrap',
+        '--json',
+      ],
+      { cwd },
+    );
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout);
-    expect(summary.outDir).toMatch(new RegExp(`^${cwd}/frognano-out/\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\dZ(-\\d+)?$`));
+    expect(summary.outDir).toMatch(
+      new RegExp(`^${cwd}/frognano-out/\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\dZ(-\\d+)?$`),
+    );
     const t = await loadTrajectoryFile(summary.trajectoryJsonPath);
     expect(t.frognano.task).toMatchObject({ title: 'add() subtracts', body: 'It should add.' });
   });
 
   test('started inside the repository, the default output goes to the temp dir, not into the repository', async () => {
-    const r = await runFrognano(['solve', '.', '--issue', 'add() subtracts', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--json'], { cwd: repo });
+    const r = await runFrognano(
+      [
+        'solve',
+        '.',
+        '--issue',
+        'add() subtracts',
+        '--replay',
+        path.join(work, 'fix.json'),
+        '--sandbox',
+        'bwrap',
+        '--json',
+      ],
+      { cwd: repo },
+    );
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout);
     expect(summary.outDir.startsWith(path.join(os.tmpdir(), 'frognano-out'))).toBe(true);
@@ -247,7 +352,16 @@ describe('frognano solve output directory and issue file', () => {
 
 describe('frognano solve setup and usage errors', () => {
   test('missing model directory: exit 3 and a clear message, before anything runs', async () => {
-    const r = await runFrognano(['solve', repo, '--issue', 'x', '--model-dir', path.join(work, 'no-such-model'), '--out', path.join(work, 'o1')]);
+    const r = await runFrognano([
+      'solve',
+      repo,
+      '--issue',
+      'x',
+      '--model-dir',
+      path.join(work, 'no-such-model'),
+      '--out',
+      path.join(work, 'o1'),
+    ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`frognano: model directory ${path.join(work, 'no-such-model')} does not exist`);
     expect(r.stderr).toMatch(/→ pass --model-dir with the directory/);
@@ -256,23 +370,50 @@ describe('frognano solve setup and usage errors', () => {
   test('an endpoint nobody answers on: exit 3 before the run, JSON error with --json, no empty out dir', async () => {
     const out = path.join(work, 'o-endpoint');
     const r = await runFrognano([
-      'solve', repo, '--issue', 'x', '--endpoint', 'http://127.0.0.1:9/v1', '--model', 'frognano-4b',
-      '--sandbox', 'bwrap', '--out', out, '--json',
+      'solve',
+      repo,
+      '--issue',
+      'x',
+      '--endpoint',
+      'http://127.0.0.1:9/v1',
+      '--model',
+      'frognano-4b',
+      '--sandbox',
+      'bwrap',
+      '--out',
+      out,
+      '--json',
     ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/frognano: the model endpoint is not usable: cannot reach http:\/\/127\.0\.0\.1:9\/v1/);
     expect(JSON.parse(r.stdout)).toMatchObject({ exitCode: 3, error: expect.stringContaining('cannot reach') });
     await expect(fs.stat(out)).rejects.toThrow(/ENOENT/);
-    const doctor = await runFrognano(['doctor', '--sandbox', 'bwrap', '--endpoint', 'http://127.0.0.1:9/v1', '--model', 'frognano-4b']);
+    const doctor = await runFrognano([
+      'doctor',
+      '--sandbox',
+      'bwrap',
+      '--endpoint',
+      'http://127.0.0.1:9/v1',
+      '--model',
+      'frognano-4b',
+    ]);
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/^✗ Model\s+cannot reach http:\/\/127\.0\.0\.1:9\/v1/m);
   });
 
   test('no usable sandbox: exit 3 saying why, for an explicit kind and for auto', async () => {
-    const env = cleanEnv({ FROGNANO_SANDBOX_IMAGE: 'frognano-sandbox:no-such-tag', FROGNANO_SANDBOX_BWRAP: '/nonexistent/bwrap' });
-    const docker = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'docker'], { env });
+    const env = cleanEnv({
+      FROGNANO_SANDBOX_IMAGE: 'frognano-sandbox:no-such-tag',
+      FROGNANO_SANDBOX_BWRAP: '/nonexistent/bwrap',
+    });
+    const docker = await runFrognano(
+      ['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'docker'],
+      { env },
+    );
     expect(docker.code).toBe(3);
-    expect(docker.stderr).toMatch(/frognano: the docker sandbox is not usable: (Docker .*image frognano-sandbox:no-such-tag not found|Docker engine not reachable)/);
+    expect(docker.stderr).toMatch(
+      /frognano: the docker sandbox is not usable: (Docker .*image frognano-sandbox:no-such-tag not found|Docker engine not reachable)/,
+    );
     const auto = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json')], { env });
     expect(auto.code).toBe(3);
     expect(auto.stderr).toMatch(/frognano: no sandbox available: no isolating sandbox is usable: .*bubblewrap/);
@@ -301,47 +442,112 @@ describe('frognano solve setup and usage errors', () => {
   });
 
   test('a missing or unreadable repository, or a subdirectory of one: exit 3', async () => {
-    const missing = await runFrognano(['solve', path.join(work, 'nope'), '--issue', 'x', '--replay', path.join(work, 'fix.json')]);
+    const missing = await runFrognano([
+      'solve',
+      path.join(work, 'nope'),
+      '--issue',
+      'x',
+      '--replay',
+      path.join(work, 'fix.json'),
+    ]);
     expect(missing.code).toBe(3);
     expect(missing.stderr).toContain(`repository directory ${path.join(work, 'nope')} does not exist`);
 
-    const file = await runFrognano(['solve', path.join(repo, 'calc.sh'), '--issue', 'x', '--replay', path.join(work, 'fix.json')]);
+    const file = await runFrognano([
+      'solve',
+      path.join(repo, 'calc.sh'),
+      '--issue',
+      'x',
+      '--replay',
+      path.join(work, 'fix.json'),
+    ]);
     expect(file.code).toBe(3);
     expect(file.stderr).toContain('is not a directory');
 
     // A repository of its own: the shared one must stay untouched for the byte-identical checks.
     const outer = await makeRepo(path.join(work, 'outer'), { 'sub/file.txt': 'x\n' });
-    const sub = await runFrognano(['solve', path.join(outer, 'sub'), '--issue', 'x', '--replay', path.join(work, 'fix.json')]);
+    const sub = await runFrognano([
+      'solve',
+      path.join(outer, 'sub'),
+      '--issue',
+      'x',
+      '--replay',
+      path.join(work, 'fix.json'),
+    ]);
     expect(sub.code).toBe(3);
     expect(sub.stderr).toContain(`is inside the git repository ${outer}, not its top level`);
   });
 
   test('--out inside the repository is refused, also through a symlink; an impossible --out is a setup error', async () => {
-    const r = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', path.join(repo, 'out')]);
+    const r = await runFrognano([
+      'solve',
+      repo,
+      '--issue',
+      'x',
+      '--replay',
+      path.join(work, 'fix.json'),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      path.join(repo, 'out'),
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--out .* is inside the repository/);
     await fs.symlink(repo, path.join(work, 'link-to-repo'));
-    const viaLink = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', path.join(work, 'link-to-repo', 'out')]);
+    const viaLink = await runFrognano([
+      'solve',
+      repo,
+      '--issue',
+      'x',
+      '--replay',
+      path.join(work, 'fix.json'),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      path.join(work, 'link-to-repo', 'out'),
+    ]);
     expect(viaLink.code).toBe(2);
     expect(viaLink.stderr).toContain(`is inside the repository ${repo}`);
-    const underFile = await runFrognano(['solve', repo, '--issue', 'x', '--replay', path.join(work, 'fix.json'), '--sandbox', 'bwrap', '--out', path.join(work, 'fix.json', 'out')]);
+    const underFile = await runFrognano([
+      'solve',
+      repo,
+      '--issue',
+      'x',
+      '--replay',
+      path.join(work, 'fix.json'),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      path.join(work, 'fix.json', 'out'),
+    ]);
     expect(underFile.code).toBe(3);
-    expect(underFile.stderr).toContain(`cannot create the output directory ${path.join(work, 'fix.json', 'out')} (ENOTDIR)`);
+    expect(underFile.stderr).toContain(
+      `cannot create the output directory ${path.join(work, 'fix.json', 'out')} (ENOTDIR)`,
+    );
     expect(await snapshotTree(repo)).toEqual(before);
   });
 
   test.each([
     [['solve'], /solve needs the repository directory/],
-    [['solve', '.', '--replay', 'x.json'], /solve needs the issue: --issue-file FILE, --issue TEXT or --github OWNER\/REPO#N/],
+    [
+      ['solve', '.', '--replay', 'x.json'],
+      /solve needs the issue: --issue-file FILE, --issue TEXT or --github OWNER\/REPO#N/,
+    ],
     [['solve', '.', '--issue', 'a', '--issue-file', 'b'], /give the issue once: --issue-file and --issue/],
     [['solve', '.', '--issue', 'a', '--frobnicate'], /Unknown option '--frobnicate'/],
     [['solve', '.', '--issue', 'a', '--max-turns', 'many'], /--max-turns wants a positive whole number, got 'many'/],
     [['solve', '.', '--issue', 'a', '--wall-time', 'soon'], /--wall-time wants a duration/],
     [['solve', '.', '--github', 'not-a-ref'], /--github wants owner\/repo#NUMBER/],
     [['solve', '.', '--issue', 'a', '--sandbox', 'vm'], /--sandbox must be one of docker, bwrap, local/],
-    [['solve', '.', '--issue', 'a', '--replay', 'a.json', '--model-dir', 'm'], /choose one model: --model-dir and --replay/],
+    [
+      ['solve', '.', '--issue', 'a', '--replay', 'a.json', '--model-dir', 'm'],
+      /choose one model: --model-dir and --replay/,
+    ],
     [['solve', '.', '--issue', 'a', '--endpoint', 'http://localhost:8000/v1'], /--endpoint needs --model NAME/],
-    [['solve', '.', '--issue', 'a', '--max-new-tokens', '200000'], /maxNewTokens \(200000\) must be smaller than contextTokens/],
+    [
+      ['solve', '.', '--issue', 'a', '--max-new-tokens', '200000'],
+      /maxNewTokens \(200000\) must be smaller than contextTokens/,
+    ],
     [['solve', '.', '--issue', 'a', '--temperature', 'hot'], /--temperature must be a number from 0 to 5, got "hot"/],
   ])('usage error %j: exit 2 with the message and the usage', async (args, message) => {
     const r = await runFrognano(args);

@@ -3,13 +3,18 @@ import { envNamesReadByCode, parseDockerfile, read } from './files.js';
 
 const doc = parseDocument(read('deploy/docker-compose.yml'), { strict: true });
 const compose = doc.toJS() as any;
-const targets = new Set(parseDockerfile(read('Dockerfile')).stages.map((s) => s.name).filter(Boolean));
+const targets = new Set(
+  parseDockerfile(read('Dockerfile'))
+    .stages.map((s) => s.name)
+    .filter(Boolean),
+);
 
 describe('docker-compose.yml', () => {
   it('parses and defines redis, app, runner and the vllm model server, each with a named image', () => {
     expect(doc.errors).toEqual([]);
     expect(Object.keys(compose.services).sort()).toEqual(['app', 'redis', 'runner', 'vllm']);
-    for (const [name, svc] of Object.entries<any>(compose.services)) expect({ name, image: typeof svc.image }).toEqual({ name, image: 'string' });
+    for (const [name, svc] of Object.entries<any>(compose.services))
+      expect({ name, image: typeof svc.image }).toEqual({ name, image: 'string' });
   });
 
   it('keeps Redis durable: append-only file on a named volume, no eviction, health-checked', () => {
@@ -47,17 +52,26 @@ describe('docker-compose.yml', () => {
     expect(app.environment.HOST).toBe('0.0.0.0');
     expect(compose.secrets.github_app_private_key.file).toMatch(/\.pem$/);
     for (const svc of Object.values<any>(compose.services)) {
-      for (const k of Object.keys(svc.environment ?? {})) expect(k).not.toMatch(/^(PRIVATE_KEY|WEBHOOK_SECRET|.*TOKEN|.*API_KEY)$/);
+      for (const k of Object.keys(svc.environment ?? {}))
+        expect(k).not.toMatch(/^(PRIVATE_KEY|WEBHOOK_SECRET|.*TOKEN|.*API_KEY)$/);
     }
   });
 
   it('gives the vLLM server the GPU, the checkpoint read-only, and the flags FrogNano needs', () => {
     const vllm = compose.services.vllm;
     expect(vllm.image).toMatch(/^vllm\/vllm-openai:v\d+\.\d+\.\d+$/);
-    expect(vllm.deploy.resources.reservations.devices).toEqual([expect.objectContaining({ driver: 'nvidia', capabilities: ['gpu'] })]);
+    expect(vllm.deploy.resources.reservations.devices).toEqual([
+      expect.objectContaining({ driver: 'nvidia', capabilities: ['gpu'] }),
+    ]);
     expect((vllm.volumes as string[]).find((v) => /:\/models(:ro)?$/.test(v))).toMatch(/:ro$/);
     const flags = (vllm.command as string[]).join(' ');
-    for (const f of ['--enable-prefix-caching', '--enable-auto-tool-choice', '--tool-call-parser qwen3_coder', '--reasoning-parser qwen3', '--enable-prompt-tokens-details']) {
+    for (const f of [
+      '--enable-prefix-caching',
+      '--enable-auto-tool-choice',
+      '--tool-call-parser qwen3_coder',
+      '--reasoning-parser qwen3',
+      '--enable-prompt-tokens-details',
+    ]) {
       expect(flags).toContain(f);
     }
     const arg = (name: string) => vllm.command[vllm.command.indexOf(name) + 1];
@@ -73,9 +87,13 @@ describe('docker-compose.yml', () => {
     expect(runner.deploy).toBeUndefined(); // the GPU belongs to the server
     expect(runner.environment.FROGNANO_BACKEND).toBe('openai');
     expect(runner.environment.FROGNANO_OPENAI_BASE_URL).toBe(`http://vllm:${vllm.expose[0]}/v1`);
-    expect(runner.environment.FROGNANO_OPENAI_MODEL).toBe(vllm.command[vllm.command.indexOf('--served-model-name') + 1]);
+    expect(runner.environment.FROGNANO_OPENAI_MODEL).toBe(
+      vllm.command[vllm.command.indexOf('--served-model-name') + 1],
+    );
     expect(Number(runner.environment.FROGNANO_CONCURRENCY)).toBeGreaterThan(1);
-    expect(Number(runner.environment.FROGNANO_CONCURRENCY)).toBeLessThanOrEqual(Number(vllm.command[vllm.command.indexOf('--max-num-seqs') + 1]));
+    expect(Number(runner.environment.FROGNANO_CONCURRENCY)).toBeLessThanOrEqual(
+      Number(vllm.command[vllm.command.indexOf('--max-num-seqs') + 1]),
+    );
     expect(runner.depends_on.vllm.condition).toBe('service_healthy');
     const volumes = runner.volumes as string[];
     expect(volumes).toContain('/var/run/docker.sock:/var/run/docker.sock');
@@ -89,7 +107,8 @@ describe('docker-compose.yml', () => {
     const known = envNamesReadByCode();
     for (const svc of Object.values<any>(compose.services)) {
       for (const k of Object.keys(svc.environment ?? {})) {
-        if (k.startsWith('FROGNANO_') || k === 'REDIS_URL') expect({ k, read: known.has(k) }).toEqual({ k, read: true });
+        if (k.startsWith('FROGNANO_') || k === 'REDIS_URL')
+          expect({ k, read: known.has(k) }).toEqual({ k, read: true });
       }
     }
   });

@@ -26,7 +26,9 @@ function composeValidator() {
   // It also predates the top-level project `name` of the current Compose Specification.
   schema.properties.name = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]*$' };
   const Ajv2019 = ((Ajv2019Module as unknown as { default?: unknown }).default ?? Ajv2019Module) as new (o: object) => {
-    compile(s: object): ((d: unknown) => boolean) & { errors?: { instancePath: string; message?: string; params: unknown }[] | null };
+    compile(
+      s: object,
+    ): ((d: unknown) => boolean) & { errors?: { instancePath: string; message?: string; params: unknown }[] | null };
   };
   return new Ajv2019({ allErrors: true, strict: false, validateFormats: false }).compile(schema);
 }
@@ -37,14 +39,19 @@ describe('docker-compose.yml against the Compose Specification schema', () => {
 
   it('is valid', () => {
     const ok = validate(compose);
-    expect(ok ? [] : validate.errors!.map((e) => `${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`)).toEqual([]);
+    expect(ok ? [] : validate.errors!.map((e) => `${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`)).toEqual(
+      [],
+    );
   });
 
   it('rejects a misspelt key (so the check above means something)', () => {
     const broken = structuredClone(compose);
-    broken.services.vllm.deploy.resources.reservations.device = broken.services.vllm.deploy.resources.reservations.devices;
+    broken.services.vllm.deploy.resources.reservations.device =
+      broken.services.vllm.deploy.resources.reservations.devices;
     delete broken.services.vllm.deploy.resources.reservations.devices;
     expect(validate(broken)).toBe(false);
-    expect(validate.errors!.some((e) => e.instancePath.endsWith('/reservations') && /additional/.test(e.message ?? ''))).toBe(true);
+    expect(
+      validate.errors!.some((e) => e.instancePath.endsWith('/reservations') && /additional/.test(e.message ?? '')),
+    ).toBe(true);
   });
 });

@@ -11,7 +11,9 @@ export const read = (rel: string): string => readFileSync(path.join(ROOT, rel), 
 /** Every document of every YAML file in a directory, parsed strictly (a syntax error or warning fails the test). */
 export function loadYamlDir(rel: string): { file: string; doc: any }[] {
   const out: { file: string; doc: any }[] = [];
-  for (const file of readdirSync(path.join(ROOT, rel)).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+  for (const file of readdirSync(path.join(ROOT, rel))
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
     for (const d of parseAllDocuments(read(path.join(rel, file)), { strict: true, prettyErrors: true })) {
       if (d.errors.length) throw new Error(`${rel}/${file}: ${d.errors.map((e) => e.message).join('; ')}`);
       if (d.warnings.length) throw new Error(`${rel}/${file}: ${d.warnings.map((e) => e.message).join('; ')}`);
@@ -80,7 +82,8 @@ export function envNamesReadByCode(): Set<string> {
     for (const e of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
       const rel = path.join(dir, e.name);
       if (e.isDirectory()) walk(rel);
-      else if (e.name.endsWith('.ts')) for (const m of read(rel).matchAll(/\b(FROGNANO_[A-Z0-9_]+|REDIS_URL)\b/g)) names.add(m[1]);
+      else if (e.name.endsWith('.ts'))
+        for (const m of read(rel).matchAll(/\b(FROGNANO_[A-Z0-9_]+|REDIS_URL)\b/g)) names.add(m[1]);
     }
   };
   for (const d of ['src', 'runner']) walk(d);

@@ -6,7 +6,10 @@ const docs = loadYamlDir('deploy/k8s');
 const ofKind = (kind: string) => docs.filter((d) => d.doc.kind === kind).map((d) => d.doc);
 const workloads = docs.filter((d) => ['Deployment', 'StatefulSet'].includes(d.doc.kind)).map((d) => d.doc);
 const byName = (kind: string, name: string) => ofKind(kind).find((d) => d.metadata.name === name);
-const allContainers = (w: any): any[] => [...(w.spec.template.spec.initContainers ?? []), ...w.spec.template.spec.containers];
+const allContainers = (w: any): any[] => [
+  ...(w.spec.template.spec.initContainers ?? []),
+  ...w.spec.template.spec.containers,
+];
 const containerPorts = (w: any) => allContainers(w).flatMap((c) => c.ports ?? []);
 
 /** Does a probe/service port (name or number) name a declared container port? */
@@ -26,7 +29,12 @@ describe('Kubernetes manifests', () => {
     expect(docs.length).toBeGreaterThanOrEqual(9);
     for (const { file, doc } of docs) {
       if (doc.kind === 'Kustomization') continue;
-      expect({ file, apiVersion: typeof doc.apiVersion, kind: typeof doc.kind, name: typeof doc.metadata?.name }).toEqual({
+      expect({
+        file,
+        apiVersion: typeof doc.apiVersion,
+        kind: typeof doc.kind,
+        name: typeof doc.metadata?.name,
+      }).toEqual({
         file,
         apiVersion: 'string',
         kind: 'string',
@@ -34,7 +42,15 @@ describe('Kubernetes manifests', () => {
       });
       if (doc.kind !== 'Namespace') expect({ file, ns: doc.metadata.namespace }).toEqual({ file, ns: 'frognano' });
     }
-    for (const kind of ['Namespace', 'ConfigMap', 'Secret', 'Service', 'Deployment', 'StatefulSet', 'PersistentVolumeClaim']) {
+    for (const kind of [
+      'Namespace',
+      'ConfigMap',
+      'Secret',
+      'Service',
+      'Deployment',
+      'StatefulSet',
+      'PersistentVolumeClaim',
+    ]) {
       expect({ kind, present: ofKind(kind).length > 0 }).toEqual({ kind, present: true });
     }
   });
@@ -42,7 +58,8 @@ describe('Kubernetes manifests', () => {
   it('workload selectors match their pod labels, and every Service selects a workload port that exists', () => {
     for (const w of workloads) {
       const labels = w.spec.template.metadata.labels;
-      for (const [k, v] of Object.entries(w.spec.selector.matchLabels)) expect({ w: w.metadata.name, k, v: labels[k] }).toEqual({ w: w.metadata.name, k, v });
+      for (const [k, v] of Object.entries(w.spec.selector.matchLabels))
+        expect({ w: w.metadata.name, k, v: labels[k] }).toEqual({ w: w.metadata.name, k, v });
     }
     for (const svc of ofKind('Service')) {
       const targets = workloads.filter((w) =>
@@ -87,13 +104,20 @@ describe('Kubernetes manifests', () => {
     expect(runner.resources.limits['nvidia.com/gpu']).toBeUndefined();
     expect(Object.keys(spec.nodeSelector).length).toBeGreaterThan(0);
     expect(spec.tolerations.some((t: any) => t.key === 'nvidia.com/gpu')).toBe(true);
-    const models = spec.volumes.find((v: any) => vllm.volumeMounts.some((m: any) => m.name === v.name && m.mountPath === '/models'));
+    const models = spec.volumes.find((v: any) =>
+      vllm.volumeMounts.some((m: any) => m.name === v.name && m.mountPath === '/models'),
+    );
     expect(models.persistentVolumeClaim.claimName).toBe('frognano-models');
     expect(byName('PersistentVolumeClaim', 'frognano-models')).toBeDefined();
     const cfg = byName('ConfigMap', 'frognano-config').data;
     const arg = (name: string) => (vllm.args as string[]).find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
     expect(arg('model')!.startsWith('/models/')).toBe(true);
-    for (const flag of ['--enable-prefix-caching', '--enable-auto-tool-choice', '--tool-call-parser=qwen3_coder', '--reasoning-parser=qwen3']) {
+    for (const flag of [
+      '--enable-prefix-caching',
+      '--enable-auto-tool-choice',
+      '--tool-call-parser=qwen3_coder',
+      '--reasoning-parser=qwen3',
+    ]) {
       expect(vllm.args).toContain(flag);
     }
     expect(Number(arg('max-model-len'))).toBe(65536);
@@ -133,7 +157,9 @@ describe('Kubernetes manifests', () => {
   });
 
   it('keeps secrets out of the manifests: placeholders in the template only, secret env from secretKeyRef', () => {
-    const all = readdirSync(path.join(ROOT, 'deploy/k8s')).map((f) => read(`deploy/k8s/${f}`)).join('\n');
+    const all = readdirSync(path.join(ROOT, 'deploy/k8s'))
+      .map((f) => read(`deploy/k8s/${f}`))
+      .join('\n');
     expect(all).not.toMatch(/-----BEGIN [A-Z ]*PRIVATE KEY-----/);
     expect(all).not.toMatch(/gh[pousr]_[A-Za-z0-9]{20,}/);
     const secrets = ofKind('Secret');
@@ -144,7 +170,12 @@ describe('Kubernetes manifests', () => {
     for (const w of workloads) {
       for (const c of allContainers(w)) {
         for (const e of c.env ?? []) {
-          if (SECRETISH.test(e.name)) expect({ c: c.name, e: e.name, inline: e.value !== undefined }).toEqual({ c: c.name, e: e.name, inline: false });
+          if (SECRETISH.test(e.name))
+            expect({ c: c.name, e: e.name, inline: e.value !== undefined }).toEqual({
+              c: c.name,
+              e: e.name,
+              inline: false,
+            });
           if (e.valueFrom?.secretKeyRef) expect(keys.has(e.valueFrom.secretKeyRef.key)).toBe(true);
         }
       }
@@ -157,7 +188,9 @@ describe('Kubernetes manifests', () => {
 
   it('kustomization lists every manifest except the secret template', () => {
     const k = docs.find((d) => d.doc.kind === 'Kustomization')!.doc;
-    const files = readdirSync(path.join(ROOT, 'deploy/k8s')).filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml');
+    const files = readdirSync(path.join(ROOT, 'deploy/k8s')).filter(
+      (f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml',
+    );
     expect([...k.resources].sort()).toEqual(files.filter((f) => f !== 'secret.template.yaml').sort());
     const images = new Set(workloads.flatMap((w) => allContainers(w).map((c) => c.image.split(':')[0])));
     for (const i of k.images) expect(images.has(i.name)).toBe(true);
@@ -169,8 +202,22 @@ describe('Kubernetes manifests', () => {
     for (const w of workloads) for (const c of allContainers(w)) for (const e of c.env ?? []) names.add(e.name);
     const known = envNamesReadByCode();
     // Read by tools rather than our code: Node, Docker, Probot's server, vLLM.
-    const external = new Set(['NODE_ENV', 'DOCKER_HOST', 'DOCKER_TLS_CERTDIR', 'HOME', 'TMPDIR', 'HOST', 'PORT', 'APP_ID', 'WEBHOOK_SECRET', 'PRIVATE_KEY_PATH', 'LOG_LEVEL', 'HF_HUB_OFFLINE']);
-    for (const n of names) if (!external.has(n)) expect({ n, readByCode: known.has(n) }).toEqual({ n, readByCode: true });
+    const external = new Set([
+      'NODE_ENV',
+      'DOCKER_HOST',
+      'DOCKER_TLS_CERTDIR',
+      'HOME',
+      'TMPDIR',
+      'HOST',
+      'PORT',
+      'APP_ID',
+      'WEBHOOK_SECRET',
+      'PRIVATE_KEY_PATH',
+      'LOG_LEVEL',
+      'HF_HUB_OFFLINE',
+    ]);
+    for (const n of names)
+      if (!external.has(n)) expect({ n, readByCode: known.has(n) }).toEqual({ n, readByCode: true });
   });
 });
 

@@ -7,7 +7,10 @@ import { loadYamlDir } from './files.js';
  */
 async function modelFor(apiVersion: string, kind: string): Promise<new (data: unknown) => { validate(): void }> {
   const group = apiVersion === 'v1' ? 'v1' : apiVersion; // apps/v1 -> kubernetes-models/apps/v1/...
-  const mod = (await import(`kubernetes-models/${group}/${kind}`)) as Record<string, new (data: unknown) => { validate(): void }>;
+  const mod = (await import(`kubernetes-models/${group}/${kind}`)) as Record<
+    string,
+    new (data: unknown) => { validate(): void }
+  >;
   const Model = mod[kind];
   if (!Model) throw new Error(`no schema for ${apiVersion} ${kind}`);
   return Model;
@@ -30,7 +33,9 @@ describe('Kubernetes manifests against the API schema', () => {
   });
 
   it('the schema check does reject a wrong manifest', async () => {
-    const runner = structuredClone(docs.find((d) => d.doc.metadata.name === 'frognano-runner' && d.doc.kind === 'Deployment')!.doc);
+    const runner = structuredClone(
+      docs.find((d) => d.doc.metadata.name === 'frognano-runner' && d.doc.kind === 'Deployment')!.doc,
+    );
     runner.spec.template.spec.containers[0].ports[0].containerPort = '9464'; // a string where an integer belongs
     delete runner.spec.selector;
     const Model = await modelFor(runner.apiVersion, runner.kind);

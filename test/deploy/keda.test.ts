@@ -19,14 +19,21 @@ function crdValidator(file: string): Validate {
   const version = crd.spec.versions.find((v: any) => v.storage);
   const close = (n: any): void => {
     if (!n || typeof n !== 'object') return;
-    if (n.type === 'object' && n.properties && n.additionalProperties === undefined && !n['x-kubernetes-preserve-unknown-fields']) {
+    if (
+      n.type === 'object' &&
+      n.properties &&
+      n.additionalProperties === undefined &&
+      !n['x-kubernetes-preserve-unknown-fields']
+    ) {
       n.additionalProperties = false;
     }
     Object.values(n).forEach(close);
   };
   const schema = structuredClone(version.schema.openAPIV3Schema);
   close(schema);
-  const AjvClass = ((Ajv as unknown as { default?: unknown }).default ?? Ajv) as new (o: object) => { compile(s: object): Validate };
+  const AjvClass = ((Ajv as unknown as { default?: unknown }).default ?? Ajv) as new (o: object) => {
+    compile(s: object): Validate;
+  };
   return new AjvClass({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
 }
 
@@ -48,14 +55,16 @@ const runnerPatch = find(overlay, 'Deployment', 'frognano-runner');
 describe('KEDA overlay: schema', () => {
   const validateScaledObject = crdValidator('keda.sh_scaledobjects.yaml');
 
-  it('the ScaledObject is valid for KEDA\'s CRD (v2.20.2)', () => {
+  it("the ScaledObject is valid for KEDA's CRD (v2.20.2)", () => {
     expect(scaledObject.apiVersion).toBe('keda.sh/v1alpha1');
     expect(problems(validateScaledObject, scaledObject)).toEqual([]);
   });
 
   it('the TriggerAuthentication example in docs/operating-at-scale.md is valid for its CRD', () => {
     const docs = read('docs/operating-at-scale.md');
-    const blocks = [...docs.matchAll(/```yaml\n([\s\S]*?)```/g)].flatMap((m) => parseAllDocuments(m[1]!).map((d) => d.toJS()));
+    const blocks = [...docs.matchAll(/```yaml\n([\s\S]*?)```/g)].flatMap((m) =>
+      parseAllDocuments(m[1]!).map((d) => d.toJS()),
+    );
     const auth = blocks.find((b) => b?.kind === 'TriggerAuthentication');
     expect(auth).toBeDefined();
     expect(problems(crdValidator('keda.sh_triggerauthentications.yaml'), auth)).toEqual([]);
@@ -83,8 +92,12 @@ describe('KEDA overlay: scaling the GPU runners safely', () => {
     expect(parse(inline.patch)).toEqual([{ op: 'remove', path: '/spec/replicas' }]);
   });
 
-  it('scales the runner Deployment from zero on the bot\'s backlog metric, through Prometheus', async () => {
-    expect(scaledObject.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: baseRunner.metadata.name });
+  it("scales the runner Deployment from zero on the bot's backlog metric, through Prometheus", async () => {
+    expect(scaledObject.spec.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: baseRunner.metadata.name,
+    });
     expect(scaledObject.spec.minReplicaCount).toBe(0);
     const [trigger] = scaledObject.spec.triggers;
     expect(trigger.type).toBe('prometheus');
@@ -102,7 +115,10 @@ describe('KEDA overlay: scaling the GPU runners safely', () => {
 
   it('waits longer than a model load before scaling to zero', () => {
     const budget = (probe: any) => (probe ? (probe.periodSeconds ?? 10) * (probe.failureThreshold ?? 3) : 0);
-    const containers = [...(baseRunner.spec.template.spec.initContainers ?? []), ...baseRunner.spec.template.spec.containers];
+    const containers = [
+      ...(baseRunner.spec.template.spec.initContainers ?? []),
+      ...baseRunner.spec.template.spec.containers,
+    ];
     const modelLoadSeconds = Math.max(...containers.map((c: any) => budget(c.startupProbe)));
     expect(modelLoadSeconds).toBeGreaterThanOrEqual(600); // the vLLM sidecar's 10 minutes
     expect(scaledObject.spec.cooldownPeriod).toBeGreaterThan(modelLoadSeconds);
@@ -120,17 +136,22 @@ describe('KEDA overlay: scaling the GPU runners safely', () => {
   });
 
   const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
-  (kubectl ? it : it.skip)('kubectl kustomize builds it: base objects, patched runner and ConfigMap, the ScaledObject', () => {
-    const out = spawnSync('kubectl', ['kustomize', 'deploy/k8s-keda'], { encoding: 'utf8', timeout: 60_000 });
-    expect(out.stderr).toBe('');
-    const built = parseAllDocuments(out.stdout).map((d) => d.toJS());
-    const runner = built.find((d) => d.kind === 'Deployment' && d.metadata.name === 'frognano-runner');
-    expect(runner.spec.replicas).toBeUndefined();
-    expect(runner.spec.template.spec.terminationGracePeriodSeconds).toBe(runnerPatch.spec.template.spec.terminationGracePeriodSeconds);
-    expect(runner.spec.template.spec.containers.map((c: any) => c.name)).toEqual(['runner']); // the patch merged, not replaced
-    const config = built.find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'frognano-config').data;
-    expect(config).toMatchObject({ ...baseConfig, ...overlayConfig });
-    expect(built.filter((d) => d.kind === 'ScaledObject')).toHaveLength(1);
-    for (const d of built) if (d.kind !== 'Namespace') expect(d.metadata.namespace).toBe('frognano');
-  });
+  (kubectl ? it : it.skip)(
+    'kubectl kustomize builds it: base objects, patched runner and ConfigMap, the ScaledObject',
+    () => {
+      const out = spawnSync('kubectl', ['kustomize', 'deploy/k8s-keda'], { encoding: 'utf8', timeout: 60_000 });
+      expect(out.stderr).toBe('');
+      const built = parseAllDocuments(out.stdout).map((d) => d.toJS());
+      const runner = built.find((d) => d.kind === 'Deployment' && d.metadata.name === 'frognano-runner');
+      expect(runner.spec.replicas).toBeUndefined();
+      expect(runner.spec.template.spec.terminationGracePeriodSeconds).toBe(
+        runnerPatch.spec.template.spec.terminationGracePeriodSeconds,
+      );
+      expect(runner.spec.template.spec.containers.map((c: any) => c.name)).toEqual(['runner']); // the patch merged, not replaced
+      const config = built.find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'frognano-config').data;
+      expect(config).toMatchObject({ ...baseConfig, ...overlayConfig });
+      expect(built.filter((d) => d.kind === 'ScaledObject')).toHaveLength(1);
+      for (const d of built) if (d.kind !== 'Namespace') expect(d.metadata.namespace).toBe('frognano');
+    },
+  );
 });

@@ -10,7 +10,8 @@ function namesInCode(): Map<string, string> {
       const rel = path.join(dir, e.name);
       if (e.isDirectory()) walk(rel);
       else if (/\.(ts|sh|js|mjs)$/.test(e.name) && rel !== path.join('src', 'cli', 'help.ts')) {
-        for (const m of read(rel).matchAll(/\bFROGNANO_[A-Z0-9_]*[A-Z0-9]\b/g)) if (!where.has(m[0])) where.set(m[0], rel);
+        for (const m of read(rel).matchAll(/\bFROGNANO_[A-Z0-9_]*[A-Z0-9]\b/g))
+          if (!where.has(m[0])) where.set(m[0], rel);
       }
     }
   };
@@ -41,20 +42,33 @@ describe('README', () => {
   });
 
   it('has the operator sections', () => {
-    for (const h of ['How it works', 'Quick start', 'Running a runner', 'Configuration reference', 'Security model', 'Observability', 'Deployment', 'Troubleshooting']) {
+    for (const h of [
+      'How it works',
+      'Quick start',
+      'Running a runner',
+      'Configuration reference',
+      'Security model',
+      'Observability',
+      'Deployment',
+      'Troubleshooting',
+    ]) {
       expect(readme).toMatch(new RegExp(`^## ${h}`, 'm'));
     }
   });
 
-  it("gives exactly the test command that .ci/run runs", () => {
-    const ci = read('.ci/run').split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+  it('gives exactly the test command that .ci/run runs', () => {
+    const ci = read('.ci/run')
+      .split('\n')
+      .filter((l) => l.trim() && !l.startsWith('#'));
     expect(ci[ci.length - 1]).toBe('npm ci && npm test');
     expect(readme).toMatch(/^npm ci && npm test\b/m);
   });
 });
 
 /** Markdown files whose relative links must resolve: the README, CONTRIBUTING.md, docs/ and bench/README.md. */
-const docs = readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+const docs = readdirSync(path.join(ROOT, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
 const markdown = ['README.md', 'CONTRIBUTING.md', 'bench/README.md', ...docs];
 
 describe('the documentation beside the README', () => {
@@ -73,7 +87,15 @@ describe('the documentation beside the README', () => {
 
   it('CONTRIBUTING.md has the test prerequisites and the lint and format commands', () => {
     const text = read('CONTRIBUTING.md');
-    for (const s of ['npm ci && npm test', 'redis-server', 'bubblewrap', '/usr/bin/python3', 'build-sandbox-image.sh', 'npm run lint', 'npm run format']) {
+    for (const s of [
+      'npm ci && npm test',
+      'redis-server',
+      'bubblewrap',
+      '/usr/bin/python3',
+      'build-sandbox-image.sh',
+      'npm run lint',
+      'npm run format',
+    ]) {
       expect(text).toContain(s);
     }
   });
@@ -81,7 +103,14 @@ describe('the documentation beside the README', () => {
   it('docs/architecture.md has the round pipeline and every layer of the lint config', () => {
     const text = read('docs/architecture.md');
     expect(text).toContain('clone → sandbox → Leaf run → judge → apply and check → publish → report');
-    for (const m of ['round.ts', 'roundSteps.ts', 'roundVariant.ts', 'firstAttempt.ts', 'followUp.ts', 'processJob.ts']) {
+    for (const m of [
+      'round.ts',
+      'roundSteps.ts',
+      'roundVariant.ts',
+      'firstAttempt.ts',
+      'followUp.ts',
+      'processJob.ts',
+    ]) {
       expect({ m, inDocs: text.includes(`\`${m}\``) }).toEqual({ m, inDocs: true });
       expect(existsSync(path.join(ROOT, 'src/runner', m))).toBe(true);
     }

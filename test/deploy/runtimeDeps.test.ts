@@ -4,7 +4,10 @@ import path from 'node:path';
 import ts from 'typescript';
 import { ROOT, read } from './files.js';
 
-const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const pkg = JSON.parse(read('package.json')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
 
 function tsFiles(dir: string): string[] {
   return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
@@ -28,7 +31,8 @@ function runtimeImports(rel: string): string[] {
   return specs.filter((s) => !s.startsWith('.') && !s.startsWith('node:'));
 }
 
-const packageName = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+const packageName = (spec: string) =>
+  spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0];
 
 describe('runtime images', () => {
   it('sees value imports and ignores type-only ones', () => {
@@ -45,7 +49,10 @@ describe('runtime images', () => {
       for (const spec of runtimeImports(f)) {
         const name = packageName(spec);
         if (builtinModules.includes(name)) continue;
-        if (!pkg.dependencies[name]) missing.push(`${f} imports ${spec}${pkg.devDependencies[name] ? ' (a devDependency: absent after npm ci --omit=dev)' : ''}`);
+        if (!pkg.dependencies[name])
+          missing.push(
+            `${f} imports ${spec}${pkg.devDependencies[name] ? ' (a devDependency: absent after npm ci --omit=dev)' : ''}`,
+          );
       }
     }
     expect(missing).toEqual([]);

@@ -37,7 +37,12 @@ describe('no posted text closes an issue', () => {
   });
 
   test('the status comment: the summary, a running detail and a failure reason', () => {
-    const opened = { kind: 'pull_request', url: 'https://github.com/acme/widgets/pull/5', number: 5, summary: HOSTILE } as const;
+    const opened = {
+      kind: 'pull_request',
+      url: 'https://github.com/acme/widgets/pull/5',
+      number: 5,
+      summary: HOSTILE,
+    } as const;
     const comments = [
       renderStatusComment(opened),
       renderStatusComment({ kind: 'running', turn: 2, maxTurns: 100, detail: HOSTILE }),

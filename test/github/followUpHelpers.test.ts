@@ -10,7 +10,9 @@ import { renderStatusComment, summarizeStatus } from '../../src/github/statusCom
 
 describe('Co-authored-by trailer', () => {
   it("uses GitHub's noreply address with the user id, or the older form without", () => {
-    expect(coAuthorTrailer({ login: 'octocat', id: 583231 })).toBe('Co-authored-by: octocat <583231+octocat@users.noreply.github.com>');
+    expect(coAuthorTrailer({ login: 'octocat', id: 583231 })).toBe(
+      'Co-authored-by: octocat <583231+octocat@users.noreply.github.com>',
+    );
     expect(coAuthorTrailer({ login: 'octocat' })).toBe('Co-authored-by: octocat <octocat@users.noreply.github.com>');
   });
   it('adds nothing for a login that could break the trailer', () => {
@@ -18,12 +20,19 @@ describe('Co-authored-by trailer', () => {
     expect(withCoAuthor('subject\n', { login: 'a b' })).toBe('subject\n');
   });
   it('puts the trailer in its own last paragraph', () => {
-    expect(withCoAuthor('subject\n\nbody\n', { login: 'm', id: 1 })).toBe('subject\n\nbody\n\nCo-authored-by: m <1+m@users.noreply.github.com>\n');
+    expect(withCoAuthor('subject\n\nbody\n', { login: 'm', id: 1 })).toBe(
+      'subject\n\nbody\n\nCo-authored-by: m <1+m@users.noreply.github.com>\n',
+    );
   });
 });
 
 describe('run history in the PR description', () => {
-  const entry = (n: number, sha: string | null = 'a'.repeat(40)) => ({ round: `Follow-up ${n}`, trigger: `review by @maint`, headSha: sha, result: 'done' });
+  const entry = (n: number, sha: string | null = 'a'.repeat(40)) => ({
+    round: `Follow-up ${n}`,
+    trigger: `review by @maint`,
+    headSha: sha,
+    result: 'done',
+  });
 
   it('adds a section with the draft row and keeps the text before it', () => {
     const body = appendRunHistory('## Summary\n\nFixed it.', entry(1));
@@ -38,7 +47,9 @@ describe('run history in the PR description', () => {
     const twice = appendRunHistory(once, entry(2, null));
     expect(twice.match(/## Run history/g)).toHaveLength(1);
     expect(twice).toContain('| Follow-up 1 |');
-    expect(twice).toContain('| Follow-up 2 | review by @\u200bmaint | — | done | — |\n<!-- /frognano:history -->\n\nMaintainer note.');
+    expect(twice).toContain(
+      '| Follow-up 2 | review by @\u200bmaint | — | done | — |\n<!-- /frognano:history -->\n\nMaintainer note.',
+    );
   });
 
   it('stays within GitHub body limits however long the description and history get', () => {
@@ -53,7 +64,17 @@ describe('run history in the PR description', () => {
 describe('readRepoFile (from git objects, never the file system)', () => {
   let dir: string;
   const git = (...args: string[]) =>
-    execFileSync('git', args, { cwd: dir, env: { ...process.env, GIT_AUTHOR_NAME: 'a', GIT_AUTHOR_EMAIL: 'a@b', GIT_COMMITTER_NAME: 'a', GIT_COMMITTER_EMAIL: 'a@b', GIT_CONFIG_GLOBAL: '/dev/null' } });
+    execFileSync('git', args, {
+      cwd: dir,
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 'a',
+        GIT_AUTHOR_EMAIL: 'a@b',
+        GIT_COMMITTER_NAME: 'a',
+        GIT_COMMITTER_EMAIL: 'a@b',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+      },
+    });
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-repofile-'));
     git('init', '-q');
@@ -69,7 +90,11 @@ describe('readRepoFile (from git objects, never the file system)', () => {
   afterAll(() => fs.rm(dir, { recursive: true, force: true }));
 
   it('reads the committed text', async () => {
-    expect(await readRepoFile(dir, 'AGENTS.md', 100)).toEqual({ path: 'AGENTS.md', text: 'Use tabs.\n', truncatedChars: 0 });
+    expect(await readRepoFile(dir, 'AGENTS.md', 100)).toEqual({
+      path: 'AGENTS.md',
+      text: 'Use tabs.\n',
+      truncatedChars: 0,
+    });
   });
   it('refuses a committed symlink', async () => {
     expect(await readRepoFile(dir, '.github/frognano.md', 100)).toBeNull();
@@ -105,8 +130,14 @@ describe('status comment of a follow-up round', () => {
     const bodies = [
       renderStatusComment({ kind: 'queued', position: 1 }, meta),
       renderStatusComment({ kind: 'running', turn: 3, maxTurns: 100 }, meta),
-      renderStatusComment({ kind: 'pull_request', url: 'https://github.com/o/r/pull/12', number: 12, summary: 'Renamed it. @someone #3' }, meta),
-      renderStatusComment({ kind: 'no_patch', reason: 'The model finished without changing any file; the pull request is unchanged.' }, meta),
+      renderStatusComment(
+        { kind: 'pull_request', url: 'https://github.com/o/r/pull/12', number: 12, summary: 'Renamed it. @someone #3' },
+        meta,
+      ),
+      renderStatusComment(
+        { kind: 'no_patch', reason: 'The model finished without changing any file; the pull request is unchanged.' },
+        meta,
+      ),
       renderStatusComment({ kind: 'failed', reason: 'boom' }, meta),
       renderStatusComment({ kind: 'cancelled', by: 'maint' }, meta),
     ];

@@ -20,9 +20,14 @@ describe('host git', () => {
   let remote: BareRemote;
   let work: string;
   beforeEach(async () => {
-    remote = await makeBareRemote('octo', 'hello', { 'README.md': '# hello\n', 'src/a.txt': 'one\ntwo\n' }, {
-      extraBranches: { develop: { 'DEV.md': 'dev\n' } },
-    });
+    remote = await makeBareRemote(
+      'octo',
+      'hello',
+      { 'README.md': '# hello\n', 'src/a.txt': 'one\ntwo\n' },
+      {
+        extraBranches: { develop: { 'DEV.md': 'dev\n' } },
+      },
+    );
     work = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-gitwork-'));
   });
   afterEach(async () => {
@@ -32,7 +37,12 @@ describe('host git', () => {
 
   it('clones the default branch shallowly and keeps the token out of .git/config', async () => {
     const dest = path.join(work, 'clone');
-    const res = await cloneRepo({ owner: 'octo', repo: 'hello', dest, auth: { baseUrl: remote.baseUrl, token: TOKEN } });
+    const res = await cloneRepo({
+      owner: 'octo',
+      repo: 'hello',
+      dest,
+      auth: { baseUrl: remote.baseUrl, token: TOKEN },
+    });
     expect(res.branch).toBe('main');
     expect(res.headSha).toMatch(/^[0-9a-f]{40}$/);
     expect(await fs.readFile(path.join(dest, 'README.md'), 'utf8')).toBe('# hello\n');
@@ -45,14 +55,25 @@ describe('host git', () => {
 
   it('clones a configured branch', async () => {
     const dest = path.join(work, 'clone');
-    const res = await cloneRepo({ owner: 'octo', repo: 'hello', dest, branch: 'develop', auth: { baseUrl: remote.baseUrl } });
+    const res = await cloneRepo({
+      owner: 'octo',
+      repo: 'hello',
+      dest,
+      branch: 'develop',
+      auth: { baseUrl: remote.baseUrl },
+    });
     expect(res.branch).toBe('develop');
     expect(await fs.readFile(path.join(dest, 'DEV.md'), 'utf8')).toBe('dev\n');
   });
 
   it('says which repository could not be cloned, with the token redacted', async () => {
     const dest = path.join(work, 'clone');
-    const err = await cloneRepo({ owner: 'octo', repo: `missing-${TOKEN}`, dest, auth: { baseUrl: remote.baseUrl, token: TOKEN } }).catch((e) => e);
+    const err = await cloneRepo({
+      owner: 'octo',
+      repo: `missing-${TOKEN}`,
+      dest,
+      auth: { baseUrl: remote.baseUrl, token: TOKEN },
+    }).catch((e) => e);
     expect(err).toBeInstanceOf(GitError);
     expect(err.message).toMatch(/^could not clone octo\/missing-\[REDACTED\]: git clone failed/);
     expect(err.message).not.toContain(TOKEN);
@@ -60,7 +81,10 @@ describe('host git', () => {
   });
 
   it('sends the token as an HTTP header scoped to the remote, only through the environment', async () => {
-    const out = await git(['config', '--get-regexp', 'extraheader'], { cwd: work, auth: { baseUrl: 'https://github.example', token: TOKEN } });
+    const out = await git(['config', '--get-regexp', 'extraheader'], {
+      cwd: work,
+      auth: { baseUrl: 'https://github.example', token: TOKEN },
+    });
     const basic = Buffer.from(`x-access-token:${TOKEN}`).toString('base64');
     expect(out.trim()).toBe(`http.https://github.example/.extraheader AUTHORIZATION: basic ${basic}`);
   });
@@ -68,7 +92,11 @@ describe('host git', () => {
   it('kills a hung git command at its timeout', async () => {
     // ext:: runs a command as the "remote"; sleep never answers, like a stalled server.
     const started = Date.now();
-    const err = await git(['ls-remote', 'ext::sleep 20'], { cwd: work, timeoutMs: 800, config: { 'protocol.ext.allow': 'always' } }).catch((e) => e);
+    const err = await git(['ls-remote', 'ext::sleep 20'], {
+      cwd: work,
+      timeoutMs: 800,
+      config: { 'protocol.ext.allow': 'always' },
+    }).catch((e) => e);
     expect(err).toBeInstanceOf(GitError);
     expect(err.message).toBe('git ls-remote timed out after 1s');
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -76,7 +104,12 @@ describe('host git', () => {
 
   it('applies a sandbox patch (new, binary and changed files), commits as the bot and pushes the branch', async () => {
     const dest = path.join(work, 'clone');
-    const base = await cloneRepo({ owner: 'octo', repo: 'hello', dest, auth: { baseUrl: remote.baseUrl, token: TOKEN } });
+    const base = await cloneRepo({
+      owner: 'octo',
+      repo: 'hello',
+      dest,
+      auth: { baseUrl: remote.baseUrl, token: TOKEN },
+    });
     // The "sandbox" copy: a separate clone that the patch is computed in.
     const sandbox = path.join(work, 'sandbox');
     gitIn(work, 'clone', '-q', `${remote.baseUrl}/octo/hello.git`, sandbox);
@@ -98,16 +131,20 @@ describe('host git', () => {
     await pushBranch(dest, { owner: 'octo', repo: 'hello', branch, auth: { baseUrl: remote.baseUrl, token: TOKEN } });
 
     expect(gitIn(remote.bare, 'rev-parse', `refs/heads/${branch}`).trim()).toBe(sha);
-    expect(gitIn(remote.bare, 'log', '-1', '--format=%an <%ae>|%P', sha).trim()).toBe(`frognano[bot] <frognano[bot]@users.noreply.github.com>|${base.headSha}`);
+    expect(gitIn(remote.bare, 'log', '-1', '--format=%an <%ae>|%P', sha).trim()).toBe(
+      `frognano[bot] <frognano[bot]@users.noreply.github.com>|${base.headSha}`,
+    );
     expect(gitIn(remote.bare, 'show', `${sha}:new.txt`)).toBe('brand new\n');
   });
 
   it('refuses a patch that does not apply, and one that escapes the tree', async () => {
     const dest = path.join(work, 'clone');
     await cloneRepo({ owner: 'octo', repo: 'hello', dest, auth: { baseUrl: remote.baseUrl } });
-    const bad = 'diff --git a/src/a.txt b/src/a.txt\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,2 +1,2 @@\n-nope\n+x\n two\n';
+    const bad =
+      'diff --git a/src/a.txt b/src/a.txt\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,2 +1,2 @@\n-nope\n+x\n two\n';
     await expect(applyPatch(dest, bad)).rejects.toThrow(/does not apply to the base branch/);
-    const escape = 'diff --git a/../evil b/../evil\nnew file mode 100644\n--- /dev/null\n+++ b/../evil\n@@ -0,0 +1 @@\n+x\n';
+    const escape =
+      'diff --git a/../evil b/../evil\nnew file mode 100644\n--- /dev/null\n+++ b/../evil\n@@ -0,0 +1 @@\n+x\n';
     await expect(applyPatch(dest, escape)).rejects.toThrow(/does not apply/);
     await expect(fs.stat(path.join(work, 'evil'))).rejects.toThrow();
   });

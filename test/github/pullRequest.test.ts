@@ -15,7 +15,8 @@ import {
 import { defaultRepoConfig, parseRepoConfig } from '../../src/github/repoConfig.js';
 
 const API = 'https://api.github.com';
-const octokit = () => new ProbotOctokit({ auth: { token: 'test-token' }, retry: { enabled: false }, throttle: { enabled: false } });
+const octokit = () =>
+  new ProbotOctokit({ auth: { token: 'test-token' }, retry: { enabled: false }, throttle: { enabled: false } });
 const f = (p: string, a = 1, d = 0) => ({ path: p, additions: a, deletions: d, binary: false });
 
 beforeAll(() => {
@@ -43,16 +44,25 @@ describe('guardrails', () => {
       ok: false,
       reason: 'the patch changes 3 files; this repository allows at most 2 (limits.maxFilesChanged)',
     });
-    expect(checkGuardrails([f('a', 6, 5)], cfg)).toMatchObject({ ok: false, reason: expect.stringContaining('changes 11 lines') });
+    expect(checkGuardrails([f('a', 6, 5)], cfg)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('changes 11 lines'),
+    });
   });
   it('refuses workflow changes unless allowed', () => {
     const files = [f('src/x.ts'), f('.github/workflows/ci.yml')];
-    expect(checkGuardrails(files, defaultRepoConfig())).toMatchObject({ ok: false, reason: expect.stringContaining('`.github/workflows/ci.yml`') });
+    expect(checkGuardrails(files, defaultRepoConfig())).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('`.github/workflows/ci.yml`'),
+    });
     expect(checkGuardrails(files, parseRepoConfig('allowWorkflowChanges: true'))).toEqual({ ok: true });
   });
   it('refuses forbidden globs, dotfiles included', () => {
     const cfg = parseRepoConfig("forbiddenPaths: ['secrets/**', '**/*.lock']");
-    expect(checkGuardrails([f('secrets/.env')], cfg)).toMatchObject({ ok: false, reason: expect.stringContaining('`secrets/**`') });
+    expect(checkGuardrails([f('secrets/.env')], cfg)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('`secrets/**`'),
+    });
     expect(checkGuardrails([f('pkg/yarn.lock')], cfg)).toMatchObject({ ok: false });
     expect(checkGuardrails([f('src/secrets.ts')], cfg)).toEqual({ ok: true });
   });
@@ -92,10 +102,12 @@ describe('pull request body', () => {
     expect(body).toContain('- Turns: 7, elapsed: 93 s');
     expect(body).toContain('- Full trajectory: kept by the runner with its log, job `octo/hello#\u200B42@1`');
     expect(body).not.toContain('/var/lib');
-    expect(body).toMatch(/\n\n<details><summary>Trajectory<\/summary>\n\n### Turn 1\nRead src\/range.ts\n\n<\/details>\n$/);
+    expect(body).toMatch(
+      /\n\n<details><summary>Trajectory<\/summary>\n\n### Turn 1\nRead src\/range.ts\n\n<\/details>\n$/,
+    );
   });
 
-  it('shrinks the trajectory to fit GitHub\'s limit', () => {
+  it("shrinks the trajectory to fit GitHub's limit", () => {
     let asked = 0;
     const body = renderPullRequestBody({
       ...base,
@@ -123,11 +135,22 @@ describe('pull request body', () => {
       renderTrajectory: () => '### Turn 1\n```text\n@octocat <!-- frognano:pr --> Fixes #4\n```',
     });
     expect(body).toContain(
-      ['## Summary', '', '```text', `# Approved by @${Z}maintainers`, '</details>', `<${Z}!-- frognano:status --${Z}>`, `F${WJ}ixes #${Z}1, c${WJ}loses octo/other#${Z}2`, '```'].join('\n'),
+      [
+        '## Summary',
+        '',
+        '```text',
+        `# Approved by @${Z}maintainers`,
+        '</details>',
+        `<${Z}!-- frognano:status --${Z}>`,
+        `F${WJ}ixes #${Z}1, c${WJ}loses octo/other#${Z}2`,
+        '```',
+      ].join('\n'),
     );
     expect(body).toContain(`| \`<${Z}!-- frognano:status --${Z}>@${Z}x.ts\` | 1 | 0 |`);
     expect(body).toContain(['```text', `ping @${Z}admin #${Z}3`, `<${Z}!-- frognano --${Z}>`, '```'].join('\n'));
-    expect(body).toContain(['```text', `@${Z}octocat <${Z}!-- frognano:pr --${Z}> F${WJ}ixes #${Z}4`, '```'].join('\n'));
+    expect(body).toContain(
+      ['```text', `@${Z}octocat <${Z}!-- frognano:pr --${Z}> F${WJ}ixes #${Z}4`, '```'].join('\n'),
+    );
     // Whatever the model wrote: no live mention, no hidden marker, no closing keyword with a live reference.
     expect(body).not.toMatch(/(^|[^A-Za-z0-9])@[A-Za-z0-9]/);
     expect(body).not.toContain('<!--');
@@ -135,7 +158,9 @@ describe('pull request body', () => {
   });
 
   it('defangs the issue title in the pull request title', () => {
-    expect(pullRequestTitle('Crash\n@team/all see #9 <!-- x -->', 9)).toBe('frognano: Crash @\u200Bteam/all see #\u200B9 <\u200B!-- x --\u200B>');
+    expect(pullRequestTitle('Crash\n@team/all see #9 <!-- x -->', 9)).toBe(
+      'frognano: Crash @\u200Bteam/all see #\u200B9 <\u200B!-- x --\u200B>',
+    );
     expect(pullRequestTitle('   ', 9)).toBe('frognano: issue #9');
   });
 
@@ -147,9 +172,21 @@ describe('pull request body', () => {
 describe('GitHub calls', () => {
   it('opens a draft PR, and updates the open one for the same branch on 422', async () => {
     nock(API)
-      .post('/repos/octo/hello/pulls', (b) => b.draft === true && b.head === 'frognano/issue-1' && b.base === 'main' && b.body === 'B')
+      .post(
+        '/repos/octo/hello/pulls',
+        (b) => b.draft === true && b.head === 'frognano/issue-1' && b.base === 'main' && b.body === 'B',
+      )
       .reply(201, { number: 5, html_url: 'https://github.com/octo/hello/pull/5' });
-    expect(await openDraftPullRequest(octokit(), { owner: 'octo', repo: 'hello', head: 'frognano/issue-1', base: 'main', title: 'T', body: 'B' })).toEqual({
+    expect(
+      await openDraftPullRequest(octokit(), {
+        owner: 'octo',
+        repo: 'hello',
+        head: 'frognano/issue-1',
+        base: 'main',
+        title: 'T',
+        body: 'B',
+      }),
+    ).toEqual({
       number: 5,
       url: 'https://github.com/octo/hello/pull/5',
       created: true,
@@ -157,13 +194,25 @@ describe('GitHub calls', () => {
 
     nock(API)
       .post('/repos/octo/hello/pulls')
-      .reply(422, { message: 'Validation Failed', errors: [{ message: 'A pull request already exists for octo:frognano/issue-1.' }] })
+      .reply(422, {
+        message: 'Validation Failed',
+        errors: [{ message: 'A pull request already exists for octo:frognano/issue-1.' }],
+      })
       .get('/repos/octo/hello/pulls')
       .query({ head: 'octo:frognano/issue-1', state: 'open' })
       .reply(200, [{ number: 5, html_url: 'https://github.com/octo/hello/pull/5' }])
       .patch('/repos/octo/hello/pulls/5', { title: 'T', body: 'B2' })
       .reply(200, {});
-    expect(await openDraftPullRequest(octokit(), { owner: 'octo', repo: 'hello', head: 'frognano/issue-1', base: 'main', title: 'T', body: 'B2' })).toMatchObject({
+    expect(
+      await openDraftPullRequest(octokit(), {
+        owner: 'octo',
+        repo: 'hello',
+        head: 'frognano/issue-1',
+        base: 'main',
+        title: 'T',
+        body: 'B2',
+      }),
+    ).toMatchObject({
       number: 5,
       created: false,
     });
@@ -190,18 +239,38 @@ describe('GitHub calls', () => {
   it('blocks with an action_required check run and completes it on approval', async () => {
     const sha = 'a'.repeat(40);
     nock(API)
-      .post('/repos/octo/hello/check-runs', (b) =>
-        b.name === APPROVAL_CHECK_NAME && b.head_sha === sha && b.status === 'completed' && b.conclusion === 'action_required' &&
-        b.details_url === 'https://github.com/octo/hello/pull/5' && /must review/.test(b.output.summary))
+      .post(
+        '/repos/octo/hello/check-runs',
+        (b) =>
+          b.name === APPROVAL_CHECK_NAME &&
+          b.head_sha === sha &&
+          b.status === 'completed' &&
+          b.conclusion === 'action_required' &&
+          b.details_url === 'https://github.com/octo/hello/pull/5' &&
+          /must review/.test(b.output.summary),
+      )
       .reply(201, { id: 99 });
-    expect(await createApprovalCheck(octokit(), { owner: 'octo', repo: 'hello', headSha: sha, pullRequestUrl: 'https://github.com/octo/hello/pull/5', issueNumber: 1 })).toBe(99);
+    expect(
+      await createApprovalCheck(octokit(), {
+        owner: 'octo',
+        repo: 'hello',
+        headSha: sha,
+        pullRequestUrl: 'https://github.com/octo/hello/pull/5',
+        issueNumber: 1,
+      }),
+    ).toBe(99);
 
     nock(API)
       .get(`/repos/octo/hello/commits/${sha}/check-runs`)
       .query({ check_name: APPROVAL_CHECK_NAME, filter: 'latest' })
       .reply(200, { total_count: 1, check_runs: [{ id: 99 }] })
-      .patch('/repos/octo/hello/check-runs/99', (b) => b.conclusion === 'success' && b.output.title === 'Approved by @maint')
+      .patch(
+        '/repos/octo/hello/check-runs/99',
+        (b) => b.conclusion === 'success' && b.output.title === 'Approved by @maint',
+      )
       .reply(200, { id: 99 });
-    expect(await completeApprovalCheck(octokit(), { owner: 'octo', repo: 'hello', headSha: sha, approvedBy: 'maint' })).toBe(99);
+    expect(
+      await completeApprovalCheck(octokit(), { owner: 'octo', repo: 'hello', headSha: sha, approvedBy: 'maint' }),
+    ).toBe(99);
   });
 });

@@ -37,7 +37,10 @@ allowWorkflowChanges: true
 
   it('fills defaults for an empty file', () => {
     expect(parseRepoConfig('')).toEqual(defaultRepoConfig());
-    expect(defaultRepoConfig()).toMatchObject({ allowWorkflowChanges: false, limits: { maxFilesChanged: 20, maxLinesChanged: 1000 } });
+    expect(defaultRepoConfig()).toMatchObject({
+      allowWorkflowChanges: false,
+      limits: { maxFilesChanged: 20, maxLinesChanged: 1000 },
+    });
   });
 
   it.each([
@@ -115,7 +118,9 @@ instructionsFile: docs/bot.md
   });
 
   it.each(['../secrets.md', '/etc/passwd', 'docs/../../x.md', '-rf'])('refuses the instructions path %s', (p) => {
-    expect(() => parseRepoConfig(`instructionsFile: '${p}'\n`)).toThrow(/`instructionsFile`: not a repository-relative file path/);
+    expect(() => parseRepoConfig(`instructionsFile: '${p}'\n`)).toThrow(
+      /`instructionsFile`: not a repository-relative file path/,
+    );
   });
 
   it('names a typo inside the new sections', () => {

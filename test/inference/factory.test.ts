@@ -46,7 +46,9 @@ describe('backendConfigFromEnv', () => {
   });
 
   test('the kind is inferred from the one backend variable set; a bare host gets /v1', () => {
-    expect(backendConfigFromEnv({ FROGNANO_OPENAI_BASE_URL: 'http://localhost:8080', FROGNANO_OPENAI_MODEL: 'm' })).toEqual({
+    expect(
+      backendConfigFromEnv({ FROGNANO_OPENAI_BASE_URL: 'http://localhost:8080', FROGNANO_OPENAI_MODEL: 'm' }),
+    ).toEqual({
       kind: 'openai',
       baseUrl: 'http://localhost:8080/v1',
       model: 'm',
@@ -69,7 +71,14 @@ describe('backendConfigFromEnv', () => {
         FROGNANO_ONNX_MODEL_FILE: 'onnx/model_q4.onnx',
         FROGNANO_ONNX_DTYPE: 'Q4',
       }),
-    ).toEqual({ kind: 'onnx', modelDir: '/m', device: 'cuda', threads: 8, modelFile: 'onnx/model_q4.onnx', dtype: 'q4' });
+    ).toEqual({
+      kind: 'onnx',
+      modelDir: '/m',
+      device: 'cuda',
+      threads: 8,
+      modelFile: 'onnx/model_q4.onnx',
+      dtype: 'q4',
+    });
     expect(envError({ FROGNANO_MODEL_DIR: '/m', FROGNANO_ONNX_DTYPE: 'fp8' })).toMatch(
       /^Invalid model backend configuration: FROGNANO_ONNX_DTYPE \(got "fp8"\): .*"fp16".*"q4"/,
     );
@@ -88,27 +97,37 @@ describe('backendConfigFromEnv', () => {
       'Invalid model backend configuration: FROGNANO_OPENAI_BASE_URL: must be an http:// or https:// URL; ' +
         'FROGNANO_OPENAI_MODEL: is not set.',
     );
-    expect(envError({ FROGNANO_BACKEND: 'openai', FROGNANO_OPENAI_BASE_URL: 'gpu-box:8000', FROGNANO_OPENAI_MODEL: 'm' })).toBe(
+    expect(
+      envError({ FROGNANO_BACKEND: 'openai', FROGNANO_OPENAI_BASE_URL: 'gpu-box:8000', FROGNANO_OPENAI_MODEL: 'm' }),
+    ).toBe(
       'Invalid model backend configuration: FROGNANO_OPENAI_BASE_URL (got "gpu-box:8000"): must be an http:// or https:// URL.',
     );
-    expect(envError({ FROGNANO_BACKEND: 'onnx' })).toBe('Invalid model backend configuration: FROGNANO_MODEL_DIR: is not set.');
+    expect(envError({ FROGNANO_BACKEND: 'onnx' })).toBe(
+      'Invalid model backend configuration: FROGNANO_MODEL_DIR: is not set.',
+    );
     expect(envError({ FROGNANO_MODEL_DIR: '/m', FROGNANO_ONNX_DEVICE: 'tpu' })).toMatch(
       /^Invalid model backend configuration: FROGNANO_ONNX_DEVICE \(got "tpu"\): .*"cpu".*"cuda"/,
     );
-    expect(envError({ FROGNANO_MODEL_DIR: '/m', FROGNANO_ONNX_THREADS: 'many' })).toBe('FROGNANO_ONNX_THREADS=many is not a whole number.');
-    expect(envError({ FROGNANO_OPENAI_BASE_URL: 'http://x', FROGNANO_OPENAI_MODEL: 'm', FROGNANO_OPENAI_MAX_RETRIES: '50' })).toMatch(
-      /^Invalid model backend configuration: FROGNANO_OPENAI_MAX_RETRIES \(got "50"\): /,
+    expect(envError({ FROGNANO_MODEL_DIR: '/m', FROGNANO_ONNX_THREADS: 'many' })).toBe(
+      'FROGNANO_ONNX_THREADS=many is not a whole number.',
     );
-    expect(envError({ FROGNANO_OPENAI_BASE_URL: 'http://x', FROGNANO_OPENAI_MODEL: 'm', FROGNANO_OPENAI_EXTRA_BODY: '[1]' })).toMatch(
-      /^FROGNANO_OPENAI_EXTRA_BODY must be a JSON object/,
-    );
+    expect(
+      envError({ FROGNANO_OPENAI_BASE_URL: 'http://x', FROGNANO_OPENAI_MODEL: 'm', FROGNANO_OPENAI_MAX_RETRIES: '50' }),
+    ).toMatch(/^Invalid model backend configuration: FROGNANO_OPENAI_MAX_RETRIES \(got "50"\): /);
+    expect(
+      envError({ FROGNANO_OPENAI_BASE_URL: 'http://x', FROGNANO_OPENAI_MODEL: 'm', FROGNANO_OPENAI_EXTRA_BODY: '[1]' }),
+    ).toMatch(/^FROGNANO_OPENAI_EXTRA_BODY must be a JSON object/);
     expect(envError({ FROGNANO_REPLAY_FILE: '  ', FROGNANO_BACKEND: 'replay' })).toBe(
       'Invalid model backend configuration: FROGNANO_REPLAY_FILE: is not set.',
     );
   });
 
   test('a bad API key value is never echoed', () => {
-    const message = envError({ FROGNANO_OPENAI_BASE_URL: 'nope', FROGNANO_OPENAI_MODEL: 'm', FROGNANO_OPENAI_API_KEY: 'sk-very-secret' });
+    const message = envError({
+      FROGNANO_OPENAI_BASE_URL: 'nope',
+      FROGNANO_OPENAI_MODEL: 'm',
+      FROGNANO_OPENAI_API_KEY: 'sk-very-secret',
+    });
     expect(message).not.toContain('sk-very-secret');
   });
 });
@@ -130,14 +149,21 @@ describe('createBackend', () => {
     await expect(createBackend({ kind: 'openai', baseUrl: 'ftp://x', model: '' })).rejects.toThrow(
       'Invalid model backend configuration: backend.baseUrl: must be an http:// or https:// URL; backend.model: model name is required',
     );
-    await expect(createBackend({ kind: 'tpu' } as never)).rejects.toThrow(/^Invalid model backend configuration: backend.kind: /);
+    await expect(createBackend({ kind: 'tpu' } as never)).rejects.toThrow(
+      /^Invalid model backend configuration: backend.kind: /,
+    );
   });
 
   test('replay: loads the script file and replays its turns', async () => {
     const file = path.join(dir, 'script.json');
     await writeFile(
       file,
-      JSON.stringify({ turns: [{ content: 'Listing.', tool_calls: [{ name: 'Bash', arguments: { command: 'ls' } }] }, { content: 'Done.' }] }),
+      JSON.stringify({
+        turns: [
+          { content: 'Listing.', tool_calls: [{ name: 'Bash', arguments: { command: 'ls' } }] },
+          { content: 'Done.' },
+        ],
+      }),
     );
     const b = await createBackend(backendConfigFromEnv({ FROGNANO_REPLAY_FILE: file }));
     expect(b.info().backend).toBe('replay');
@@ -161,6 +187,10 @@ describe('createBackend', () => {
   });
 
   test('the schema is the single source of defaults', () => {
-    expect(BackendConfigSchema.parse({ kind: 'onnx', modelDir: '/m' })).toEqual({ kind: 'onnx', modelDir: '/m', device: 'cpu' });
+    expect(BackendConfigSchema.parse({ kind: 'onnx', modelDir: '/m' })).toEqual({
+      kind: 'onnx',
+      modelDir: '/m',
+      device: 'cpu',
+    });
   });
 });

@@ -1,5 +1,11 @@
 /** The per-step copy figures docs/benchmarks.md quotes, from bench/gpu-state-bytes.ts's arithmetic. */
-import { FROGNANO_4B, inProcessStepBytes, kvBytesPerToken, layerCounts, linearStateBytes } from '../../bench/gpu-state-bytes.js';
+import {
+  FROGNANO_4B,
+  inProcessStepBytes,
+  kvBytesPerToken,
+  layerCounts,
+  linearStateBytes,
+} from '../../bench/gpu-state-bytes.js';
 
 const MiB = 2 ** 20;
 
@@ -23,6 +29,8 @@ describe('host<->device bytes per decode step, FrogNano-4B', () => {
   });
 
   test('an explicit layer_types list wins over the interval', () => {
-    expect(layerCounts({ ...FROGNANO_4B, num_hidden_layers: 2, layer_types: ['full_attention', 'full_attention'] })).toEqual({ full: 2, linear: 0 });
+    expect(
+      layerCounts({ ...FROGNANO_4B, num_hidden_layers: 2, layer_types: ['full_attention', 'full_attention'] }),
+    ).toEqual({ full: 2, linear: 0 });
   });
 });

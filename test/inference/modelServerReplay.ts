@@ -26,7 +26,8 @@ export function loadFixture(server: string, name: string): HttpFixture {
     const i = line.indexOf(':');
     const key = line.slice(0, i).trim().toLowerCase();
     // Framing is the replaying server's business; the recorded body is already decoded.
-    if (key !== 'content-length' && key !== 'transfer-encoding' && key !== 'date') headers[key] = line.slice(i + 1).trim();
+    if (key !== 'content-length' && key !== 'transfer-encoding' && key !== 'date')
+      headers[key] = line.slice(i + 1).trim();
   }
   return { status: Number(statusLine!.split(' ')[1]), headers, body: raw.slice(split + 4) };
 }
@@ -83,7 +84,12 @@ export class ScriptedServer {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        const rec: Recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: text ? JSON.parse(text) : undefined };
+        const rec: Recorded = {
+          method: req.method ?? '',
+          path: req.url ?? '',
+          headers: req.headers,
+          body: text ? JSON.parse(text) : undefined,
+        };
         this.requests.push(rec);
         const handler = this.handlers.length > 1 ? this.handlers.shift()! : this.handlers[0];
         if (!handler) {

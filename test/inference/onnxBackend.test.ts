@@ -89,7 +89,11 @@ async function variant(name: string, mutate: (dir: string) => Promise<void>): Pr
 }
 
 /** Loads the model in `dir` and checks that it says what the main tiny model says (`check` runs first). */
-async function expectSameTextAsMain(dir: string, maxNewTokens: number, check?: (b: OnnxBackend) => void): Promise<void> {
+async function expectSameTextAsMain(
+  dir: string,
+  maxNewTokens: number,
+  check?: (b: OnnxBackend) => void,
+): Promise<void> {
   const b = await OnnxBackend.load(dir);
   try {
     check?.(b);
@@ -118,16 +122,25 @@ test('the prompt is the chat template with the tool specs in the system turn', a
   expect(prompt).toContain('<description>Repository-relative path of the file.</description>');
   expect(prompt).toContain('<name>Bash</name>');
   expect(prompt).toContain('<required>["file_path"]</required>');
-  expect(prompt.endsWith('<|im_start|>user\nMake the tests pass.<|im_end|>\n<|im_start|>assistant\n<think>\n')).toBe(true);
+  expect(prompt.endsWith('<|im_start|>user\nMake the tests pass.<|im_end|>\n<|im_start|>assistant\n<think>\n')).toBe(
+    true,
+  );
 
   // Earlier assistant tool calls and tool results are rendered in qwen3_coder form.
   const history: ChatMessage[] = [
     ...conversation(),
-    { role: 'assistant', content: '', reasoning: 'Look first.', tool_calls: [{ id: 'c1', name: 'Read', arguments: { file_path: 'src/parse.ts', offset: 2 } }] },
+    {
+      role: 'assistant',
+      content: '',
+      reasoning: 'Look first.',
+      tool_calls: [{ id: 'c1', name: 'Read', arguments: { file_path: 'src/parse.ts', offset: 2 } }],
+    },
     { role: 'tool', content: '1. export {}', tool_call_id: 'c1', name: 'Read' },
   ];
   const next = backend.renderPrompt(history, TOOLS);
-  expect(next).toContain('<think>\nLook first.\n</think>\n\n<tool_call>\n<function=Read>\n<parameter=file_path>\nsrc/parse.ts\n</parameter>\n<parameter=offset>\n2\n</parameter>\n</function>\n</tool_call><|im_end|>');
+  expect(next).toContain(
+    '<think>\nLook first.\n</think>\n\n<tool_call>\n<function=Read>\n<parameter=file_path>\nsrc/parse.ts\n</parameter>\n<parameter=offset>\n2\n</parameter>\n</function>\n</tool_call><|im_end|>',
+  );
   expect(next).toContain('<|im_start|>user\n<tool_response>\n1. export {}\n</tool_response><|im_end|>');
 });
 
@@ -135,7 +148,11 @@ test('generate() with tools: token counts, streaming and greedy determinism', as
   const long = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 60 });
   expect(long.finishReason).toBe('length'); // precondition of the tests below, see conversation()
   const deltas: string[] = [];
-  const a = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 24, onToken: (d) => deltas.push(d) });
+  const a = await backend.generate(conversation(), TOOLS, {
+    ...GREEDY,
+    maxNewTokens: 24,
+    onToken: (d) => deltas.push(d),
+  });
   expect(a.promptTokens).toBe(await backend.countTokens(conversation(), TOOLS));
   expect(a.promptTokens).toBeGreaterThan(100);
   expect(a.completionTokens).toBe(24);
@@ -157,7 +174,16 @@ test('generate() with tools: token counts, streaming and greedy determinism', as
 
 test('seeded sampling is reproducible and differs across seeds', async () => {
   const sample = async (seed: number) =>
-    (await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 16, temperature: 1.0, topP: 0.95, topK: 50, seed })).rawText;
+    (
+      await backend.generate(conversation(), TOOLS, {
+        ...GREEDY,
+        maxNewTokens: 16,
+        temperature: 1.0,
+        topP: 0.95,
+        topK: 50,
+        seed,
+      })
+    ).rawText;
   const s1 = await sample(1);
   expect(await sample(1)).toBe(s1);
   const others = [await sample(2), await sample(3)];
@@ -174,7 +200,9 @@ test('unset sampling fields are upstream Leaf eval sampling (0.6 / 0.95 / 20 / 0
     expect(unset.rawText).toBe(explicit.rawText);
   }
   const greedy = (await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 16 })).rawText;
-  const sampled = await Promise.all([3, 4, 5].map(async (seed) => (await backend.generate(conversation(), TOOLS, { maxNewTokens: 16, seed })).rawText));
+  const sampled = await Promise.all(
+    [3, 4, 5].map(async (seed) => (await backend.generate(conversation(), TOOLS, { maxNewTokens: 16, seed })).rawText),
+  );
   expect(sampled.some((t) => t !== greedy)).toBe(true);
 });
 
@@ -192,7 +220,12 @@ test('a stop string ends the turn before it, also in the stream', async () => {
   }
   expect(at).toBeGreaterThan(0);
   const deltas: string[] = [];
-  const r = await backend.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 30, stop: [stop], onToken: (d) => deltas.push(d) });
+  const r = await backend.generate(conversation(), TOOLS, {
+    ...GREEDY,
+    maxNewTokens: 30,
+    stop: [stop],
+    onToken: (d) => deltas.push(d),
+  });
   expect(r.finishReason).toBe('stop');
   expect(r.rawText).toBe(full.slice(0, at));
   expect(deltas.join('')).toBe(r.rawText);
@@ -270,7 +303,12 @@ test('agent turns reuse the cached prefix and produce what a full re-run produce
       // Later turns only compute what was appended since the previous prompt.
       else expect(r.prefillTokens).toBeLessThan(r.promptTokens / 3);
       messages.push(
-        { role: 'assistant', content: '', reasoning: r.message.reasoning, tool_calls: [{ id: `c${turn}`, name: 'Bash', arguments: { command: 'npm test' } }] },
+        {
+          role: 'assistant',
+          content: '',
+          reasoning: r.message.reasoning,
+          tool_calls: [{ id: `c${turn}`, name: 'Bash', arguments: { command: 'npm test' } }],
+        },
         { role: 'tool', content: `Exit code: ${turn}\nSTDOUT:\nok`, tool_call_id: `c${turn}`, name: 'Bash' },
       );
     }
@@ -292,7 +330,11 @@ test('a scripted answer with reasoning and a tool call comes back parsed, ending
   const b = await OnnxBackend.load(dir);
   try {
     const streamed: string[] = [];
-    const r = await b.generate(conversation(), TOOLS, { ...GREEDY, maxNewTokens: 200, onToken: (d) => streamed.push(d) });
+    const r = await b.generate(conversation(), TOOLS, {
+      ...GREEDY,
+      maxNewTokens: 200,
+      onToken: (d) => streamed.push(d),
+    });
     expect(r.rawText).toBe(answer);
     expect(streamed.join('')).toBe(answer);
     expect(r.finishReason).toBe('tool_calls');
@@ -306,7 +348,11 @@ test('a scripted answer with reasoning and a tool call comes back parsed, ending
 
     // Next turn: the tool result is appended; the cached prompt state is reused, the new turn is rendered
     // with this call in it, and past the script the model is back to its own (unscripted) output.
-    const next = [...conversation(), r.message, { role: 'tool' as const, content: 'Exit code: 0', tool_call_id: r.message.tool_calls![0]!.id, name: 'Bash' }];
+    const next = [
+      ...conversation(),
+      r.message,
+      { role: 'tool' as const, content: 'Exit code: 0', tool_call_id: r.message.tool_calls![0]!.id, name: 'Bash' },
+    ];
     expect(b.renderPrompt(next, TOOLS)).toContain('<parameter=command>\nnpm test -- --runInBand\n</parameter>');
     const r2 = await b.generate(next, TOOLS, { ...GREEDY, maxNewTokens: 4 });
     // The template re-renders the generated turn token for token, so the post-generation state is reused:
@@ -374,7 +420,12 @@ describe('malformed model directories fail with a clear error', () => {
       const info = (name: string, elemType: number, dims: (number | string)[]) =>
         onnx.ValueInfoProto.create({
           name,
-          type: { tensorType: { elemType, shape: { dim: dims.map((x) => (typeof x === 'number' ? { dimValue: x } : { dimParam: x })) } } },
+          type: {
+            tensorType: {
+              elemType,
+              shape: { dim: dims.map((x) => (typeof x === 'number' ? { dimValue: x } : { dimParam: x })) },
+            },
+          },
         });
       const graph = onnx.GraphProto.create({
         name: 'orphan_state',

@@ -12,7 +12,13 @@ import { castFloat, floatToHalf, halfToFloat } from '../../src/inference/onnx/fl
 import { IncrementalDetokenizer } from '../../src/inference/onnx/detokenize.js';
 import { locateModelFiles } from '../../src/inference/onnx/modelFiles.js';
 import { PrefixCache } from '../../src/inference/onnx/prefixCache.js';
-import { argmax, candidateDistribution, createRng, sampleToken, type SamplingOptions } from '../../src/inference/onnx/sampling.js';
+import {
+  argmax,
+  candidateDistribution,
+  createRng,
+  sampleToken,
+  type SamplingOptions,
+} from '../../src/inference/onnx/sampling.js';
 import { loadTokenizer } from '../../src/inference/onnx/tokenizer.js';
 
 let root: string;
@@ -88,7 +94,9 @@ describe('tiny hybrid model (linear attention + full attention)', () => {
 
   test('chunked prefill equals a single run', async () => {
     const { dir, decoder } = await decoderFor('hybrid-chunked');
-    const chunked = new OnnxDecoder(decoder.session, (await locateModelFiles(dir)).config, undefined, { prefillChunkSize: 3 });
+    const chunked = new OnnxDecoder(decoder.session, (await locateModelFiles(dir)).config, undefined, {
+      prefillChunkSize: 3,
+    });
     const a = await decoder.forward(PROMPT, decoder.newState());
     const b = await chunked.forward(PROMPT, chunked.newState());
     expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-4);
@@ -97,7 +105,10 @@ describe('tiny hybrid model (linear attention + full attention)', () => {
   test('M-RoPE exports ([3, batch, seq] position_ids) are fed correctly', async () => {
     const plain = await decoderFor('plain-pos');
     const mrope = await decoderFor('mrope-pos', { mropePositionIds: true });
-    expect((mrope.decoder.session.inputMetadata.find((m) => m.name === 'position_ids') as unknown as { shape: unknown[] }).shape).toHaveLength(3);
+    expect(
+      (mrope.decoder.session.inputMetadata.find((m) => m.name === 'position_ids') as unknown as { shape: unknown[] })
+        .shape,
+    ).toHaveLength(3);
     const a = await plain.decoder.forward(PROMPT, plain.decoder.newState());
     const b = await mrope.decoder.forward(PROMPT, mrope.decoder.newState());
     expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-5);
@@ -137,7 +148,9 @@ describe('bounded prefill memory', () => {
     const { decoder } = await decoderFor('big-vocab', { vocabSize: 40000 });
     expect(decoder.prefillChunkSize).toBe(Math.floor((64 * 1024 * 1024) / (40000 * 4)));
     const files = await locateModelFiles(path.join(root, 'big-vocab'));
-    const small = new OnnxDecoder(decoder.session, files.config, undefined, { prefillLogitsBudgetBytes: 40000 * 4 * 5 });
+    const small = new OnnxDecoder(decoder.session, files.config, undefined, {
+      prefillLogitsBudgetBytes: 40000 * 4 * 5,
+    });
     expect(small.prefillChunkSize).toBe(5);
     const a = await decoder.forward(PROMPT, decoder.newState());
     const b = await small.forward(PROMPT, small.newState());
@@ -148,7 +161,9 @@ describe('bounded prefill memory', () => {
 
 describe('logits', () => {
   test('the last position is read from float32 and float16 logits', () => {
-    expect(Array.from(lastRow(new ort.Tensor('float32', Float32Array.from([1, 2, 3, 4, 5, 6]), [1, 2, 3])))).toEqual([4, 5, 6]);
+    expect(Array.from(lastRow(new ort.Tensor('float32', Float32Array.from([1, 2, 3, 4, 5, 6]), [1, 2, 3])))).toEqual([
+      4, 5, 6,
+    ]);
     expect(Array.from(lastRow(new ort.Tensor('float32', Float32Array.from([7, 8, 9]), [1, 1, 3])))).toEqual([7, 8, 9]);
     // Half-precision bits of 1, -2, 0, 0, 0 | 0.5, -0, the smallest subnormal (2^-24), +Infinity, NaN.
     const half = Uint16Array.from([0x3c00, 0xc000, 0, 0, 0, 0x3800, 0x8000, 0x0001, 0x7c00, 0x7e00]);
@@ -159,7 +174,9 @@ describe('logits', () => {
 
 describe('float16', () => {
   test('float32 -> float16 bits round to nearest even, with subnormals, overflow, infinities and NaN', () => {
-    expect([0, -0, 1, -2, 0.5, 65504, 2 ** -24, 2 ** -14].map(floatToHalf)).toEqual([0, 0x8000, 0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0x0400]);
+    expect([0, -0, 1, -2, 0.5, 65504, 2 ** -24, 2 ** -14].map(floatToHalf)).toEqual([
+      0, 0x8000, 0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0x0400,
+    ]);
     expect(floatToHalf(70000)).toBe(0x7c00);
     expect(floatToHalf(-Infinity)).toBe(0xfc00);
     expect(Number.isNaN(halfToFloat(floatToHalf(NaN)))).toBe(true);
@@ -225,7 +242,10 @@ describe('sampling', () => {
  * The distribution a sampler with these settings must draw from, computed the plain way (full softmax, full
  * sort, cuts in transformers' order) as an independent reference for the sampler's shortcuts.
  */
-function referenceDistribution(logits: ArrayLike<number>, o: Required<Omit<SamplingOptions, 'repetitionPenalty'>>): Map<number, number> {
+function referenceDistribution(
+  logits: ArrayLike<number>,
+  o: Required<Omit<SamplingOptions, 'repetitionPenalty'>>,
+): Map<number, number> {
   const scaled = Array.from(logits, (l, id) => ({ id, l: l / o.temperature }));
   scaled.sort((a, b) => b.l - a.l || a.id - b.id);
   let kept = o.topK > 0 ? scaled.slice(0, o.topK) : scaled;
@@ -251,7 +271,13 @@ function referenceDistribution(logits: ArrayLike<number>, o: Required<Omit<Sampl
   return new Map(kept.map((k, i) => [k.id, p[i]!]));
 }
 
-function empirical(logits: ArrayLike<number>, opts: SamplingOptions, seed: number, n: number, seen?: number[]): Map<number, number> {
+function empirical(
+  logits: ArrayLike<number>,
+  opts: SamplingOptions,
+  seed: number,
+  n: number,
+  seen?: number[],
+): Map<number, number> {
   const rng = createRng(seed);
   const counts = new Map<number, number>();
   for (let i = 0; i < n; i++) {

@@ -44,7 +44,8 @@ function toChat(messages: HfMessage[]): ChatMessage[] {
   return messages.map((m) => {
     const out: ChatMessage = { role: m.role, content: m.content };
     if (m.reasoning_content !== undefined) out.reasoning = m.reasoning_content;
-    if (m.tool_calls) out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+    if (m.tool_calls)
+      out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
     if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
     if (m.name !== undefined) out.name = m.name;
     return out;
@@ -100,7 +101,15 @@ describe('against PyTorch and transformers', () => {
       prefillChunkSize: 512,
     });
     const inputs = backend.decoder.session.inputNames;
-    expect(inputs).toEqual(expect.arrayContaining(['inputs_embeds', 'position_ids', 'past_conv.0', 'past_recurrent.2', 'past_key_values.3.key']));
+    expect(inputs).toEqual(
+      expect.arrayContaining([
+        'inputs_embeds',
+        'position_ids',
+        'past_conv.0',
+        'past_recurrent.2',
+        'past_key_values.3.key',
+      ]),
+    );
     expect(backend.decoder.rewindable).toBe(false);
   });
 
@@ -134,7 +143,11 @@ describe('against PyTorch and transformers', () => {
   test("the project's decode loop gives PyTorch's 30 greedy tokens, and generate() their text", async () => {
     const ids = ref.prompt_ids.first!;
     const pre = await backend.decoder.forward(ids, backend.decoder.newState());
-    const out = await decodeLoop(backend.decoder, pre.logits, pre.state, { maxNewTokens: 30, eosTokenIds: new Set(), rng: createRng(0) });
+    const out = await decodeLoop(backend.decoder, pre.logits, pre.state, {
+      maxNewTokens: 30,
+      eosTokenIds: new Set(),
+      rng: createRng(0),
+    });
     expect(out.tokens).toEqual(ref.greedy_ids);
     const r = await backend.generate(conv('first'), ref.tools, { maxNewTokens: 30, temperature: 0 });
     expect(r.promptTokens).toBe(ids.length);
@@ -197,7 +210,10 @@ describe('prefix reuse', () => {
       expect(follow.prefillTokens).toBe(follow.promptTokens - followUpHead.tokens);
       expect(follow.prefillTokens / follow.promptTokens).toBeLessThan(0.1);
       // The pinned query checkpoint moved on to the end of the follow-up message, ready for the next round.
-      const followHead = encodePrompt(cached.tokenizer, renderPrompt(cached.tokenizer, conv('follow_up'), ref.tools, { addGenerationPrompt: false }));
+      const followHead = encodePrompt(
+        cached.tokenizer,
+        renderPrompt(cached.tokenizer, conv('follow_up'), ref.tools, { addGenerationPrompt: false }),
+      );
       expect(cached.cachedStates()).toEqual(expect.arrayContaining([{ tokens: followHead.length, pin: 'query' }]));
     } finally {
       await cached.close();
@@ -213,7 +229,10 @@ describe('prefix reuse', () => {
       // No waiting: generate() stops the background work at its next chunk.
       const follow = await cached.generate(conv('follow_up'), ref.tools, OPTS);
       expect(follow.rawText).toBe((await fresh.generate(conv('follow_up'), ref.tools, OPTS)).rawText);
-      const head = encodePrompt(cached.tokenizer, renderPrompt(cached.tokenizer, conv('first'), ref.tools, { addGenerationPrompt: false }));
+      const head = encodePrompt(
+        cached.tokenizer,
+        renderPrompt(cached.tokenizer, conv('first'), ref.tools, { addGenerationPrompt: false }),
+      );
       expect(follow.promptTokens - follow.prefillTokens).toBeGreaterThanOrEqual(head.length);
       expect(cached.cachedStates().filter((s) => s.pin === 'followup').length).toBeLessThanOrEqual(1);
     } finally {
@@ -256,7 +275,11 @@ describe('layouts users have', () => {
   test('dtype fp16 picks the fp16 decoder and embed file; their logits stay close to PyTorch', async () => {
     const b = await OnnxBackend.load(FIXTURE, { dtype: 'fp16' });
     try {
-      expect(b.modelReport()).toMatchObject({ decoder: 'onnx/decoder_model_merged_fp16.onnx', embed: 'onnx/embed_tokens_fp16.onnx', dtype: 'fp16' });
+      expect(b.modelReport()).toMatchObject({
+        decoder: 'onnx/decoder_model_merged_fp16.onnx',
+        embed: 'onnx/embed_tokens_fp16.onnx',
+        dtype: 'fp16',
+      });
       const pre = await b.decoder.forward(ref.prompt_ids.first!, b.decoder.newState());
       expect(maxAbsDiff(pre.logits, ref.first_logits)).toBeLessThan(2e-2);
       const r = await b.generate(conv('tool_loop'), ref.tools, { maxNewTokens: 4 });
@@ -270,7 +293,10 @@ describe('layouts users have', () => {
     const dir = await variant('fp16-fp32-embed', (d) => rm(path.join(d, 'onnx', 'embed_tokens_fp16.onnx')));
     const b = await OnnxBackend.load(dir, { dtype: 'fp16' });
     try {
-      expect(b.modelReport()).toMatchObject({ decoder: 'onnx/decoder_model_merged_fp16.onnx', embed: 'onnx/embed_tokens.onnx' });
+      expect(b.modelReport()).toMatchObject({
+        decoder: 'onnx/decoder_model_merged_fp16.onnx',
+        embed: 'onnx/embed_tokens.onnx',
+      });
       const pre = await b.decoder.forward(ref.prompt_ids.first!, b.decoder.newState());
       expect(maxAbsDiff(pre.logits, ref.first_logits)).toBeLessThan(2e-2);
     } finally {
@@ -281,7 +307,11 @@ describe('layouts users have', () => {
   test('a q4 model file picks the q4 embed file; q4 generates', async () => {
     const b = await OnnxBackend.load(FIXTURE, { modelFile: 'onnx/decoder_model_merged_q4.onnx' });
     try {
-      expect(b.modelReport()).toMatchObject({ decoder: 'onnx/decoder_model_merged_q4.onnx', embed: 'onnx/embed_tokens_q4.onnx', dtype: 'q4' });
+      expect(b.modelReport()).toMatchObject({
+        decoder: 'onnx/decoder_model_merged_q4.onnx',
+        embed: 'onnx/embed_tokens_q4.onnx',
+        dtype: 'q4',
+      });
       expect((await b.generate(conv('first'), ref.tools, { maxNewTokens: 3 })).completionTokens).toBe(3);
     } finally {
       await b.close();
@@ -290,10 +320,14 @@ describe('layouts users have', () => {
 
   test('a directory with only dtype variants: one is picked when it is the only one, several need a setting', async () => {
     const only = await variant('only-q4', async (d) => {
-      for (const f of ['decoder_model_merged.onnx', 'decoder_model_merged_fp16.onnx']) await rm(path.join(d, 'onnx', f));
+      for (const f of ['decoder_model_merged.onnx', 'decoder_model_merged_fp16.onnx'])
+        await rm(path.join(d, 'onnx', f));
     });
     const b = await OnnxBackend.load(only);
-    expect(b.modelReport()).toMatchObject({ decoder: 'onnx/decoder_model_merged_q4.onnx', embed: 'onnx/embed_tokens_q4.onnx' });
+    expect(b.modelReport()).toMatchObject({
+      decoder: 'onnx/decoder_model_merged_q4.onnx',
+      embed: 'onnx/embed_tokens_q4.onnx',
+    });
     await b.close();
 
     const several = await variant('no-fp32', (d) => rm(path.join(d, 'onnx', 'decoder_model_merged.onnx')));
@@ -305,7 +339,8 @@ describe('layouts users have', () => {
 
   test('a decoder without any embed file is refused with what the directory holds', async () => {
     const dir = await variant('no-embed', async (d) => {
-      for (const f of ['embed_tokens.onnx', 'embed_tokens_fp16.onnx', 'embed_tokens_q4.onnx']) await rm(path.join(d, 'onnx', f));
+      for (const f of ['embed_tokens.onnx', 'embed_tokens_fp16.onnx', 'embed_tokens_q4.onnx'])
+        await rm(path.join(d, 'onnx', f));
     });
     expect((await loadError(dir)).message).toMatch(
       /takes inputs_embeds but no embed_tokens\.onnx .* holds onnx\/decoder_model_merged\.onnx, onnx\/decoder_model_merged_fp16\.onnx, onnx\/decoder_model_merged_q4\.onnx/,
@@ -314,12 +349,18 @@ describe('layouts users have', () => {
 
   test('a dtype the directory lacks, or an unknown one, is refused with what is there', async () => {
     const missing = await loadError(FIXTURE, { dtype: 'q4f16' });
-    expect(missing.message).toMatch(/no q4f16 decoder graph .*decoder_model_merged_q4f16\.onnx.*available dtypes: fp32, fp16, q4/);
-    expect((await loadError(FIXTURE, { dtype: 'fp8' })).message).toMatch(/unknown ONNX dtype "fp8": use one of fp32, fp16/);
+    expect(missing.message).toMatch(
+      /no q4f16 decoder graph .*decoder_model_merged_q4f16\.onnx.*available dtypes: fp32, fp16, q4/,
+    );
+    expect((await loadError(FIXTURE, { dtype: 'fp8' })).message).toMatch(
+      /unknown ONNX dtype "fp8": use one of fp32, fp16/,
+    );
     const wrong = await loadError(FIXTURE, { modelFile: 'onnx/decoder_model_merged_q4.onnx', dtype: 'fp16' });
     expect(wrong.message).toMatch(/is q4, but dtype fp16 was asked for/);
     const absent = await loadError(FIXTURE, { modelFile: 'onnx/model_int8.onnx' });
-    expect(absent.message).toMatch(/model file .*model_int8\.onnx does not exist; the directory holds onnx\/decoder_model_merged\.onnx/);
+    expect(absent.message).toMatch(
+      /model file .*model_int8\.onnx does not exist; the directory holds onnx\/decoder_model_merged\.onnx/,
+    );
   });
 
   test('the chat template kept in tokenizer_config.json (the older layout) gives the same prompt', async () => {
@@ -341,9 +382,15 @@ describe('layouts users have', () => {
 
   test('no chat template, or one that does not render, fails at load time', async () => {
     const none = await variant('no-template', (d) => rm(path.join(d, 'chat_template.jinja')));
-    expect((await loadError(none)).message).toMatch(/has no chat template: looked for chat_template\.jinja and the chat_template entry of tokenizer_config\.json/);
-    const broken = await variant('bad-template', (d) => writeFile(path.join(d, 'chat_template.jinja'), "{{ raise_exception('unsupported') }}"));
-    expect((await loadError(broken)).message).toMatch(/chat template from chat_template\.jinja .* does not render: .*unsupported/);
+    expect((await loadError(none)).message).toMatch(
+      /has no chat template: looked for chat_template\.jinja and the chat_template entry of tokenizer_config\.json/,
+    );
+    const broken = await variant('bad-template', (d) =>
+      writeFile(path.join(d, 'chat_template.jinja'), "{{ raise_exception('unsupported') }}"),
+    );
+    expect((await loadError(broken)).message).toMatch(
+      /chat template from chat_template\.jinja .* does not render: .*unsupported/,
+    );
   });
 
   test('the prefill chunk shrinks so one run returns at most the logits budget', async () => {

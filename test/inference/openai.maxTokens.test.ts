@@ -13,7 +13,11 @@ const vllm = (name: string) => loadFixture('vllm', name);
 const TOOLS: ToolSpec[] = [
   {
     type: 'function',
-    function: { name: 'Bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
+    function: {
+      name: 'Bash',
+      description: 'Run a command',
+      parameters: { type: 'object', properties: { command: { type: 'string' } } },
+    },
   },
 ];
 const MESSAGES: ChatMessage[] = [
@@ -24,7 +28,9 @@ const MESSAGES: ChatMessage[] = [
 /** vLLM with max_model_len 8192 that counts 2100 prompt tokens. */
 const VLLM_ROUTES = { '/v1/models': vllm('models'), '/tokenize': vllm('tokenize') };
 /** A server that counts the prompt (2100 tokens) but names no context length anywhere. */
-const COUNT_ONLY_ROUTES = { '/tokenize': { ...vllm('tokenize'), body: '{"count":2100,"tokens":[],"token_strs":null}' } };
+const COUNT_ONLY_ROUTES = {
+  '/tokenize': { ...vllm('tokenize'), body: '{"count":2100,"tokens":[],"token_strs":null}' },
+};
 
 const server = new ScriptedServer();
 beforeAll(() => server.start());
@@ -32,7 +38,13 @@ afterAll(() => server.stop());
 
 function backend(extra: Partial<OpenAIBackendOptions> = {}): { b: OpenAIBackend; debug: string[] } {
   const debug: string[] = [];
-  const b = new OpenAIBackend({ baseUrl: server.url, model: 'frognano-4b', stream: false, onDebug: (m) => debug.push(m), ...extra });
+  const b = new OpenAIBackend({
+    baseUrl: server.url,
+    model: 'frognano-4b',
+    stream: false,
+    onDebug: (m) => debug.push(m),
+    ...extra,
+  });
   return { b, debug };
 }
 
@@ -80,7 +92,7 @@ describe('max_tokens in the chat-completion request', () => {
     ]);
   });
 
-  test('an operator context below the server\'s forces a cap: the prompt plus the room left is that context (debug log)', async () => {
+  test("an operator context below the server's forces a cap: the prompt plus the room left is that context (debug log)", async () => {
     server.script(router(VLLM_ROUTES, [vllm('final-answer')]));
     const { b, debug } = backend({ contextLength: 4096 });
     await b.generate(MESSAGES, TOOLS, {});
@@ -99,7 +111,7 @@ describe('max_tokens in the chat-completion request', () => {
     expect(debug).toEqual([expect.stringContaining("ends before the server's (unknown)")]);
   });
 
-  test('an operator context above the server\'s: the server stops in time, no max_tokens', async () => {
+  test("an operator context above the server's: the server stops in time, no max_tokens", async () => {
     server.script(router(VLLM_ROUTES, [vllm('final-answer')]));
     const { b, debug } = backend({ contextLength: 131072 });
     await b.generate(MESSAGES, TOOLS, {});

@@ -19,7 +19,13 @@ const TOOLS: ToolSpec[] = ['Bash', 'Read', 'Write'].map((name) => ({
     description: name,
     parameters: {
       type: 'object',
-      properties: { command: { type: 'string' }, file_path: { type: 'string' }, content: { type: 'string' }, offset: { type: 'integer' }, limit: { type: 'integer' } },
+      properties: {
+        command: { type: 'string' },
+        file_path: { type: 'string' },
+        content: { type: 'string' },
+        offset: { type: 'integer' },
+        limit: { type: 'integer' },
+      },
     },
   },
 }));
@@ -33,7 +39,13 @@ beforeAll(() => server.start());
 afterAll(() => server.stop());
 
 function backend(extra: Partial<OpenAIBackendOptions> = {}): OpenAIBackend {
-  return new OpenAIBackend({ baseUrl: server.url, model: 'frognano-4b', retry: { baseDelayMs: 10, maxDelayMs: 40 }, random: () => 0.5, ...extra });
+  return new OpenAIBackend({
+    baseUrl: server.url,
+    model: 'frognano-4b',
+    retry: { baseDelayMs: 10, maxDelayMs: 40 },
+    random: () => 0.5,
+    ...extra,
+  });
 }
 
 /** vLLM with max_model_len 8192 that counts 2100 prompt tokens. */
@@ -54,7 +66,17 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   test("sends upstream Leaf's eval sampling and max_tokens clamped to the server's context", async () => {
     server.script(router(VLLM_ROUTES, [vllm('final-answer')]));
     const b = backend({ stream: false });
-    await b.generate(MESSAGES, TOOLS, { maxNewTokens: 8192, temperature: 0.6, topP: 0.95, topK: 20, minP: 0, repetitionPenalty: 1, parallelToolCalls: true, enableThinking: true, seed: 42 });
+    await b.generate(MESSAGES, TOOLS, {
+      maxNewTokens: 8192,
+      temperature: 0.6,
+      topP: 0.95,
+      topK: 20,
+      minP: 0,
+      repetitionPenalty: 1,
+      parallelToolCalls: true,
+      enableThinking: true,
+      seed: 42,
+    });
     expect(b.info().contextLength).toBe(8192);
     const { messages: _m, tools: _t, ...body } = server.chats[0]!.body;
     expect(body).toEqual({
@@ -71,10 +93,13 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
       seed: 42,
     });
     // The prompt is counted as it will be rendered (enable_thinking changes the generation prompt's tokens).
-    expect(server.requests.find((r) => r.path === '/tokenize')!.body).toMatchObject({ add_generation_prompt: true, chat_template_kwargs: { enable_thinking: true } });
+    expect(server.requests.find((r) => r.path === '/tokenize')!.body).toMatchObject({
+      add_generation_prompt: true,
+      chat_template_kwargs: { enable_thinking: true },
+    });
   });
 
-  test('an operator context setting below the server\'s wins; the server\'s caps a larger one', async () => {
+  test("an operator context setting below the server's wins; the server's caps a larger one", async () => {
     server.script(router(VLLM_ROUTES, [vllm('final-answer')]));
     const small = backend({ stream: false, contextLength: 4096 });
     await small.generate(MESSAGES, TOOLS, { maxNewTokens: 8192 });
@@ -96,11 +121,27 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
       content: '',
       reasoning: 'The test reads a CRLF file; check how read() opens it.',
       tool_calls: [
-        { id: 'chatcmpl-tool-0d6f3a1b2c4e4f5a8b9c0d1e2f3a4b5c', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' }, argumentsText: expect.any(String) },
-        { id: 'chatcmpl-tool-7e8f9a0b1c2d4e3f8a9b0c1d2e3f4a5b', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 }, argumentsText: expect.any(String) },
+        {
+          id: 'chatcmpl-tool-0d6f3a1b2c4e4f5a8b9c0d1e2f3a4b5c',
+          name: 'Bash',
+          arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' },
+          argumentsText: expect.any(String),
+        },
+        {
+          id: 'chatcmpl-tool-7e8f9a0b1c2d4e3f8a9b0c1d2e3f4a5b',
+          name: 'Read',
+          arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 },
+          argumentsText: expect.any(String),
+        },
       ],
     });
-    expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 5123, prefillTokens: 131, completionTokens: 188, parseErrors: [] });
+    expect(r).toMatchObject({
+      finishReason: 'tool_calls',
+      promptTokens: 5123,
+      prefillTokens: 131,
+      completionTokens: 188,
+      parseErrors: [],
+    });
     expect(r.rawText).toBe(
       '<think>\nThe test reads a CRLF file; check how read() opens it.\n\n</think>\n\n\n\n' +
         '<tool_call>\n<function=Bash>\n<parameter=command>\npython -m pytest tests/test_io.py -x -q\n</parameter>\n' +
@@ -114,7 +155,9 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     server.script(router(VLLM_ROUTES, [vllm('tool-calls-reasoning-field')]));
     const r = await backend({ stream: false }).generate(MESSAGES, TOOLS);
     expect(r.message.reasoning).toBe('Run the tests first.');
-    expect(r.message.tool_calls).toEqual([{ id: expect.any(String), name: 'Bash', arguments: { command: 'ls' }, argumentsText: '{"command": "ls"}' }]);
+    expect(r.message.tool_calls).toEqual([
+      { id: expect.any(String), name: 'Bash', arguments: { command: 'ls' }, argumentsText: '{"command": "ls"}' },
+    ]);
   });
 
   test('a Write cut off at max_tokens is reported as length and never returned as a call (non-streamed)', async () => {
@@ -134,10 +177,25 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     expect(server.chats[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(deltas.join('')).toBe('The test reads a CRLF file.\n\n\n');
     expect(r.message.tool_calls).toEqual([
-      { id: 'call_5f6a7b8c9d0e1f2a3b4c5d6e', name: 'Bash', arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' }, argumentsText: expect.any(String) },
-      { id: 'call_0a1b2c3d4e5f6a7b8c9d0e1f', name: 'Read', arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 }, argumentsText: expect.any(String) },
+      {
+        id: 'call_5f6a7b8c9d0e1f2a3b4c5d6e',
+        name: 'Bash',
+        arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' },
+        argumentsText: expect.any(String),
+      },
+      {
+        id: 'call_0a1b2c3d4e5f6a7b8c9d0e1f',
+        name: 'Read',
+        arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 },
+        argumentsText: expect.any(String),
+      },
     ]);
-    expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 5123, prefillTokens: 131, completionTokens: 188 });
+    expect(r).toMatchObject({
+      finishReason: 'tool_calls',
+      promptTokens: 5123,
+      prefillTokens: 131,
+      completionTokens: 188,
+    });
   });
 
   test('streamed by default even without onToken (so stalls are seen)', async () => {
@@ -159,14 +217,20 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   test('raw qwen3_coder markup streamed as content is parsed here', async () => {
     server.script(router(VLLM_ROUTES, [vllm('stream-raw-markup')]));
     const r = await backend().generate(MESSAGES, TOOLS);
-    expect(r.message).toMatchObject({ content: '', reasoning: 'List files.', tool_calls: [{ name: 'Bash', arguments: { command: 'ls -la' } }] });
+    expect(r.message).toMatchObject({
+      content: '',
+      reasoning: 'List files.',
+      tool_calls: [{ name: 'Bash', arguments: { command: 'ls -la' } }],
+    });
     expect(r.finishReason).toBe('tool_calls');
   });
 
   test('an engine error mid-stream is a ModelError quoting the server', async () => {
     server.script(router(NO_DISCOVERY, [vllm('stream-error')]));
     const err = await rejection(backend().generate(MESSAGES, TOOLS));
-    expect(err.message).toBe(`${server.url} reported an error mid-stream: EngineCore encountered an issue. See stack trace (above) for the root cause.`);
+    expect(err.message).toBe(
+      `${server.url} reported an error mid-stream: EngineCore encountered an issue. See stack trace (above) for the root cause.`,
+    );
   });
 
   test.each([
@@ -184,7 +248,11 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   });
 
   test('"max_tokens cannot be greater than max_model_len" teaches the length: one clamped retry succeeds', async () => {
-    const tokenize: HttpFixture = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"count":2100,"tokens":[]}' };
+    const tokenize: HttpFixture = {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"count":2100,"tokens":[]}',
+    };
     server.script(router({ '/tokenize': tokenize }, [vllm('overflow-max-model-len'), vllm('final-answer')]));
     const b = backend({ stream: false });
     const r = await b.generate(MESSAGES, TOOLS, { maxNewTokens: 8192 });
@@ -194,7 +262,11 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   });
 
   test('a prompt that fills the context fails before sending, with its size', async () => {
-    const tokenize: HttpFixture = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"count":9000,"max_model_len":8192,"tokens":[]}' };
+    const tokenize: HttpFixture = {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"count":9000,"max_model_len":8192,"tokens":[]}',
+    };
     server.script(router({ '/v1/models': vllm('models'), '/tokenize': tokenize }, [vllm('final-answer')]));
     const err = await rejection(backend().generate(MESSAGES, TOOLS, { maxNewTokens: 1024 }));
     expect(err).toBeInstanceOf(ContextOverflowError);
@@ -223,7 +295,9 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     server.script(router(NO_DISCOVERY, [vllm('validation-500')]));
     const err = await rejection(backend().generate(MESSAGES, TOOLS));
     expect(err.retryable).toBe(false);
-    expect(err.message).toMatch(/answered 500 Internal Server Error: 1 validation error for ValidatorIterator .*\(a rejection of the request: not retried\)$/);
+    expect(err.message).toMatch(
+      /answered 500 Internal Server Error: 1 validation error for ValidatorIterator .*\(a rejection of the request: not retried\)$/,
+    );
     expect(server.chats).toHaveLength(1);
   });
 
@@ -239,7 +313,15 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     const retries: RetryInfo[] = [];
     const r = await backend({ onRetry: (i) => retries.push(i) }).generate(MESSAGES, TOOLS);
     expect(r.message.tool_calls).toHaveLength(2);
-    expect(retries).toEqual([{ retry: 1, maxRetries: 12, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 503 Service Unavailable: Service Unavailable.` }]);
+    expect(retries).toEqual([
+      {
+        retry: 1,
+        maxRetries: 12,
+        delayMs: 1000,
+        elapsedMs: expect.any(Number),
+        reason: `${server.url} answered 503 Service Unavailable: Service Unavailable.`,
+      },
+    ]);
   });
 
   test('a server restart (connection refused, then back on the same port) is waited out with visible retries', async () => {
@@ -273,12 +355,19 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
 
   test('retries stop at the policy window even with retries left', async () => {
     server.script(router(NO_DISCOVERY, [vllm('unavailable-503')]));
-    const err = await rejection(backend({ maxRetries: 50, retry: { maxRetryWindowMs: 2500 } }).generate(MESSAGES, TOOLS));
+    const err = await rejection(
+      backend({ maxRetries: 50, retry: { maxRetryWindowMs: 2500 } }).generate(MESSAGES, TOOLS),
+    );
     expect(err.message).toMatch(/gave up after 4 attempts in 3\.\d s\)$/); // Retry-After 1 s: attempts at 0, 1, 2, 3 s
   });
 
   test('a stream that goes silent is cut after the stall timeout and retried', async () => {
-    server.script(router(VLLM_ROUTES, [(_req, res) => replay(res, vllm('stream-tool-calls'), { stallAfterEvents: 4 }), vllm('stream-tool-calls')]));
+    server.script(
+      router(VLLM_ROUTES, [
+        (_req, res) => replay(res, vllm('stream-tool-calls'), { stallAfterEvents: 4 }),
+        vllm('stream-tool-calls'),
+      ]),
+    );
     const retries: RetryInfo[] = [];
     const started = Date.now();
     const r = await backend({ stallTimeoutMs: 300, onRetry: (i) => retries.push(i) }).generate(MESSAGES, TOOLS);
@@ -288,10 +377,16 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   });
 
   test('a stall after tokens were shown is reported, not retried (no repeated output)', async () => {
-    server.script(router(NO_DISCOVERY, [(_req, res) => replay(res, vllm('stream-tool-calls'), { stallAfterEvents: 4 })]));
+    server.script(
+      router(NO_DISCOVERY, [(_req, res) => replay(res, vllm('stream-tool-calls'), { stallAfterEvents: 4 })]),
+    );
     const deltas: string[] = [];
-    const err = await rejection(backend({ stallTimeoutMs: 300 }).generate(MESSAGES, TOOLS, { onToken: (d) => deltas.push(d) }));
-    expect(err.message).toBe(`${server.url} sent nothing for 0.3 s (stalled stream). (after part of the answer was streamed)`);
+    const err = await rejection(
+      backend({ stallTimeoutMs: 300 }).generate(MESSAGES, TOOLS, { onToken: (d) => deltas.push(d) }),
+    );
+    expect(err.message).toBe(
+      `${server.url} sent nothing for 0.3 s (stalled stream). (after part of the answer was streamed)`,
+    );
     expect(deltas.join('')).toBe('The test reads');
     expect(server.chats).toHaveLength(1);
   });
@@ -321,14 +416,24 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   test('ping learns max_model_len from /v1/models', async () => {
     server.script(router(VLLM_ROUTES, []));
     const b = backend();
-    expect(await b.ping()).toEqual({ ok: true, models: ['frognano-4b'], message: `${server.url} serves "frognano-4b", context 8192 tokens.` });
+    expect(await b.ping()).toEqual({
+      ok: true,
+      models: ['frognano-4b'],
+      message: `${server.url} serves "frognano-4b", context 8192 tokens.`,
+    });
     expect(b.info().contextLength).toBe(8192);
   });
 
   test('doctor probe: tool_choice "auto" accepted and "required" answered with a parsed call', async () => {
     server.script(router(NO_DISCOVERY, [vllm('final-answer'), vllm('required-tool-call')]));
-    expect(await backend().probeToolCalls()).toEqual({ ok: true, message: 'answers with parsed tool calls (report_status, finish_reason stop).' });
-    expect(server.chats.map((c) => [c.body.tool_choice, c.body.max_tokens])).toEqual([['auto', 1], ['required', 256]]);
+    expect(await backend().probeToolCalls()).toEqual({
+      ok: true,
+      message: 'answers with parsed tool calls (report_status, finish_reason stop).',
+    });
+    expect(server.chats.map((c) => [c.body.tool_choice, c.body.max_tokens])).toEqual([
+      ['auto', 1],
+      ['required', 256],
+    ]);
   });
 
   test('doctor probe: a server without --enable-auto-tool-choice is told the exact flags', async () => {
@@ -350,9 +455,13 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
 const LLAMA_ROUTES = { '/v1/models': llamacpp('models') };
 
 /** llama.cpp's /tokenize: vLLM's body gets 200 and no tokens; its own `content` body gets the tokens. */
-function llamaTokenizer(req: { path: string; body: any }, res: import('node:http').ServerResponse): Promise<void> | undefined {
+function llamaTokenizer(
+  req: { path: string; body: any },
+  res: import('node:http').ServerResponse,
+): Promise<void> | undefined {
   if (req.path === '/apply-template') return replay(res, llamacpp('apply-template'));
-  if (req.path === '/tokenize') return replay(res, llamacpp(typeof req.body?.content === 'string' ? 'tokenize' : 'tokenize-vllm-style'));
+  if (req.path === '/tokenize')
+    return replay(res, llamacpp(typeof req.body?.content === 'string' ? 'tokenize' : 'tokenize-vllm-style'));
   return undefined;
 }
 
@@ -360,25 +469,35 @@ describe('llama.cpp llama-server --jinja (recorded)', () => {
   test('context length from /v1/models meta.n_ctx; the --alias is the served name', async () => {
     server.script(router(LLAMA_ROUTES, []));
     const b = backend();
-    expect(await b.ping()).toEqual({ ok: true, models: ['frognano-4b'], message: `${server.url} serves "frognano-4b", context 4096 tokens.` });
+    expect(await b.ping()).toEqual({
+      ok: true,
+      models: ['frognano-4b'],
+      message: `${server.url} serves "frognano-4b", context 4096 tokens.`,
+    });
     expect(b.info().contextLength).toBe(4096);
   });
 
   test('without --alias the model name does not match, and the message says to add it', async () => {
     server.script(router(LLAMA_ROUTES, []));
     const ping = await backend({ model: 'frognano-4b-q8' }).ping();
-    expect(ping.message).toBe(`${server.url} is up but does not serve "frognano-4b-q8" (it serves: frognano-4b); start llama-server with --alias frognano-4b-q8, or set FROGNANO_OPENAI_MODEL.`);
+    expect(ping.message).toBe(
+      `${server.url} is up but does not serve "frognano-4b-q8" (it serves: frognano-4b); start llama-server with --alias frognano-4b-q8, or set FROGNANO_OPENAI_MODEL.`,
+    );
   });
 
   test('an older llama-server without meta.n_ctx: the context comes from /props', async () => {
-    const bare: HttpFixture = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"object":"list","data":[{"id":"frognano-4b","object":"model","owned_by":"llamacpp"}]}' };
+    const bare: HttpFixture = {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"object":"list","data":[{"id":"frognano-4b","object":"model","owned_by":"llamacpp"}]}',
+    };
     server.script(router({ '/v1/models': bare, '/props': llamacpp('props') }, [llamacpp('final-answer')]));
     const b = backend();
     await b.generate(MESSAGES, []);
     expect(b.info().contextLength).toBe(4096);
   });
 
-  test('token counting: vLLM\'s /tokenize body is answered with no tokens, so /apply-template + /tokenize is used', async () => {
+  test("token counting: vLLM's /tokenize body is answered with no tokens, so /apply-template + /tokenize is used", async () => {
     server.script((req, res) => llamaTokenizer(req, res) ?? replay(res, { status: 404, headers: {}, body: '' }));
     const b = backend();
     expect(await b.countTokens(MESSAGES, TOOLS)).toBe(20); // the recorded /tokenize answer's token list
@@ -389,11 +508,28 @@ describe('llama.cpp llama-server --jinja (recorded)', () => {
     server.script(router(LLAMA_ROUTES, [llamacpp('tool-calls')]));
     const r = await backend({ stream: false }).generate(MESSAGES, TOOLS);
     expect(r.message.tool_calls).toEqual([
-      { id: expect.stringMatching(/^\w{32}$/), name: 'report_status', arguments: { ready: false, attempts: 4 }, argumentsText: expect.any(String) },
-      { id: expect.stringMatching(/^\w{32}$/), name: 'seek', arguments: { offset: 4 }, argumentsText: expect.any(String) },
+      {
+        id: expect.stringMatching(/^\w{32}$/),
+        name: 'report_status',
+        arguments: { ready: false, attempts: 4 },
+        argumentsText: expect.any(String),
+      },
+      {
+        id: expect.stringMatching(/^\w{32}$/),
+        name: 'seek',
+        arguments: { offset: 4 },
+        argumentsText: expect.any(String),
+      },
     ]);
-    expect(r).toMatchObject({ finishReason: 'tool_calls', promptTokens: 1286, prefillTokens: 1286 - 143, completionTokens: 193 });
-    expect(r.rawText).toContain('<tool_call>\n<function=seek>\n<parameter=offset>\n4\n</parameter>\n</function>\n</tool_call>');
+    expect(r).toMatchObject({
+      finishReason: 'tool_calls',
+      promptTokens: 1286,
+      prefillTokens: 1286 - 143,
+      completionTokens: 193,
+    });
+    expect(r.rawText).toContain(
+      '<tool_call>\n<function=seek>\n<parameter=offset>\n4\n</parameter>\n</function>\n</tool_call>',
+    );
   });
 
   test('streamed tool-call deltas (id and name first, then argument fragments) and usage', async () => {
@@ -448,19 +584,26 @@ describe('llama.cpp llama-server --jinja (recorded)', () => {
       const err = await rejection(backend().generate(MESSAGES, TOOLS));
       expect(err).toBeInstanceOf(ContextOverflowError);
       expect(err).toMatchObject({ promptTokens: 25019, contextLength: 4096 });
-      expect(err.message).toBe(`${server.url} answered 400 Bad Request: request (25019 tokens) exceeds the available context size (4096 tokens), try increasing it.`);
+      expect(err.message).toBe(
+        `${server.url} answered 400 Bad Request: request (25019 tokens) exceeds the available context size (4096 tokens), try increasing it.`,
+      );
     }
   });
 
-  test('a 400 invalid_request_error fails at once with the server\'s words', async () => {
+  test("a 400 invalid_request_error fails at once with the server's words", async () => {
     server.script(router(NO_DISCOVERY, [llamacpp('bad-request')]));
     const err = await rejection(backend().generate(MESSAGES, TOOLS));
-    expect(err).toMatchObject({ retryable: false, message: `${server.url} answered 400 Bad Request: Expected 'messages' to be an array.` });
+    expect(err).toMatchObject({
+      retryable: false,
+      message: `${server.url} answered 400 Bad Request: Expected 'messages' to be an array.`,
+    });
     expect(server.chats).toHaveLength(1);
   });
 
   test('503 "Loading model" while the server starts is retried', async () => {
-    server.script(router(NO_DISCOVERY, [llamacpp('loading-503'), llamacpp('loading-503'), llamacpp('stream-tool-calls')]));
+    server.script(
+      router(NO_DISCOVERY, [llamacpp('loading-503'), llamacpp('loading-503'), llamacpp('stream-tool-calls')]),
+    );
     const retries: RetryInfo[] = [];
     const r = await backend({ onRetry: (i) => retries.push(i) }).generate(MESSAGES, TOOLS);
     expect(r.message.tool_calls).toHaveLength(2);
@@ -472,6 +615,9 @@ describe('llama.cpp llama-server --jinja (recorded)', () => {
 
   test('doctor probe against llama-server: auto accepted, required answered with a parsed call', async () => {
     server.script(router(NO_DISCOVERY, [llamacpp('auto-probe'), llamacpp('required-tool-call')]));
-    expect(await backend().probeToolCalls()).toEqual({ ok: true, message: 'answers with parsed tool calls (report_status, finish_reason tool_calls).' });
+    expect(await backend().probeToolCalls()).toEqual({
+      ok: true,
+      message: 'answers with parsed tool calls (report_status, finish_reason tool_calls).',
+    });
   });
 });

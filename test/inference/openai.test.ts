@@ -4,7 +4,11 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { OpenAIBackend, overestimatePromptTokens, type OpenAIBackendOptions } from '../../src/inference/openai/index.js';
+import {
+  OpenAIBackend,
+  overestimatePromptTokens,
+  type OpenAIBackendOptions,
+} from '../../src/inference/openai/index.js';
 import type { RetryInfo } from '../../src/inference/retry.js';
 import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
 
@@ -35,7 +39,12 @@ class FakeServer {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        const rec: Recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: text ? JSON.parse(text) : undefined };
+        const rec: Recorded = {
+          method: req.method ?? '',
+          path: req.url ?? '',
+          headers: req.headers,
+          body: text ? JSON.parse(text) : undefined,
+        };
         if (!this.answerDiscovery && rec.method === 'GET' && (rec.path === '/v1/models' || rec.path === '/props')) {
           return json(res, 404, { detail: 'Not Found' });
         }
@@ -69,7 +78,11 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-function completion(message: Record<string, unknown>, finish = 'stop', usage: Record<string, unknown> | null = { prompt_tokens: 1200, completion_tokens: 40 }) {
+function completion(
+  message: Record<string, unknown>,
+  finish = 'stop',
+  usage: Record<string, unknown> | null = { prompt_tokens: 1200, completion_tokens: 40 },
+) {
   return {
     id: 'chatcmpl-1',
     object: 'chat.completion',
@@ -80,7 +93,11 @@ function completion(message: Record<string, unknown>, finish = 'stop', usage: Re
 }
 
 /** Writes SSE events with a short pause between them, like a server generating tokens. */
-async function sse(res: ServerResponse, events: unknown[], opts: { done?: boolean; pauseMs?: number } = {}): Promise<void> {
+async function sse(
+  res: ServerResponse,
+  events: unknown[],
+  opts: { done?: boolean; pauseMs?: number } = {},
+): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.write(': keep-alive\n\n');
   for (const e of events) {
@@ -103,7 +120,11 @@ const TOOLS: ToolSpec[] = [
     function: {
       name: 'Read',
       description: 'Read a file',
-      parameters: { type: 'object', properties: { file_path: { type: 'string' }, offset: { type: 'integer' } }, required: ['file_path'] },
+      parameters: {
+        type: 'object',
+        properties: { file_path: { type: 'string' }, offset: { type: 'integer' } },
+        required: ['file_path'],
+      },
     },
   },
   {
@@ -111,7 +132,11 @@ const TOOLS: ToolSpec[] = [
     function: {
       name: 'Bash',
       description: 'Run a command',
-      parameters: { type: 'object', properties: { command: { type: 'string' }, timeout: { type: 'number' } }, required: ['command'] },
+      parameters: {
+        type: 'object',
+        properties: { command: { type: 'string' }, timeout: { type: 'number' } },
+        required: ['command'],
+      },
     },
   },
 ];
@@ -164,7 +189,11 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
             content: 'Running the tests.',
             reasoning_content: 'The assertion is wrong.',
             tool_calls: [
-              { id: 'chatcmpl-tool-9', type: 'function', function: { name: 'Bash', arguments: '{"command": "npm test", "timeout": 60}' } },
+              {
+                id: 'chatcmpl-tool-9',
+                type: 'function',
+                function: { name: 'Bash', arguments: '{"command": "npm test", "timeout": 60}' },
+              },
             ],
           },
           'tool_calls',
@@ -172,8 +201,18 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
         ),
       ),
     );
-    const b = backend({ apiKey: 'sk-test-secret-123456', extraBody: { chat_template_kwargs: { enable_thinking: true } } });
-    const result = await b.generate(HISTORY, TOOLS, { maxNewTokens: 8192, temperature: 0.6, topP: 0.95, topK: 20, seed: 7, stop: ['<|im_end|>'] });
+    const b = backend({
+      apiKey: 'sk-test-secret-123456',
+      extraBody: { chat_template_kwargs: { enable_thinking: true } },
+    });
+    const result = await b.generate(HISTORY, TOOLS, {
+      maxNewTokens: 8192,
+      temperature: 0.6,
+      topP: 0.95,
+      topK: 20,
+      seed: 7,
+      stop: ['<|im_end|>'],
+    });
 
     const req = server.requests[0]!;
     expect(req.method).toBe('POST');
@@ -189,7 +228,13 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
           role: 'assistant',
           content: 'Reading the test.',
           reasoning_content: 'Start with the test file.',
-          tool_calls: [{ id: 'call_a_0', type: 'function', function: { name: 'Read', arguments: '{"file_path":"test/a.test.ts","offset":1}' } }],
+          tool_calls: [
+            {
+              id: 'call_a_0',
+              type: 'function',
+              function: { name: 'Read', arguments: '{"file_path":"test/a.test.ts","offset":1}' },
+            },
+          ],
         },
         { role: 'tool', tool_call_id: 'call_a_0', name: 'Read', content: 'test/a.test.ts\n1. expect(1).toBe(2)' },
       ],
@@ -210,7 +255,14 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
       role: 'assistant',
       content: 'Running the tests.',
       reasoning: 'The assertion is wrong.',
-      tool_calls: [{ id: 'chatcmpl-tool-9', name: 'Bash', arguments: { command: 'npm test', timeout: 60 }, argumentsText: '{"command": "npm test", "timeout": 60}' }],
+      tool_calls: [
+        {
+          id: 'chatcmpl-tool-9',
+          name: 'Bash',
+          arguments: { command: 'npm test', timeout: 60 },
+          argumentsText: '{"command": "npm test", "timeout": 60}',
+        },
+      ],
     });
     expect(result.finishReason).toBe('tool_calls');
     expect(result).toMatchObject({ promptTokens: 1500, prefillTokens: 476, completionTokens: 55, parseErrors: [] });
@@ -243,7 +295,13 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
     const result = await backend().generate(HISTORY, TOOLS);
     expect(result.message.content).toBe('Let me look.');
     expect(result.message.reasoning).toBe('Check the file first.');
-    expect(result.message.tool_calls).toEqual([{ id: expect.stringMatching(/^call_[0-9a-f]{8}_0$/), name: 'Read', arguments: { file_path: 'src/a.ts', offset: 10 } }]);
+    expect(result.message.tool_calls).toEqual([
+      {
+        id: expect.stringMatching(/^call_[0-9a-f]{8}_0$/),
+        name: 'Read',
+        arguments: { file_path: 'src/a.ts', offset: 10 },
+      },
+    ]);
     expect(result.finishReason).toBe('tool_calls');
     expect(result.rawText).toBe(raw);
   });
@@ -269,7 +327,9 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
     );
     const first = await backend().generate(HISTORY, TOOLS);
     expect(first.message.tool_calls).toBeUndefined();
-    expect(first.parseErrors).toEqual([expect.stringMatching(/^Malformed tool call #1: missing <function=\.\.\.> after <tool_call>/)]);
+    expect(first.parseErrors).toEqual([
+      expect.stringMatching(/^Malformed tool call #1: missing <function=\.\.\.> after <tool_call>/),
+    ]);
     expect(first.finishReason).toBe('stop');
 
     // Server-parsed calls whose arguments are not a JSON object run as {} (upstream Leaf's rule): the tool answers
@@ -298,7 +358,9 @@ describe('OpenAIBackend.generate (non-streaming)', () => {
       res.end('<html>proxy login</html>');
     });
     const err = await rejection(backend().generate(HISTORY, TOOLS));
-    expect(err.message).toBe(`${server.url} returned a response that is not a chat completion: <html>proxy login</html>`);
+    expect(err.message).toBe(
+      `${server.url} returned a response that is not a chat completion: <html>proxy login</html>`,
+    );
     expect(err.retryable).toBe(false);
     expect(server.requests).toHaveLength(1);
   });
@@ -316,7 +378,13 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     expect(result.message.content).toBe('ok');
     expect(retries).toEqual([
-      { retry: 1, maxRetries: 12, delayMs: 1000, elapsedMs: expect.any(Number), reason: `${server.url} answered 429 Too Many Requests: Too many requests.` },
+      {
+        retry: 1,
+        maxRetries: 12,
+        delayMs: 1000,
+        elapsedMs: expect.any(Number),
+        reason: `${server.url} answered 429 Too Many Requests: Too many requests.`,
+      },
     ]);
     expect(server.requests).toHaveLength(2);
   });
@@ -338,7 +406,9 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     server.script((_req, res) => json(res, 503, { object: 'error', message: 'CUDA out of memory' }));
     const err = await rejection(backend({ maxRetries: 2 }).generate(HISTORY, TOOLS));
     expect(err.message).toMatch(
-      new RegExp(`^${esc(server.url)} answered 503 Service Unavailable: CUDA out of memory\\. \\(gave up after 3 attempts in \\d\\.\\d s\\)$`),
+      new RegExp(
+        `^${esc(server.url)} answered 503 Service Unavailable: CUDA out of memory\\. \\(gave up after 3 attempts in \\d\\.\\d s\\)$`,
+      ),
     );
     expect(err.retryable).toBe(true);
     expect(server.requests).toHaveLength(3);
@@ -347,7 +417,9 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
   test('the same 500 twice is a deterministic answer: no third attempt', async () => {
     server.script((_req, res) => json(res, 500, { object: 'error', message: 'CUDA out of memory' }));
     const err = await rejection(backend({ maxRetries: 5 }).generate(HISTORY, TOOLS));
-    expect(err.message).toBe(`${server.url} answered 500 Internal Server Error: CUDA out of memory. (the same error twice: not retried further)`);
+    expect(err.message).toBe(
+      `${server.url} answered 500 Internal Server Error: CUDA out of memory. (the same error twice: not retried further)`,
+    );
     expect(err.retryable).toBe(false);
     expect(server.requests).toHaveLength(2);
   });
@@ -369,10 +441,14 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     expect(server.requests).toHaveLength(1);
 
     // A server message that ends in a period is not given a second one.
-    server.script((_req, res) => json(res, 400, { error: { message: "This model's maximum context length is 131072 tokens." } }));
+    server.script((_req, res) =>
+      json(res, 400, { error: { message: "This model's maximum context length is 131072 tokens." } }),
+    );
     const tooLong = await rejection(backend().generate(HISTORY, TOOLS));
     expect(tooLong).toBeInstanceOf(ContextOverflowError);
-    expect(tooLong.message).toBe(`${server.url} answered 400 Bad Request: This model's maximum context length is 131072 tokens.`);
+    expect(tooLong.message).toBe(
+      `${server.url} answered 400 Bad Request: This model's maximum context length is 131072 tokens.`,
+    );
     expect(server.requests).toHaveLength(1);
   });
 
@@ -395,9 +471,17 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
     const url = closed.url;
     await closed.stop();
     const reasons: string[] = [];
-    const b = new OpenAIBackend({ baseUrl: url, model: 'm', maxRetries: 1, retry: { baseDelayMs: 5 }, onRetry: (r) => reasons.push(r.reason) });
+    const b = new OpenAIBackend({
+      baseUrl: url,
+      model: 'm',
+      maxRetries: 1,
+      retry: { baseDelayMs: 5 },
+      onRetry: (r) => reasons.push(r.reason),
+    });
     const err = await rejection(b.generate(HISTORY, TOOLS));
-    expect(err.message).toMatch(new RegExp(`^cannot reach ${esc(url)}: ECONNREFUSED.*\\. \\(gave up after 2 attempts in .* s\\)$`));
+    expect(err.message).toMatch(
+      new RegExp(`^cannot reach ${esc(url)}: ECONNREFUSED.*\\. \\(gave up after 2 attempts in .* s\\)$`),
+    );
     expect(reasons).toHaveLength(1);
   });
 
@@ -440,12 +524,22 @@ describe('OpenAIBackend streaming (SSE)', () => {
         chunk({ reasoning_content: 'run tests.' }),
         chunk({ content: 'Running ' }),
         chunk({ content: 'them.' }),
-        chunk({ tool_calls: [{ index: 0, id: 'call_s1', type: 'function', function: { name: 'Bash', arguments: '' } }] }),
+        chunk({
+          tool_calls: [{ index: 0, id: 'call_s1', type: 'function', function: { name: 'Bash', arguments: '' } }],
+        }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: '{"command": ' } }] }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: '"npm test"}' } }] }),
-        chunk({ tool_calls: [{ index: 1, id: 'call_s2', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } }] }),
+        chunk({
+          tool_calls: [
+            { index: 1, id: 'call_s2', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } },
+          ],
+        }),
         chunk({}, 'tool_calls'),
-        { object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 900, completion_tokens: 30, prompt_tokens_details: { cached_tokens: 800 } } },
+        {
+          object: 'chat.completion.chunk',
+          choices: [],
+          usage: { prompt_tokens: 900, completion_tokens: 30, prompt_tokens_details: { cached_tokens: 800 } },
+        },
       ]),
     );
     const deltas: string[] = [];
@@ -462,22 +556,34 @@ describe('OpenAIBackend streaming (SSE)', () => {
         { id: 'call_s2', name: 'Read', arguments: { file_path: 'a' }, argumentsText: expect.any(String) },
       ],
     });
-    expect(result).toMatchObject({ finishReason: 'tool_calls', promptTokens: 900, prefillTokens: 100, completionTokens: 30 });
+    expect(result).toMatchObject({
+      finishReason: 'tool_calls',
+      promptTokens: 900,
+      prefillTokens: 100,
+      completionTokens: 30,
+    });
   });
 
   test('streamed raw XML (no server tool parser) is parsed after the stream ends', async () => {
-    const text = '<tool_call>\n<function=Bash>\n<parameter=command>\necho "a < b"\n</parameter>\n</function>\n</tool_call>';
+    const text =
+      '<tool_call>\n<function=Bash>\n<parameter=command>\necho "a < b"\n</parameter>\n</function>\n</tool_call>';
     const pieces = text.match(/[\s\S]{1,7}/g)!;
-    server.script((_req, res) => sse(res, [...pieces.map((p) => chunk({ content: p })), chunk({}, 'stop')], { pauseMs: 0 }));
+    server.script((_req, res) =>
+      sse(res, [...pieces.map((p) => chunk({ content: p })), chunk({}, 'stop')], { pauseMs: 0 }),
+    );
     const deltas: string[] = [];
     const result = await backend().generate(HISTORY, TOOLS, { onToken: (d) => deltas.push(d) });
     expect(deltas.join('')).toBe(text);
-    expect(result.message.tool_calls).toEqual([{ id: expect.any(String), name: 'Bash', arguments: { command: 'echo "a < b"' } }]);
+    expect(result.message.tool_calls).toEqual([
+      { id: expect.any(String), name: 'Bash', arguments: { command: 'echo "a < b"' } },
+    ]);
     expect(result.finishReason).toBe('tool_calls');
   });
 
   test('an error event mid-stream is a ModelError with the server message', async () => {
-    server.script((_req, res) => sse(res, [chunk({ content: 'Hel' }), { error: { message: 'engine died', code: 500 } }], { done: false }));
+    server.script((_req, res) =>
+      sse(res, [chunk({ content: 'Hel' }), { error: { message: 'engine died', code: 500 } }], { done: false }),
+    );
     const err = await rejection(backend().generate(HISTORY, TOOLS, { onToken: () => {} }));
     expect(err.message).toBe(`${server.url} reported an error mid-stream: engine died`);
     expect(server.requests).toHaveLength(1);
@@ -509,7 +615,13 @@ describe('OpenAIBackend streaming (SSE)', () => {
   });
 
   test('aborting mid-stream returns what was generated so far', async () => {
-    server.script((_req, res) => sse(res, Array.from({ length: 200 }, () => chunk({ content: 'tok ' })), { pauseMs: 10 }));
+    server.script((_req, res) =>
+      sse(
+        res,
+        Array.from({ length: 200 }, () => chunk({ content: 'tok ' })),
+        { pauseMs: 10 },
+      ),
+    );
     const controller = new AbortController();
     const result = await backend().generate(HISTORY, TOOLS, {
       signal: controller.signal,
@@ -533,13 +645,20 @@ describe('OpenAIBackend.countTokens and ping', () => {
     expect(await b.countTokens(HISTORY, TOOLS)).toBe(4321);
     expect(server.requests[0]!.body).toMatchObject({ model: 'frognano-4b', add_generation_prompt: true, tools: TOOLS });
     expect(server.requests[0]!.body.messages).toHaveLength(HISTORY.length);
-    expect(b.info()).toEqual({ backend: 'openai', model: 'frognano-4b', device: `remote ${server.url}`, contextLength: 131072 });
+    expect(b.info()).toEqual({
+      backend: 'openai',
+      model: 'frognano-4b',
+      device: `remote ${server.url}`,
+      contextLength: 131072,
+    });
   });
 
   test('llama.cpp: /apply-template then /tokenize', async () => {
     server.script((req, res) => {
-      if (req.path === '/apply-template') return json(res, 200, { prompt: '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n' });
-      if (req.path === '/tokenize' && typeof req.body.content === 'string') return json(res, 200, { tokens: [1, 2, 3, 4, 5, 6, 7] });
+      if (req.path === '/apply-template')
+        return json(res, 200, { prompt: '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n' });
+      if (req.path === '/tokenize' && typeof req.body.content === 'string')
+        return json(res, 200, { tokens: [1, 2, 3, 4, 5, 6, 7] });
       json(res, 400, { error: { message: 'bad request' } });
     });
     const b = backend();
@@ -563,23 +682,36 @@ describe('OpenAIBackend.countTokens and ping', () => {
 
   test('ping: served model found, missing, or server unreachable', async () => {
     server.script((req, res) =>
-      json(res, 200, { object: 'list', data: [{ id: 'frognano-4b', object: 'model', max_model_len: 131072 }, { id: 'other' }] }),
+      json(res, 200, {
+        object: 'list',
+        data: [{ id: 'frognano-4b', object: 'model', max_model_len: 131072 }, { id: 'other' }],
+      }),
     );
     server.answerDiscovery = true;
     const ok = await backend({ apiKey: 'sk-ping-1234567890' }).ping();
-    expect(ok).toEqual({ ok: true, models: ['frognano-4b', 'other'], message: `${server.url} serves "frognano-4b", context 131072 tokens.` });
+    expect(ok).toEqual({
+      ok: true,
+      models: ['frognano-4b', 'other'],
+      message: `${server.url} serves "frognano-4b", context 131072 tokens.`,
+    });
     expect(server.requests[0]).toMatchObject({ method: 'GET', path: '/v1/models' });
     expect(server.requests[0]!.headers.authorization).toBe('Bearer sk-ping-1234567890');
 
     const missing = await backend({ model: 'qwen' }).ping();
     expect(missing.ok).toBe(false);
-    expect(missing.message).toBe(`${server.url} is up but does not serve "qwen" (it serves: frognano-4b, other); set FROGNANO_OPENAI_MODEL.`);
+    expect(missing.message).toBe(
+      `${server.url} is up but does not serve "qwen" (it serves: frognano-4b, other); set FROGNANO_OPENAI_MODEL.`,
+    );
 
     const closed = new FakeServer();
     await closed.start();
     await closed.stop();
     const down = await new OpenAIBackend({ baseUrl: closed.url, model: 'm' }).ping();
-    expect(down).toEqual({ ok: false, models: [], message: expect.stringMatching(/^cannot reach http:\/\/127\.0\.0\.1:\d+\/v1: ECONNREFUSED/) });
+    expect(down).toEqual({
+      ok: false,
+      models: [],
+      message: expect.stringMatching(/^cannot reach http:\/\/127\.0\.0\.1:\d+\/v1: ECONNREFUSED/),
+    });
   });
 
   test('credentials in the base URL travel as Basic auth and never show up in messages', async () => {
@@ -587,7 +719,9 @@ describe('OpenAIBackend.countTokens and ping', () => {
     const url = server.url.replace('http://', 'http://user:hunter2hunter2@');
     const b = new OpenAIBackend({ baseUrl: url, model: 'm', maxRetries: 0 });
     const err = await rejection(b.generate(HISTORY, TOOLS));
-    expect(server.requests[0]!.headers.authorization).toBe(`Basic ${Buffer.from('user:hunter2hunter2').toString('base64')}`);
+    expect(server.requests[0]!.headers.authorization).toBe(
+      `Basic ${Buffer.from('user:hunter2hunter2').toString('base64')}`,
+    );
     expect(err.message).toBe(`${server.url} answered 403 Forbidden: forbidden. Check FROGNANO_OPENAI_API_KEY.`);
     expect(b.info().device).toBe(`remote ${server.url}`);
   });

@@ -1,6 +1,18 @@
 /** The pieces under OpenAIBackend that have rules of their own: retry timing and the SSE reader. */
-import { DEFAULT_RETRY_POLICY, backoffDelayMs, describeRetry, isRetryableStatus, parseRetryAfter, sleep } from '../../src/inference/retry.js';
-import { contextOverflowFacts, describeHttpError, errorBody, isDeterministicServerError } from '../../src/inference/openai/serverErrors.js';
+import {
+  DEFAULT_RETRY_POLICY,
+  backoffDelayMs,
+  describeRetry,
+  isRetryableStatus,
+  parseRetryAfter,
+  sleep,
+} from '../../src/inference/retry.js';
+import {
+  contextOverflowFacts,
+  describeHttpError,
+  errorBody,
+  isDeterministicServerError,
+} from '../../src/inference/openai/serverErrors.js';
 import { readSseData } from '../../src/inference/openai/sse.js';
 import { toWireMessage } from '../../src/inference/openai/index.js';
 
@@ -39,14 +51,24 @@ describe('retry policy', () => {
 
   test('the default policy outlasts a model-server restart (2¼-4½ min of waiting) and is bounded', () => {
     const total = (random: number) =>
-      Array.from({ length: DEFAULT_RETRY_POLICY.maxRetries }, (_, r) => backoffDelayMs(r, DEFAULT_RETRY_POLICY, () => random)).reduce((a, b) => a + b, 0);
+      Array.from({ length: DEFAULT_RETRY_POLICY.maxRetries }, (_, r) =>
+        backoffDelayMs(r, DEFAULT_RETRY_POLICY, () => random),
+      ).reduce((a, b) => a + b, 0);
     expect(total(0)).toBe(135_000);
     expect(total(0.999999)).toBe(270_000);
     expect(DEFAULT_RETRY_POLICY.maxRetryWindowMs).toBe(300_000);
   });
 
   test('a retry as one line for the CLI and the runner log', () => {
-    expect(describeRetry({ retry: 2, maxRetries: 10, delayMs: 4000, elapsedMs: 12_400, reason: 'http://vllm:8000/v1 answered 503 Service Unavailable: loading.' })).toBe(
+    expect(
+      describeRetry({
+        retry: 2,
+        maxRetries: 10,
+        delayMs: 4000,
+        elapsedMs: 12_400,
+        reason: 'http://vllm:8000/v1 answered 503 Service Unavailable: loading.',
+      }),
+    ).toBe(
       'model server: http://vllm:8000/v1 answered 503 Service Unavailable: loading. Retry 2/10 in 4.0 s (12 s so far)',
     );
   });
@@ -98,9 +120,19 @@ describe('readSseData', () => {
 
 describe('toWireMessage', () => {
   test('tool messages without a name, users, systems', () => {
-    expect(toWireMessage({ role: 'tool', tool_call_id: 'c', content: 'out' })).toEqual({ role: 'tool', tool_call_id: 'c', content: 'out' });
-    expect(toWireMessage({ role: 'system', content: 's', reasoning: 'ignored' })).toEqual({ role: 'system', content: 's' });
-    expect(toWireMessage({ role: 'assistant', content: 'a', tool_calls: [] })).toEqual({ role: 'assistant', content: 'a' });
+    expect(toWireMessage({ role: 'tool', tool_call_id: 'c', content: 'out' })).toEqual({
+      role: 'tool',
+      tool_call_id: 'c',
+      content: 'out',
+    });
+    expect(toWireMessage({ role: 'system', content: 's', reasoning: 'ignored' })).toEqual({
+      role: 'system',
+      content: 's',
+    });
+    expect(toWireMessage({ role: 'assistant', content: 'a', tool_calls: [] })).toEqual({
+      role: 'assistant',
+      content: 'a',
+    });
   });
 });
 
@@ -113,25 +145,53 @@ describe('server error bodies', () => {
   });
 
   test('SGLang and llama.cpp (context shift off) wordings are overflows; a deadline is not', () => {
-    expect(contextOverflowFacts(errorBody('{"object":"error","message":"The input (70001 tokens) is longer than the model\'s context length (65536 tokens).","type":"BadRequestError","code":400}'))).toEqual({
+    expect(
+      contextOverflowFacts(
+        errorBody(
+          '{"object":"error","message":"The input (70001 tokens) is longer than the model\'s context length (65536 tokens).","type":"BadRequestError","code":400}',
+        ),
+      ),
+    ).toEqual({
       contextLength: 65536,
       promptTokens: 70001,
     });
-    expect(contextOverflowFacts(errorBody('{"error":{"message":"input (9000 tokens) is larger than the max context size (8192 tokens). skipping"}}'))).toEqual({
+    expect(
+      contextOverflowFacts(
+        errorBody(
+          '{"error":{"message":"input (9000 tokens) is larger than the max context size (8192 tokens). skipping"}}',
+        ),
+      ),
+    ).toEqual({
       contextLength: 8192,
       promptTokens: 9000,
     });
-    expect(contextOverflowFacts(errorBody('{"error":{"message":"rpc error: context deadline exceeded"}}'))).toBeUndefined();
+    expect(
+      contextOverflowFacts(errorBody('{"error":{"message":"rpc error: context deadline exceeded"}}')),
+    ).toBeUndefined();
   });
 
   test('500s that reject the request itself', () => {
-    expect(isDeterministicServerError(errorBody('{"error":{"message":"Failed to parse input at pos 12","type":"server_error","code":500}}'))).toBe(true);
-    expect(isDeterministicServerError(errorBody('{"error":{"message":"x","type":"invalid_request_error"}}'))).toBe(true);
-    expect(isDeterministicServerError(errorBody('{"error":{"message":"CUDA error: an illegal memory access","type":"server_error"}}'))).toBe(false);
+    expect(
+      isDeterministicServerError(
+        errorBody('{"error":{"message":"Failed to parse input at pos 12","type":"server_error","code":500}}'),
+      ),
+    ).toBe(true);
+    expect(isDeterministicServerError(errorBody('{"error":{"message":"x","type":"invalid_request_error"}}'))).toBe(
+      true,
+    );
+    expect(
+      isDeterministicServerError(
+        errorBody('{"error":{"message":"CUDA error: an illegal memory access","type":"server_error"}}'),
+      ),
+    ).toBe(false);
   });
 
   test('no double period after a server message that has one', () => {
-    expect(describeHttpError('http://h/v1', 400, 'Bad Request', '{"error":{"message":"Too long."}}')).toBe('http://h/v1 answered 400 Bad Request: Too long.');
-    expect(describeHttpError('http://h/v1', 400, 'Bad Request', '{"error":{"message":"Too long"}}')).toBe('http://h/v1 answered 400 Bad Request: Too long.');
+    expect(describeHttpError('http://h/v1', 400, 'Bad Request', '{"error":{"message":"Too long."}}')).toBe(
+      'http://h/v1 answered 400 Bad Request: Too long.',
+    );
+    expect(describeHttpError('http://h/v1', 400, 'Bad Request', '{"error":{"message":"Too long"}}')).toBe(
+      'http://h/v1 answered 400 Bad Request: Too long.',
+    );
   });
 });

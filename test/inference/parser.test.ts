@@ -102,14 +102,21 @@ describe('parseAssistantOutput: qwen3_coder XML', () => {
 
   test('objects and arrays are parsed as JSON; null for nullable non-string types', () => {
     const raw = xmlCall('Configure', { options: '{"a": [1, 2], "b": "x"}', paths: '["src", "test"]', level: 'null' });
-    expect(parse(raw).toolCalls[0]!.arguments).toEqual({ options: { a: [1, 2], b: 'x' }, paths: ['src', 'test'], level: null });
+    expect(parse(raw).toolCalls[0]!.arguments).toEqual({
+      options: { a: [1, 2], b: 'x' },
+      paths: ['src', 'test'],
+      level: null,
+    });
   });
 
   test('values that do not fit their type stay strings so the tool can reject them', () => {
     const raw = xmlCall('Read', { file_path: 'a', offset: 'ten' }) + xmlCall('Configure', { options: '{not json' });
     const out = parse(raw);
     expect(out.errors).toEqual([]);
-    expect(out.toolCalls.map((c) => c.arguments)).toEqual([{ file_path: 'a', offset: 'ten' }, { options: '{not json' }]);
+    expect(out.toolCalls.map((c) => c.arguments)).toEqual([
+      { file_path: 'a', offset: 'ten' },
+      { options: '{not json' },
+    ]);
   });
 
   test('without tools every value is a string', () => {
@@ -180,7 +187,9 @@ describe('parseAssistantOutput: tolerated slips', () => {
   });
 
   test('text after a call without </tool_call> is content, not an error', () => {
-    const out = parse('<tool_call>\n<function=Bash>\n<parameter=command>\nls\n</parameter>\n</function>\nRunning it now.');
+    const out = parse(
+      '<tool_call>\n<function=Bash>\n<parameter=command>\nls\n</parameter>\n</function>\nRunning it now.',
+    );
     expect(out.errors).toEqual([]);
     expect(out.toolCalls).toHaveLength(1);
     expect(out.content).toBe('Running it now.');
@@ -199,7 +208,9 @@ describe('parseAssistantOutput: tolerated slips', () => {
   });
 
   test('spaces around function and parameter names', () => {
-    const out = parse('<tool_call>\n<function= Read >\n<parameter= file_path >\nx\n</parameter>\n</function>\n</tool_call>');
+    const out = parse(
+      '<tool_call>\n<function= Read >\n<parameter= file_path >\nx\n</parameter>\n</function>\n</tool_call>',
+    );
     expect(out.toolCalls[0]).toMatchObject({ name: 'Read', arguments: { file_path: 'x' } });
   });
 });
@@ -207,16 +218,22 @@ describe('parseAssistantOutput: tolerated slips', () => {
 describe('parseAssistantOutput: malformed calls become errors for the model', () => {
   test('junk inside <tool_call> is reported with its number; other calls survive', () => {
     const raw =
-      xmlCall('Read', { file_path: 'a' }) + '\n<tool_call>\nplease run ls\n</tool_call>\n' + xmlCall('Read', { file_path: 'b' });
+      xmlCall('Read', { file_path: 'a' }) +
+      '\n<tool_call>\nplease run ls\n</tool_call>\n' +
+      xmlCall('Read', { file_path: 'b' });
     const out = parse(raw);
     expect(out.toolCalls.map((c) => c.arguments.file_path)).toEqual(['a', 'b']);
     expect(out.errors).toHaveLength(1);
-    expect(out.errors[0]).toMatch(/^Malformed tool call #2: missing <function=\.\.\.> after <tool_call>; found "please run ls"/);
+    expect(out.errors[0]).toMatch(
+      /^Malformed tool call #2: missing <function=\.\.\.> after <tool_call>; found "please run ls"/,
+    );
     expect(out.content).toBe('');
   });
 
   test('output cut off inside a parameter value: nothing is run, the error says why', () => {
-    const out = parse('<tool_call>\n<function=Write>\n<parameter=file_path>\nbig.py\n</parameter>\n<parameter=content>\nimport os\ndef ma');
+    const out = parse(
+      '<tool_call>\n<function=Write>\n<parameter=file_path>\nbig.py\n</parameter>\n<parameter=content>\nimport os\ndef ma',
+    );
     expect(out.toolCalls).toEqual([]);
     expect(out.errors).toEqual([
       'Malformed tool call #1: the output ended inside parameter "content" of Write (no </parameter>); the call was not run. ' +
@@ -252,12 +269,15 @@ describe('parseAssistantOutput: malformed calls become errors for the model', ()
   });
 
   test('duplicate parameter', () => {
-    const raw = '<tool_call><function=Read><parameter=file_path>a</parameter><parameter=file_path>b</parameter></function></tool_call>';
+    const raw =
+      '<tool_call><function=Read><parameter=file_path>a</parameter><parameter=file_path>b</parameter></function></tool_call>';
     expect(parse(raw).errors).toEqual(['Malformed tool call #1: parameter "file_path" given twice in Read.']);
   });
 
   test('empty <tool_call> block', () => {
-    expect(parse('<tool_call>\n</tool_call>').errors).toEqual(['Malformed tool call #1: empty <tool_call> block (no function given).']);
+    expect(parse('<tool_call>\n</tool_call>').errors).toEqual([
+      'Malformed tool call #1: empty <tool_call> block (no function given).',
+    ]);
   });
 
   test('after a bad block the parser resumes after its </tool_call>, not inside it', () => {
@@ -284,13 +304,19 @@ describe('parseAssistantOutput: Hermes JSON', () => {
     );
     expect(out.errors).toEqual([]);
     expect(out.toolCalls).toEqual([
-      { id: 'call_t1_0', name: 'Edit', arguments: { file_path: 'a.ts', old_string: '}', new_string: '};\n', replace_all: false } },
+      {
+        id: 'call_t1_0',
+        name: 'Edit',
+        arguments: { file_path: 'a.ts', old_string: '}', new_string: '};\n', replace_all: false },
+      },
     ]);
   });
 
   test('braces and </tool_call> inside JSON strings do not end the object', () => {
     const content = 'fn main() { println!("{}", "</tool_call>"); }';
-    const out = parse(`<tool_call>\n${JSON.stringify({ name: 'Write', arguments: { file_path: 'main.rs', content } })}\n</tool_call>`);
+    const out = parse(
+      `<tool_call>\n${JSON.stringify({ name: 'Write', arguments: { file_path: 'main.rs', content } })}\n</tool_call>`,
+    );
     expect(out.errors).toEqual([]);
     expect(out.toolCalls[0]!.arguments).toEqual({ file_path: 'main.rs', content });
   });
@@ -323,7 +349,9 @@ describe('parseAssistantOutput: Hermes JSON', () => {
   });
 
   test('mixed XML and JSON calls in one turn', () => {
-    const raw = xmlCall('Read', { file_path: 'a' }) + '\n<tool_call>\n{"name": "Read", "arguments": {"file_path": "b"}}\n</tool_call>';
+    const raw =
+      xmlCall('Read', { file_path: 'a' }) +
+      '\n<tool_call>\n{"name": "Read", "arguments": {"file_path": "b"}}\n</tool_call>';
     expect(parse(raw).toolCalls.map((c) => [c.id, c.arguments.file_path])).toEqual([
       ['call_t1_0', 'a'],
       ['call_t1_1', 'b'],
@@ -333,7 +361,8 @@ describe('parseAssistantOutput: Hermes JSON', () => {
 
 describe('reasoning', () => {
   test('tool-call markup inside <think> is never a call', () => {
-    const raw = '<think>\nMaybe <tool_call><function=Bash><parameter=command>rm -rf /</parameter></function></tool_call>? No.\n</think>\nNo changes needed.';
+    const raw =
+      '<think>\nMaybe <tool_call><function=Bash><parameter=command>rm -rf /</parameter></function></tool_call>? No.\n</think>\nNo changes needed.';
     const out = parse(raw);
     expect(out.toolCalls).toEqual([]);
     expect(out.errors).toEqual([]);
@@ -351,7 +380,12 @@ describe('reasoning', () => {
 
   test('startsInThinking: generation cut off while still thinking is all reasoning', () => {
     const out = parse('Let me think about <tool_call> formats...', { startsInThinking: true });
-    expect(out).toEqual({ content: '', reasoning: 'Let me think about <tool_call> formats...', toolCalls: [], errors: [] });
+    expect(out).toEqual({
+      content: '',
+      reasoning: 'Let me think about <tool_call> formats...',
+      toolCalls: [],
+      errors: [],
+    });
   });
 
   test('unclosed leading <think> is all reasoning', () => {
@@ -400,12 +434,32 @@ describe('convertParamValue', () => {
 describe('robustness', () => {
   // Deterministic pseudo-random soup of the tags and characters that matter, to show the parser
   // never throws and never returns a call with an invalid name, whatever the model writes.
-  const PIECES = ['<tool_call>', '</tool_call>', '<function=Read>', '<function=', '</function>', '<parameter=file_path>',
-    '<parameter=', '</parameter>', '<think>', '</think>', '{"name": "Bash", "arguments": {"command": "ls"}}', '{', '}', '"',
-    '\n', ' ', 'x', '>', '<', 'src/a.ts', '<|im_end|>'];
+  const PIECES = [
+    '<tool_call>',
+    '</tool_call>',
+    '<function=Read>',
+    '<function=',
+    '</function>',
+    '<parameter=file_path>',
+    '<parameter=',
+    '</parameter>',
+    '<think>',
+    '</think>',
+    '{"name": "Bash", "arguments": {"command": "ls"}}',
+    '{',
+    '}',
+    '"',
+    '\n',
+    ' ',
+    'x',
+    '>',
+    '<',
+    'src/a.ts',
+    '<|im_end|>',
+  ];
   test('random tag soup never throws', () => {
     let seed = 42;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 3000; i++) {
       let raw = '';
       const n = 1 + Math.floor(rand() * 40);
@@ -426,7 +480,9 @@ describe('caps', () => {
   });
 
   test('an unclosed JSON object ends the scan (the rest of the output is inside it)', () => {
-    const out = parse('<tool_call>{"name": "Write", "arguments": {"content": "x <tool_call>{"name": "Bash"}</tool_call>');
+    const out = parse(
+      '<tool_call>{"name": "Write", "arguments": {"content": "x <tool_call>{"name": "Bash"}</tool_call>',
+    );
     expect(out.toolCalls).toEqual([]);
     expect(out.errors).toHaveLength(1);
   });

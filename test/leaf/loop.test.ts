@@ -14,11 +14,19 @@ import { git, makeRepo, removeDir, SAMPLE_FILES, isolateHome } from './helpers.j
 
 isolateHome();
 
-const task = { title: 'add() subtracts', body: 'add(2, 3) returns -1; it should return 5.', repo: 'acme/calc', issueNumber: 7 };
+const task = {
+  title: 'add() subtracts',
+  body: 'add(2, 3) returns -1; it should return 5.',
+  repo: 'acme/calc',
+  issueNumber: 7,
+};
 
 /** Endless tool calling: every turn reads a file. */
 const readForever = (n: number): ReplayTurn[] =>
-  Array.from({ length: n }, () => ({ content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] }));
+  Array.from({ length: n }, () => ({
+    content: '',
+    tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }],
+  }));
 
 /** The replay backend, with what each generate call was asked for recorded, and an optional window. */
 function recording(replay: ReplayBackend, contextLength?: number): ModelBackend & { options: GenerateOptions[] } {
@@ -51,7 +59,11 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     const backend: ModelBackend = {
       info: () => ({ ...replay.info(), contextLength: 8192 }),
       generate: async () => {
-        throw new ContextOverflowError('This model\'s maximum context length is 8192 tokens. However, you requested 9100 tokens.', 9100, 8192);
+        throw new ContextOverflowError(
+          "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens.",
+          9100,
+          8192,
+        );
       },
     };
     const t = await runLeaf({ sandbox, backend, task });
@@ -65,7 +77,8 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
       info: () => replay.info(),
       generate: (m, t, o = {}) => {
         // A backend that had to wait for its server twice before answering.
-        for (const n of [1, 2]) o.onRetry?.({ retry: n, maxRetries: 12, delayMs: 10, elapsedMs: n * 10, reason: 'HTTP 503.' });
+        for (const n of [1, 2])
+          o.onRetry?.({ retry: n, maxRetries: 12, delayMs: 10, elapsedMs: n * 10, reason: 'HTTP 503.' });
         return replay.generate(m, t, o);
       },
     };
@@ -95,7 +108,10 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
           tool_calls: [
             { name: 'Edit', arguments: { file_path: 'src/math.js', old_string: 'a - b', new_string: 'a + b' } },
             { name: 'Write', arguments: { file_path: 'CHANGELOG.md', content: '- fix add()\n' } },
-            { name: 'Bash', arguments: { command: 'sh test/math.test.sh && echo tests pass', description: 'run the test' } },
+            {
+              name: 'Bash',
+              arguments: { command: 'sh test/math.test.sh && echo tests pass', description: 'run the test' },
+            },
           ],
         },
         { content: 'Fixed add() to return a + b and noted it in CHANGELOG.md.' },
@@ -104,7 +120,14 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     const events: LeafEvent[] = [];
     const t = await runLeaf({ sandbox, backend, task, onEvent: (e) => events.push(e) });
 
-    expect(t).toMatchObject({ trajectory_format: 'leaf-function-calling', instance_id: 'acme__calc-7', seed: 42, exit_reason: 'agent', error: null, partial: false });
+    expect(t).toMatchObject({
+      trajectory_format: 'leaf-function-calling',
+      instance_id: 'acme__calc-7',
+      seed: 42,
+      exit_reason: 'agent',
+      error: null,
+      partial: false,
+    });
     expect(t.trajectory_id).toMatch(/^[0-9a-f]{32}$/);
     expect(t.final_message).toBe('Fixed add() to return a + b and noted it in CHANGELOG.md.');
     expect(t.n_steps).toBe(3);
@@ -116,19 +139,38 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
       role: 'user',
       content: 'add() subtracts\nadd(2, 3) returns -1; it should return 5.\n',
     });
-    expect(t.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'tool', 'tool', 'tool', 'assistant']);
+    expect(t.messages.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'tool',
+      'tool',
+      'tool',
+      'assistant',
+    ]);
     const first = t.messages[2];
     expect(first).toEqual({
       role: 'assistant',
       content: 'Let me look around.',
       tool_calls: [
         { id: expect.any(String), type: 'function', function: { name: 'Glob', arguments: '{"pattern": "**/*.js"}' } },
-        { id: expect.any(String), type: 'function', function: { name: 'Read', arguments: '{"file_path": "src/math.js"}' } },
+        {
+          id: expect.any(String),
+          type: 'function',
+          function: { name: 'Read', arguments: '{"file_path": "src/math.js"}' },
+        },
       ],
       reasoning_content: 'Look at the code first.',
     });
     const readCall = first.role === 'assistant' ? first.tool_calls![1] : undefined;
-    expect(t.messages[4]).toEqual({ role: 'tool', tool_call_id: readCall!.id, content: 'src/math.js\n1. export function add(a, b) {\n2.   return a - b;\n3. }' });
+    expect(t.messages[4]).toEqual({
+      role: 'tool',
+      tool_call_id: readCall!.id,
+      content: 'src/math.js\n1. export function add(a, b) {\n2.   return a - b;\n3. }',
+    });
     expect(t.messages[3].content).toBe('src/math.js\nsrc/util/strings.js');
     expect(t.messages[5]).toMatchObject({ role: 'assistant', content: null });
     expect(t.messages[6].content).toBe('Edited src/math.js (1 replacement).');
@@ -177,7 +219,10 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
   });
 
   it('runs a call whose arguments are not JSON with {} and keeps the text, as upstream', async () => {
-    const replay = ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Read', arguments: {} }] }, { content: 'ok' }]);
+    const replay = ReplayBackend.fromTurns([
+      { content: '', tool_calls: [{ name: 'Read', arguments: {} }] },
+      { content: 'ok' },
+    ]);
     const backend: ModelBackend = {
       info: () => replay.info(),
       generate: async (m, tools, o) => {
@@ -208,14 +253,27 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     expect(t.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant']);
     expect(t.final_message).toBe('<tool_call><function=Edit>');
     expect(stepFacts(t, 1).parse_errors).toEqual(['<tool_call> for Edit has no closing </function>']);
-    expect(describeExit(t)).toMatch(/^the model's last turn held tool-call markup that did not parse.*check the model server's tool parser$/);
+    expect(describeExit(t)).toMatch(
+      /^the model's last turn held tool-call markup that did not parse.*check the model server's tool parser$/,
+    );
 
-    const only = await runLeaf({ sandbox, backend: ReplayBackend.fromTurns([{ content: '<tool_call>', parse_errors: ['empty <tool_call>'] }]), task });
-    expect(describeExit(only)).toBe("every turn ended in malformed tool-call markup: check the model server's tool parser");
+    const only = await runLeaf({
+      sandbox,
+      backend: ReplayBackend.fromTurns([{ content: '<tool_call>', parse_errors: ['empty <tool_call>'] }]),
+      task,
+    });
+    expect(describeExit(only)).toBe(
+      "every turn ended in malformed tool-call markup: check the model server's tool parser",
+    );
   });
 
   it('stops at the turn limit', async () => {
-    const t = await runLeaf({ sandbox, backend: ReplayBackend.fromTurns(readForever(10)), task, limits: { maxTurns: 3 } });
+    const t = await runLeaf({
+      sandbox,
+      backend: ReplayBackend.fromTurns(readForever(10)),
+      task,
+      limits: { maxTurns: 3 },
+    });
     expect(t.exit_reason).toBe('max_turns');
     expect(t.n_steps).toBe(3);
   });
@@ -238,8 +296,14 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     expect(t.frognano.context_budget).toBe(1_500);
   });
 
-  it("reads a turn cut off by a length limit as upstream does, without running its half-written calls", async () => {
-    const cut: ReplayTurn[] = [{ content: 'Writing', tool_calls: [{ name: 'Write', arguments: { file_path: 'half.txt', content: 'x' } }], finish_reason: 'length' }];
+  it('reads a turn cut off by a length limit as upstream does, without running its half-written calls', async () => {
+    const cut: ReplayTurn[] = [
+      {
+        content: 'Writing',
+        tool_calls: [{ name: 'Write', arguments: { file_path: 'half.txt', content: 'x' } }],
+        finish_reason: 'length',
+      },
+    ];
     const t = await runLeaf({ sandbox, backend: ReplayBackend.fromTurns(cut), task, limits: { maxNewTokens: 512 } });
     expect(t.exit_reason).toBe('max_tokens_per_turn');
     expect(stepFacts(t, 0).completion_tokens).toBe(512);
@@ -253,11 +317,18 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
 
   it('checks the time budget before each step, and stops whatever still runs at the hard stop', async () => {
     const slowFirst = ReplayBackend.fromTurns([{ ...readForever(1)[0], delay_ms: 400 }, ...readForever(5)]);
-    const t = await runLeaf({ sandbox, backend: slowFirst, task, limits: { wallTimeMs: 300, wallTimeGraceMs: 10_000 } });
+    const t = await runLeaf({
+      sandbox,
+      backend: slowFirst,
+      task,
+      limits: { wallTimeMs: 300, wallTimeGraceMs: 10_000 },
+    });
     expect(t).toMatchObject({ exit_reason: 'max_time', n_steps: 1 });
 
     const started = Date.now();
-    const hung = ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 30; touch late.txt', timeout: 60 } }] }]);
+    const hung = ReplayBackend.fromTurns([
+      { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'sleep 30; touch late.txt', timeout: 60 } }] },
+    ]);
     const t2 = await runLeaf({ sandbox, backend: hung, task, limits: { wallTimeMs: 300, wallTimeGraceMs: 400 } });
     expect(t2.exit_reason).toBe('max_time');
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -286,7 +357,11 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
   });
 
   it('reports a failing model as llm_query_error, and a context overflow from the server as max_context_len', async () => {
-    const t = await runLeaf({ sandbox, backend: ReplayBackend.fromTurns([...readForever(1), { error: 'connection refused' }]), task });
+    const t = await runLeaf({
+      sandbox,
+      backend: ReplayBackend.fromTurns([...readForever(1), { error: 'connection refused' }]),
+      task,
+    });
     expect(t).toMatchObject({ exit_reason: 'llm_query_error', error: 'ModelError: connection refused', n_steps: 2 });
     expect(t.steps).toHaveLength(1);
     const t2 = await runLeaf({
@@ -295,7 +370,11 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
       task,
     });
     expect(t2).toMatchObject({ exit_reason: 'max_context_len', error: null });
-    const t3 = await runLeaf({ sandbox, backend: ReplayBackend.fromTurns([{ error: 'rpc error: context deadline exceeded' }]), task });
+    const t3 = await runLeaf({
+      sandbox,
+      backend: ReplayBackend.fromTurns([{ error: 'rpc error: context deadline exceeded' }]),
+      task,
+    });
     expect(t3.exit_reason).toBe('llm_query_error');
   });
 
@@ -319,10 +398,15 @@ describe('runLeaf with the replay backend, a real repository and the local sandb
     try {
       const t2 = await runLeaf({
         sandbox: new LocalSandbox(other),
-        backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'true', timeout: 'soon' } }] }]),
+        backend: ReplayBackend.fromTurns([
+          { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'true', timeout: 'soon' } }] },
+        ]),
         task,
       });
-      expect(t2).toMatchObject({ exit_reason: 'tool_error', error: "ValueError: could not convert string to float: 'soon'" });
+      expect(t2).toMatchObject({
+        exit_reason: 'tool_error',
+        error: "ValueError: could not convert string to float: 'soon'",
+      });
     } finally {
       await removeDir(other);
     }

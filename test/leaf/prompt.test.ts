@@ -43,7 +43,10 @@ describe('the first prompt', () => {
       await buildTinyModel(dir);
       const configFile = path.join(dir, 'tokenizer_config.json');
       const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
-      await writeFile(configFile, JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }));
+      await writeFile(
+        configFile,
+        JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }),
+      );
       const tokenizer = await loadTokenizer(dir);
       const input = JSON.parse(await read('first-prompt.input.json')) as { messages: ChatMessage[] };
       expect(renderPrompt(tokenizer, input.messages, LEAF_TOOLS)).toBe(await read('first-prompt.txt'));
@@ -79,7 +82,10 @@ describe('the first prompt for each recorded issue', () => {
     await buildTinyModel(dir);
     const configFile = path.join(dir, 'tokenizer_config.json');
     const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
-    await writeFile(configFile, JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }));
+    await writeFile(
+      configFile,
+      JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }),
+    );
     tokenizer = await loadTokenizer(dir);
   });
   afterAll(async () => {

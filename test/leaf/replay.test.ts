@@ -24,7 +24,11 @@ describe('ReplayBackend', () => {
 
   it('replays scripted turns in order, with ids, reasoning and realistic token counts', async () => {
     const b = ReplayBackend.fromTurns([
-      { reasoning: 'check first', content: 'Reading.', tool_calls: [{ name: 'Read', arguments: { file_path: 'src/a.ts' } }] },
+      {
+        reasoning: 'check first',
+        content: 'Reading.',
+        tool_calls: [{ name: 'Read', arguments: { file_path: 'src/a.ts' } }],
+      },
       { content: 'Done.' },
     ]);
     expect(b.info()).toEqual({ backend: 'replay', model: 'replay:scripted' });
@@ -42,13 +46,19 @@ describe('ReplayBackend', () => {
     );
     expect(streamed.join('')).toBe(r1.rawText);
     // bytes/4 of the prompt as JSON plus the tool specs: ~250 tokens of task text plus ~1,000 of tools
-    const expected = Math.ceil(Buffer.byteLength(JSON.stringify(prompt)) / 4) + Math.ceil(Buffer.byteLength(JSON.stringify(LEAF_TOOLS)) / 4);
+    const expected =
+      Math.ceil(Buffer.byteLength(JSON.stringify(prompt)) / 4) +
+      Math.ceil(Buffer.byteLength(JSON.stringify(LEAF_TOOLS)) / 4);
     expect(r1.promptTokens).toBe(expected);
     expect(await b.countTokens(prompt, LEAF_TOOLS)).toBe(expected);
     expect(r1.completionTokens).toBe(Math.ceil(Buffer.byteLength(r1.rawText!) / 4));
     expect(r1.prefillTokens).toBe(r1.promptTokens);
 
-    const next = [...prompt, r1.message, { role: 'tool' as const, tool_call_id: 'replay_0_0', content: 'src/a.ts\n1. x' }];
+    const next = [
+      ...prompt,
+      r1.message,
+      { role: 'tool' as const, tool_call_id: 'replay_0_0', content: 'src/a.ts\n1. x' },
+    ];
     const r2 = await b.generate(next, LEAF_TOOLS);
     expect(r2.message).toEqual({ role: 'assistant', content: 'Done.' });
     expect(r2.finishReason).toBe('stop');
@@ -71,7 +81,10 @@ describe('ReplayBackend', () => {
     ]);
     await expect(b.generate(prompt, [])).rejects.toEqual(new ModelError('upstream 502'));
     expect((await b.generate(prompt, [])).parseErrors).toEqual(['bad <tool_call>']);
-    expect(await b.generate(prompt, [], { maxNewTokens: 8192 })).toMatchObject({ finishReason: 'length', completionTokens: 8192 });
+    expect(await b.generate(prompt, [], { maxNewTokens: 8192 })).toMatchObject({
+      finishReason: 'length',
+      completionTokens: 8192,
+    });
     const ac = new AbortController();
     const started = Date.now();
     setTimeout(() => ac.abort(), 50);
@@ -81,10 +94,15 @@ describe('ReplayBackend', () => {
 
   it('loads {turns: [...]} files and OpenAI-style trajectories (arguments as JSON strings)', async () => {
     const turnsFile = path.join(dir, 'turns.json');
-    await writeFile(turnsFile, JSON.stringify({ turns: [{ content: 'hi', tool_calls: [{ name: 'Glob', arguments: { pattern: '*' } }] }] }));
+    await writeFile(
+      turnsFile,
+      JSON.stringify({ turns: [{ content: 'hi', tool_calls: [{ name: 'Glob', arguments: { pattern: '*' } }] }] }),
+    );
     const b1 = await ReplayBackend.fromFile(turnsFile);
     expect(b1.info().model).toBe('replay:turns.json');
-    expect((await b1.generate(prompt, [])).message.tool_calls).toEqual([{ id: 'replay_0_0', name: 'Glob', arguments: { pattern: '*' } }]);
+    expect((await b1.generate(prompt, [])).message.tool_calls).toEqual([
+      { id: 'replay_0_0', name: 'Glob', arguments: { pattern: '*' } },
+    ]);
 
     const pyFile = path.join(dir, 'py-trajectory.json');
     await writeFile(
@@ -98,7 +116,9 @@ describe('ReplayBackend', () => {
             role: 'assistant',
             content: null,
             reasoning_content: 'hmm',
-            tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'Bash', arguments: '{"command": "ls"}' } }],
+            tool_calls: [
+              { id: 'call_x', type: 'function', function: { name: 'Bash', arguments: '{"command": "ls"}' } },
+            ],
           },
           { role: 'tool', tool_call_id: 'call_x', content: 'Exit code: 0' },
           { role: 'assistant', content: 'done' },
@@ -117,7 +137,9 @@ describe('ReplayBackend', () => {
   });
 
   it('says clearly what is wrong with a bad file', async () => {
-    await expect(ReplayBackend.fromFile(path.join(dir, 'missing.json'))).rejects.toThrow(/cannot read replay file .*missing.json: ENOENT/);
+    await expect(ReplayBackend.fromFile(path.join(dir, 'missing.json'))).rejects.toThrow(
+      /cannot read replay file .*missing.json: ENOENT/,
+    );
     const bad = path.join(dir, 'bad.json');
     await writeFile(bad, '{"turns": [');
     await expect(ReplayBackend.fromFile(bad)).rejects.toThrow(/is not valid JSON/);
@@ -134,14 +156,25 @@ describe('ReplayBackend', () => {
       const first = await runLeaf({
         sandbox: new LocalSandbox(repo),
         backend: ReplayBackend.fromTurns([
-          { reasoning: 'look', content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md', limit: 1 } }, { name: 'Glob', arguments: { pattern: '*.md' } }] },
+          {
+            reasoning: 'look',
+            content: '',
+            tool_calls: [
+              { name: 'Read', arguments: { file_path: 'README.md', limit: 1 } },
+              { name: 'Glob', arguments: { pattern: '*.md' } },
+            ],
+          },
           { content: 'done' },
         ]),
         task: { title: 'T', body: 'B' },
       });
       const file = path.join(dir, 'trajectory.json');
       await writeFile(file, serializeTrajectory(first));
-      const again = await runLeaf({ sandbox: new LocalSandbox(repo), backend: await ReplayBackend.fromFile(file), task: { title: 'T', body: 'B' } });
+      const again = await runLeaf({
+        sandbox: new LocalSandbox(repo),
+        backend: await ReplayBackend.fromFile(file),
+        task: { title: 'T', body: 'B' },
+      });
       expect(again.messages).toEqual(first.messages);
       expect(again.exit_reason).toBe('agent');
     } finally {
@@ -150,7 +183,9 @@ describe('ReplayBackend', () => {
   });
 
   it('renders non-string arguments as JSON in the raw turn', () => {
-    expect(renderRawTurn({ content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'a', offset: 3 } }] })).toBe(
+    expect(
+      renderRawTurn({ content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'a', offset: 3 } }] }),
+    ).toBe(
       '<tool_call>\n<function=Read>\n<parameter=file_path>\na\n</parameter>\n<parameter=offset>\n3\n</parameter>\n</function>\n</tool_call>',
     );
   });

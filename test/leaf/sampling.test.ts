@@ -16,8 +16,14 @@ describe('Leaf sampling', () => {
   });
 
   it('reads CLI flags and refuses nonsense with the flag named', () => {
-    expect(samplingFromFlags({ temperature: '0.2', 'top-k': '0', thinking: 'off', 'min-p': ' ' })).toEqual({ temperature: 0.2, topK: 0, enableThinking: false });
-    expect(() => samplingFromFlags({ 'top-k': '2.5' })).toThrow('--top-k must be a whole number, 0 or more (0: no cut), got "2.5"');
+    expect(samplingFromFlags({ temperature: '0.2', 'top-k': '0', thinking: 'off', 'min-p': ' ' })).toEqual({
+      temperature: 0.2,
+      topK: 0,
+      enableThinking: false,
+    });
+    expect(() => samplingFromFlags({ 'top-k': '2.5' })).toThrow(
+      '--top-k must be a whole number, 0 or more (0: no cut), got "2.5"',
+    );
     expect(() => samplingFromFlags({ temperature: 'hot' })).toThrow(/^--temperature must be a number from 0 to 5/);
     expect(() => samplingFromFlags({ 'repetition-penalty': '0' })).toThrow(/--repetition-penalty/);
   });

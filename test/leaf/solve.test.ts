@@ -53,7 +53,10 @@ describe('solve', () => {
       },
       backend: ReplayBackend.fromTurns(fixTurns),
       task,
-      setupCommands: ['mkdir -p node_modules && echo dep > node_modules/dep.js && echo setup ran > .setup-log', 'echo broken dependency >&2; exit 4'],
+      setupCommands: [
+        'mkdir -p node_modules && echo dep > node_modules/dep.js && echo setup ran > .setup-log',
+        'echo broken dependency >&2; exit 4',
+      ],
       testCommands: ['sh test/math.test.sh && echo math ok', 'touch junit.xml; echo 1 failed >&2; exit 2', 'sleep 20'],
       limits: { testTimeoutMs: 1_000 },
       outDir: out,
@@ -64,7 +67,9 @@ describe('solve', () => {
     expect(result.baseCommit).toBe(git(source, 'rev-parse', 'HEAD').trim());
     // Setup ran in the sandbox before the model; its failure was told to the model.
     expect(result.setupResults.map((r) => r.exitCode)).toEqual([0, 4]);
-    expect(result.trajectory.steps[0].observations[1].observation).toBe('Exit code: 0\nSTDOUT:\ndep.js\nsetup ran\n\nSTDERR:\n');
+    expect(result.trajectory.steps[0].observations[1].observation).toBe(
+      'Exit code: 0\nSTDOUT:\ndep.js\nsetup ran\n\nSTDERR:\n',
+    );
     expect(result.trajectory.messages[1].content).toContain(
       'Note: the setup command `echo broken dependency >&2; exit 4` failed with exit code 4. Last output:\nbroken dependency',
     );
@@ -82,7 +87,12 @@ describe('solve', () => {
 
     // Tests ran after the model, results captured, the slow one timed out.
     expect(result.testResults).toEqual([
-      expect.objectContaining({ command: 'sh test/math.test.sh && echo math ok', exitCode: 0, timedOut: false, outputTail: 'math ok\n' }),
+      expect.objectContaining({
+        command: 'sh test/math.test.sh && echo math ok',
+        exitCode: 0,
+        timedOut: false,
+        outputTail: 'math ok\n',
+      }),
       expect.objectContaining({ exitCode: 2, timedOut: false, outputTail: '1 failed\n' }),
       expect.objectContaining({ command: 'sleep 20', exitCode: null, timedOut: true }),
     ]);
@@ -102,20 +112,27 @@ describe('solve', () => {
 
     // Artefacts written; the source untouched; the workspace gone.
     expect(await readFile(result.patchPath!, 'utf8')).toBe(result.patch);
-    expect(JSON.parse(await readFile(result.trajectoryJsonPath!, 'utf8'))).toMatchObject({ exit_reason: 'agent', n_steps: 3 });
+    expect(JSON.parse(await readFile(result.trajectoryJsonPath!, 'utf8'))).toMatchObject({
+      exit_reason: 'agent',
+      n_steps: 3,
+    });
     expect(await readFile(result.trajectoryMarkdownPath!, 'utf8')).toContain('### FrogNano trajectory');
     expect(git(source, 'status', '--porcelain')).toBe('');
     expect(workspaces).toHaveLength(1);
     expect(workspaces[0].startsWith(source)).toBe(false);
     await expect(stat(path.dirname(workspaces[0]))).rejects.toThrow();
-    expect(events.filter((e) => e.type === 'command_end').map((e) => e.type === 'command_end' && [e.phase, e.exitCode])).toEqual([
+    expect(
+      events.filter((e) => e.type === 'command_end').map((e) => e.type === 'command_end' && [e.phase, e.exitCode]),
+    ).toEqual([
       ['setup', 0],
       ['setup', 4],
       ['test', 0],
       ['test', 2],
       ['test', null],
     ]);
-    expect(events.findIndex((e) => e.type === 'finished')).toBeLessThan(events.findIndex((e) => e.type === 'command_start' && e.phase === 'test'));
+    expect(events.findIndex((e) => e.type === 'finished')).toBeLessThan(
+      events.findIndex((e) => e.type === 'command_start' && e.phase === 'test'),
+    );
   });
 
   it('replays its own trajectory.json to the same patch', async () => {
@@ -165,7 +182,12 @@ describe('solve', () => {
     const notRepo = await tempDir();
     try {
       await expect(
-        solve({ sourceDir: notRepo, sandboxFactory: async (d) => new LocalSandbox(d), backend: ReplayBackend.fromTurns([]), task }),
+        solve({
+          sourceDir: notRepo,
+          sandboxFactory: async (d) => new LocalSandbox(d),
+          backend: ReplayBackend.fromTurns([]),
+          task,
+        }),
       ).rejects.toThrow(/is not a git repository/);
     } finally {
       await removeDir(notRepo);
@@ -190,7 +212,10 @@ describe('solve', () => {
       solve({
         sourceDir: source,
         sandboxFactory: async (dir) => new LocalSandbox(dir),
-        backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'rm -rf .git' } }] }, { content: 'oops' }]),
+        backend: ReplayBackend.fromTurns([
+          { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'rm -rf .git' } }] },
+          { content: 'oops' },
+        ]),
         task,
         outDir: out,
       }),
@@ -209,7 +234,11 @@ describe('solve', () => {
         const exec = sb.exec.bind(sb);
         const spawn = sb.spawn.bind(sb);
         sb.exec = (command, options = {}) => {
-          calls.push({ argv0: command.split(' ')[0], clean: options.clean === true, network: options.network === true });
+          calls.push({
+            argv0: command.split(' ')[0],
+            clean: options.clean === true,
+            network: options.network === true,
+          });
           return exec(command, options);
         };
         sb.spawn = (argv, options = {}) => {
@@ -218,7 +247,10 @@ describe('solve', () => {
         };
         return sb;
       },
-      backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'true' } }] }, { content: 'Done.' }]),
+      backend: ReplayBackend.fromTurns([
+        { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'true' } }] },
+        { content: 'Done.' },
+      ]),
       task,
       setupCommands: ['echo setup'],
       setupNetwork: true,
@@ -258,7 +290,10 @@ describe('solve in the bwrap sandbox', () => {
     const result = await solve({
       sourceDir: source,
       sandboxFactory: (dir) => BwrapSandbox.create(dir),
-      backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Bash', arguments: { command: plant } }] }, { content: 'done' }]),
+      backend: ReplayBackend.fromTurns([
+        { content: '', tool_calls: [{ name: 'Bash', arguments: { command: plant } }] },
+        { content: 'done' },
+      ]),
       task,
       testCommands: ['cat .git/filter-ran'],
     });

@@ -1,7 +1,13 @@
 import { mkdir, symlink, writeFile, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { runnerTimeoutSeconds, pyFloat, pyRepr } from '../../src/leaf/sandboxTool.js';
-import { LEAF_TOOLS, ToolAbortedError, ToolExecutor, ToolInfrastructureError, TOOL_NAMES } from '../../src/leaf/tools.js';
+import {
+  LEAF_TOOLS,
+  ToolAbortedError,
+  ToolExecutor,
+  ToolInfrastructureError,
+  TOOL_NAMES,
+} from '../../src/leaf/tools.js';
 import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
 import { LocalSandbox } from '../../src/sandbox/local.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
@@ -33,7 +39,9 @@ describe('runnerTimeoutSeconds (upstream environment.py _timeout)', () => {
 
   it("raises Python's errors where upstream's harness does", () => {
     expect(() => runnerTimeoutSeconds('Bash', { timeout: 'abc' })).toThrow("could not convert string to float: 'abc'");
-    expect(() => runnerTimeoutSeconds('Bash', { timeout: [1] })).toThrow("float() argument must be a string or a real number, not 'list'");
+    expect(() => runnerTimeoutSeconds('Bash', { timeout: [1] })).toThrow(
+      "float() argument must be a string or a real number, not 'list'",
+    );
     expect(() => runnerTimeoutSeconds('Bash', { timeout: 'inf' })).toThrow('cannot convert float infinity to integer');
     expect(pyFloat('1e3')).toBe(1000);
     expect(() => pyFloat('0x10')).toThrow();
@@ -47,7 +55,12 @@ function withoutHostFiles(sandbox: Sandbox): Sandbox {
   const refuse = () => {
     throw new Error('host file access');
   };
-  return Object.assign(Object.create(sandbox) as Sandbox, { readFile: refuse, writeFile: refuse, listFiles: refuse, openFileStream: refuse });
+  return Object.assign(Object.create(sandbox) as Sandbox, {
+    readFile: refuse,
+    writeFile: refuse,
+    listFiles: refuse,
+    openFileStream: refuse,
+  });
 }
 
 describe('ToolExecutor runs every tool inside the sandbox', () => {
@@ -92,7 +105,8 @@ describe('ToolExecutor runs every tool inside the sandbox', () => {
   });
 
   it('runs the standard library even when the repository has files named like its modules', async () => {
-    for (const name of ['json.py', 'glob.py', 'subprocess.py', 'pathlib.py']) await writeFile(path.join(dir, name), 'raise SystemExit(99)\n');
+    for (const name of ['json.py', 'glob.py', 'subprocess.py', 'pathlib.py'])
+      await writeFile(path.join(dir, name), 'raise SystemExit(99)\n');
     await writeFile(path.join(dir, 'a.txt'), 'x\n');
     try {
       const r = await new ToolExecutor(sandbox).execute({ name: 'Read', arguments: { file_path: 'a.txt' } });
@@ -112,7 +126,9 @@ describe('ToolExecutor runs every tool inside the sandbox', () => {
   it('refuses a request too large to send, with a clear tool error', async () => {
     const ex = new ToolExecutor(sandbox, { maxRequestBytes: 1000 });
     const r = await ex.execute({ name: 'Write', arguments: { file_path: 'big.txt', content: 'x'.repeat(2000) } });
-    expect(r.output).toMatch(/^ValueError: the Write call is \d+ bytes, more than the 1000 bytes one tool call may carry/);
+    expect(r.output).toMatch(
+      /^ValueError: the Write call is \d+ bytes, more than the 1000 bytes one tool call may carry/,
+    );
     expect(r.isError).toBe(true);
   });
 
@@ -128,7 +144,9 @@ describe('ToolExecutor runs every tool inside the sandbox', () => {
     const ac = new AbortController();
     const started = Date.now();
     setTimeout(() => ac.abort(), 300);
-    await expect(ex.execute({ name: 'Bash', arguments: { command: 'sleep 30' } }, ac.signal)).rejects.toBeInstanceOf(ToolAbortedError);
+    await expect(ex.execute({ name: 'Bash', arguments: { command: 'sleep 30' } }, ac.signal)).rejects.toBeInstanceOf(
+      ToolAbortedError,
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
@@ -144,9 +162,16 @@ describe('ToolExecutor on the local sandbox', () => {
   it('keeps the executable bit when editing', async () => {
     await writeFile(path.join(dir, 'run.sh'), '#!/bin/sh\necho a\n', { mode: 0o755 });
     const ex = new ToolExecutor(new LocalSandbox(dir));
-    expect((await ex.execute({ name: 'Edit', arguments: { file_path: 'run.sh', old_string: 'echo a', new_string: 'echo b' } })).output).toBe(
-      'Edited run.sh (1 replacement).',
+    expect(
+      (
+        await ex.execute({
+          name: 'Edit',
+          arguments: { file_path: 'run.sh', old_string: 'echo a', new_string: 'echo b' },
+        })
+      ).output,
+    ).toBe('Edited run.sh (1 replacement).');
+    expect((await ex.execute({ name: 'Bash', arguments: { command: './run.sh' } })).output).toBe(
+      'Exit code: 0\nSTDOUT:\nb\n\nSTDERR:\n',
     );
-    expect((await ex.execute({ name: 'Bash', arguments: { command: './run.sh' } })).output).toBe('Exit code: 0\nSTDOUT:\nb\n\nSTDERR:\n');
   });
 });

@@ -1,7 +1,15 @@
 import { ReplayBackend } from '../../src/inference/replay.js';
 import { runLeaf } from '../../src/leaf/loop.js';
 import { LEAF_TOOLS } from '../../src/leaf/tools.js';
-import { renderTrajectoryMarkdown, serializeTrajectory, TrajectoryFileSchema, trajectoryFromFile, type StepFacts, type Trajectory, type TrajectoryStep } from '../../src/leaf/trajectory.js';
+import {
+  renderTrajectoryMarkdown,
+  serializeTrajectory,
+  TrajectoryFileSchema,
+  trajectoryFromFile,
+  type StepFacts,
+  type Trajectory,
+  type TrajectoryStep,
+} from '../../src/leaf/trajectory.js';
 import { LocalSandbox } from '../../src/sandbox/local.js';
 import { registerSecret, forgetSecret } from '../../src/util/redact.js';
 import { isolateHome, makeRepo, removeDir, SAMPLE_FILES } from './helpers.js';
@@ -22,7 +30,13 @@ function step(i: number, observation: string): Step {
         role: 'assistant',
         content: `Turn ${i} thinking out loud. `.repeat(50),
         reasoning_content: 'r'.repeat(3000),
-        tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: JSON.stringify({ command: `make test-${i}` }) } }],
+        tool_calls: [
+          {
+            id,
+            type: 'function',
+            function: { name: 'Bash', arguments: JSON.stringify({ command: `make test-${i}` }) },
+          },
+        ],
       },
       observations: [{ tool: 'Bash', observation }],
     },
@@ -74,7 +88,9 @@ describe('renderTrajectoryMarkdown', () => {
     expect(md).toContain('| Result | `agent`: the model finished |');
     expect(md).toContain('| Tokens | 12,345 in context, 678 generated |');
     expect(md).toContain('| Time | 1m 33s |');
-    expect(md).toContain('<details><summary>Turn 1: Bash <code>make test-0</code> <sub>(50 tokens, 1.5s)</sub></summary>');
+    expect(md).toContain(
+      '<details><summary>Turn 1: Bash <code>make test-0</code> <sub>(50 tokens, 1.5s)</sub></summary>',
+    );
     expect(md).toContain('```text\nExit code: 0\nSTDOUT:\nok\n\nSTDERR:\n\n```');
     expect(md).toContain('Done: fixed the build.');
     expect(md.match(/<details>/g)).toHaveLength(1);
@@ -91,7 +107,14 @@ describe('renderTrajectoryMarkdown', () => {
   it('escapes HTML in summaries and keeps model text out of the rendered Markdown', () => {
     const s = step(0, 'ok');
     s.step.assistant.tool_calls = [
-      { id: 'call_0', type: 'function', function: { name: 'Bash', arguments: JSON.stringify({ command: 'echo "</summary><img src=x onerror=alert(1)> @octocat"' }) } },
+      {
+        id: 'call_0',
+        type: 'function',
+        function: {
+          name: 'Bash',
+          arguments: JSON.stringify({ command: 'echo "</summary><img src=x onerror=alert(1)> @octocat"' }),
+        },
+      },
     ];
     const md = renderTrajectoryMarkdown(trajectory([s]));
     expect(md).toContain('&lt;/summary&gt;&lt;img src=x');
@@ -164,12 +187,29 @@ describe('trajectory format', () => {
     try {
       const t = await runLeaf({
         sandbox: new LocalSandbox(repo),
-        backend: ReplayBackend.fromTurns([{ content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] }, { content: 'done' }]),
+        backend: ReplayBackend.fromTurns([
+          { content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] },
+          { content: 'done' },
+        ]),
         task: { title: 't', body: 'b' },
       });
       expect(Object.keys(JSON.parse(serializeTrajectory(t)) as object)).toEqual([
-        'trajectory_format', 'trajectory_id', 'instance_id', 'seed', 'messages', 'tools', 'steps', 'n_steps', 'exit_reason',
-        'error', 'final_message', 'context_tokens', 'elapsed_sec', 'output_patch', 'partial', 'frognano',
+        'trajectory_format',
+        'trajectory_id',
+        'instance_id',
+        'seed',
+        'messages',
+        'tools',
+        'steps',
+        'n_steps',
+        'exit_reason',
+        'error',
+        'final_message',
+        'context_tokens',
+        'elapsed_sec',
+        'output_patch',
+        'partial',
+        'frognano',
       ]);
     } finally {
       await removeDir(repo);
@@ -185,13 +225,26 @@ describe('trajectory format', () => {
       messages: [
         { role: 'system', content: 'S' },
         { role: 'user', content: 'U' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } }], reasoning_content: 'hm' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } }],
+          reasoning_content: 'hm',
+        },
         { role: 'tool', tool_call_id: 'c1', content: 'a\n1. x' },
         { role: 'assistant', content: 'done' },
       ],
       tools: LEAF_TOOLS,
       steps: [
-        { step: 0, assistant: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } }] }, observations: [{ tool: 'Read', observation: 'a\n1. x' }] },
+        {
+          step: 0,
+          assistant: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Read', arguments: '{"file_path": "a"}' } }],
+          },
+          observations: [{ tool: 'Read', observation: 'a\n1. x' }],
+        },
         { step: 1, assistant: { role: 'assistant', content: 'done' }, observations: [] },
       ],
       n_steps: 2,

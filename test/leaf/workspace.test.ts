@@ -33,7 +33,11 @@ describe('prepareWorkspace', () => {
     expect(await readFile(path.join(ws.repoDir, 'README.md'), 'utf8')).toBe('# calc (edited)\n');
     expect(await readFile(path.join(ws.repoDir, 'untracked.txt'), 'utf8')).toBe('new\n');
     // Modes and links survive as they are: the copy shows exactly the source's changes.
-    expect(git(ws.repoDir, 'status', '--porcelain').split('\n').filter(Boolean).sort()).toEqual([' M README.md', '?? link-out', '?? untracked.txt']);
+    expect(git(ws.repoDir, 'status', '--porcelain').split('\n').filter(Boolean).sort()).toEqual([
+      ' M README.md',
+      '?? link-out',
+      '?? untracked.txt',
+    ]);
     expect((await stat(path.join(ws.repoDir, 'test/math.test.sh'))).mode & 0o111).not.toBe(0);
     // Changing the copy never touches the source.
     await writeFile(path.join(ws.repoDir, 'src/math.js'), 'changed');
@@ -50,7 +54,14 @@ describe('prepareWorkspace', () => {
     git(source, 'config', 'core.fsmonitor', 'touch /tmp/pwned-by-fsmonitor');
     git(source, 'config', 'include.path', '/root/.secret-gitconfig');
     await writeFile(path.join(source, '.git/hooks/pre-commit'), '#!/bin/sh\necho hook\n', { mode: 0o755 });
-    git(source, 'update-ref', '-m', `clone: from https://x-access-token:${token}@github.com/acme/calc.git`, 'refs/heads/main', 'HEAD');
+    git(
+      source,
+      'update-ref',
+      '-m',
+      `clone: from https://x-access-token:${token}@github.com/acme/calc.git`,
+      'refs/heads/main',
+      'HEAD',
+    );
     ws = await prepareWorkspace(source);
 
     const config = await readFile(path.join(ws.repoDir, '.git/config'), 'utf8');

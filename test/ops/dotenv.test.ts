@@ -12,15 +12,18 @@ describe('loadDotEnv', () => {
 
   test('sets what is unset, keeps what the environment already has', () => {
     const file = join(dir, '.env');
-    writeFileSync(file, [
-      '# comment',
-      'LOG_LEVEL=debug',
-      'REDIS_URL=redis://from-file:6379',
-      'QUOTED="a b # not a comment"',
-      'EMPTY=',
-      'PRIVATE_KEY="-----BEGIN KEY-----\\nabc\\n-----END KEY-----"',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      file,
+      [
+        '# comment',
+        'LOG_LEVEL=debug',
+        'REDIS_URL=redis://from-file:6379',
+        'QUOTED="a b # not a comment"',
+        'EMPTY=',
+        'PRIVATE_KEY="-----BEGIN KEY-----\\nabc\\n-----END KEY-----"',
+        '',
+      ].join('\n'),
+    );
     const env: NodeJS.ProcessEnv = { REDIS_URL: 'redis://real:6379', EMPTY: 'kept' };
     expect(loadDotEnv(file, env).sort()).toEqual(['LOG_LEVEL', 'PRIVATE_KEY', 'QUOTED']);
     expect(env).toEqual({

@@ -14,7 +14,9 @@ function get(port: number, path: string, method = 'GET'): Promise<{ status: numb
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), text }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), text }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -86,7 +88,11 @@ describe('ops http endpoints', () => {
     });
     redis.on('error', () => undefined); // the refused connection is what this test is about
     clients.push(redis);
-    const s = await start({ port: 0, checks: [redisCheck(redis)], metrics: new FrognanoMetrics({ defaultMetrics: false }) });
+    const s = await start({
+      port: 0,
+      checks: [redisCheck(redis)],
+      metrics: new FrognanoMetrics({ defaultMetrics: false }),
+    });
     const ready = await get(s.port, '/readyz');
     expect(ready.status).toBe(503);
     const body = JSON.parse(ready.text);

@@ -23,7 +23,10 @@ describe('ops logger', () => {
     const { log, lines, parsed } = capture();
     log.info(`cloning with ${GH_TOKEN}`);
     log.info('pushing to %s', `https://x-access-token:${GH_TOKEN}@github.com/o/r.git`);
-    log.warn({ job: { remote: `https://user:hunter2hunter2@example.com/r.git`, list: [`Bearer ${GH_TOKEN}`] } }, 'nested');
+    log.warn(
+      { job: { remote: `https://user:hunter2hunter2@example.com/r.git`, list: [`Bearer ${GH_TOKEN}`] } },
+      'nested',
+    );
     log.error({ key: PEM }, 'pem in a field');
     const all = lines.join('\n');
     expect(all).not.toContain(GH_TOKEN);

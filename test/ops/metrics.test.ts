@@ -62,7 +62,8 @@ describe('ops metrics', () => {
 
   it('folds failure reasons beyond a fixed number into "other" so label cardinality stays bounded', async () => {
     const m = new FrognanoMetrics({ defaultMetrics: false });
-    for (let i = 0; i < 40; i++) m.recordJobFinished({ status: 'failed', reason: `error number ${i}`, durationSeconds: 1 });
+    for (let i = 0; i < 40; i++)
+      m.recordJobFinished({ status: 'failed', reason: `error number ${i}`, durationSeconds: 1 });
     const { body } = await m.render();
     const reasons = body.split('\n').filter((l) => l.startsWith('frognano_jobs_failed_total{'));
     expect(reasons).toHaveLength(26); // 25 distinct + other
@@ -72,7 +73,13 @@ describe('ops metrics', () => {
 
   it('records model turns as tokens per second and token totals by backend', async () => {
     const m = new FrognanoMetrics({ defaultMetrics: false });
-    m.recordModelTurn({ backend: 'onnx', completionTokens: 400, elapsedMs: 10_000, prefillTokens: 3000, promptTokens: 9000 });
+    m.recordModelTurn({
+      backend: 'onnx',
+      completionTokens: 400,
+      elapsedMs: 10_000,
+      prefillTokens: 3000,
+      promptTokens: 9000,
+    });
     m.recordModelTurn({ backend: 'onnx', completionTokens: 0, elapsedMs: 50 }); // an empty turn says nothing about speed
     const { body } = await m.render();
     expect(sample(body, 'frognano_model_tokens_per_second_count{backend="onnx"}')).toBe(1);

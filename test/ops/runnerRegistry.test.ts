@@ -41,7 +41,13 @@ describe('runner registry', () => {
       ttlSeconds: 30,
     });
     const b = await registerRunner({
-      redis, prefix, hostname: 'cpu-box.internal.example', name: 'cpu-box', id: 'cpu-box-1', model: 'FrogNano-4B', backend: 'openai',
+      redis,
+      prefix,
+      hostname: 'cpu-box.internal.example',
+      name: 'cpu-box',
+      id: 'cpu-box-1',
+      model: 'FrogNano-4B',
+      backend: 'openai',
       gpu: { gpu: 'cpu' },
     });
     try {
@@ -72,7 +78,9 @@ describe('runner registry', () => {
       expect(gpuRunner.name).toMatch(/^runner-[0-9a-f]{6}$/);
       expect(gpuRunner.name).toBe(publicRunnerName('gpu-node-1'));
       expect(publicRunnerName('gpu-node-2')).not.toBe(gpuRunner.name);
-      expect(describeRunner(gpuRunner)).toBe(`${gpuRunner.name} (NVIDIA H200, FrogNano-4B via onnx, v${packageInfo().version})`);
+      expect(describeRunner(gpuRunner)).toBe(
+        `${gpuRunner.name} (NVIDIA H200, FrogNano-4B via onnx, v${packageInfo().version})`,
+      );
       expect(describeRunner(runners[0])).toMatch(/^cpu-box \(CPU, FrogNano-4B via openai, v/);
       for (const r of runners) expect(describeRunner(r)).not.toContain(r.hostname);
 
@@ -91,7 +99,17 @@ describe('runner registry', () => {
   });
 
   it('forgets a runner whose heartbeat stopped once its entry expires', async () => {
-    const r = await registerRunner({ redis, prefix, id: 'ghost', hostname: 'ghost', model: 'm', backend: 'replay', gpu: { gpu: 'cpu' }, ttlSeconds: 1, heartbeatMs: 60_000 });
+    const r = await registerRunner({
+      redis,
+      prefix,
+      id: 'ghost',
+      hostname: 'ghost',
+      model: 'm',
+      backend: 'replay',
+      gpu: { gpu: 'cpu' },
+      ttlSeconds: 1,
+      heartbeatMs: 60_000,
+    });
     expect((await listRunners(redis, { prefix })).map((x) => x.id)).toContain('ghost');
     // Simulate a crash: the process is gone, nobody calls stop(); only the TTL is left to clean up.
     await redis.pexpire(`${prefix}:runner:ghost`, 50);
@@ -102,7 +120,17 @@ describe('runner registry', () => {
   });
 
   it('the heartbeat renews the entry', async () => {
-    const r = await registerRunner({ redis, prefix, id: 'beating', hostname: 'beating', model: 'm', backend: 'replay', gpu: { gpu: 'cpu' }, ttlSeconds: 2, heartbeatMs: 1000 });
+    const r = await registerRunner({
+      redis,
+      prefix,
+      id: 'beating',
+      hostname: 'beating',
+      model: 'm',
+      backend: 'replay',
+      gpu: { gpu: 'cpu' },
+      ttlSeconds: 2,
+      heartbeatMs: 1000,
+    });
     try {
       const first = (await listRunners(redis, { prefix })).find((x) => x.id === 'beating')!.lastSeenAt;
       await new Promise((res) => setTimeout(res, 2600)); // longer than the TTL: alive only thanks to the heartbeat
@@ -116,7 +144,10 @@ describe('runner registry', () => {
 
   it('reads GPUs from nvidia-smi output and falls back to cpu without it', async () => {
     expect(parseNvidiaSmi('NVIDIA H200, 143771\n')).toEqual({ gpu: 'NVIDIA H200', gpuMemoryMiB: 143771 });
-    expect(parseNvidiaSmi('NVIDIA H200, 143771 MiB\nNVIDIA H200, 143771 MiB\n')).toEqual({ gpu: '2x NVIDIA H200', gpuMemoryMiB: 143771 });
+    expect(parseNvidiaSmi('NVIDIA H200, 143771 MiB\nNVIDIA H200, 143771 MiB\n')).toEqual({
+      gpu: '2x NVIDIA H200',
+      gpuMemoryMiB: 143771,
+    });
     expect(parseNvidiaSmi('NVIDIA A10G, 23028\nTesla T4, 15360\n').gpu).toBe('NVIDIA A10G + Tesla T4');
     expect(parseNvidiaSmi('')).toEqual({ gpu: 'cpu' });
 
@@ -127,7 +158,10 @@ describe('runner registry', () => {
     expect(await detectGpu({ command: fake })).toEqual({ gpu: 'NVIDIA L4', gpuMemoryMiB: 23034 });
 
     const failing = path.join(tmp, 'nvidia-smi-broken');
-    await writeFile(failing, '#!/bin/sh\necho "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver" >&2\nexit 9\n');
+    await writeFile(
+      failing,
+      '#!/bin/sh\necho "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver" >&2\nexit 9\n',
+    );
     await chmod(failing, 0o755);
     expect(await detectGpu({ command: failing })).toEqual({ gpu: 'cpu' });
     expect(await detectGpu({ command: path.join(tmp, 'does-not-exist') })).toEqual({ gpu: 'cpu' });

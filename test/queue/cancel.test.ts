@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { cancelKey, clearCancel, getCancelRequest, isCancelRequested, onCancel, requestCancel, type CancelRequest } from '../../src/queue/cancel.js';
+import {
+  cancelKey,
+  clearCancel,
+  getCancelRequest,
+  isCancelRequested,
+  onCancel,
+  requestCancel,
+  type CancelRequest,
+} from '../../src/queue/cancel.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 let redis: Redis;

@@ -35,9 +35,19 @@ const previousPrefix = botKeyPrefix();
 
 function data(over: Partial<JobData> = {}): JobData {
   return {
-    installationId: 1, owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 7, title: 'Fix', body: 'It is broken.',
-    defaultBranch: 'main', triggeredBy: { login: 'octocat', id: 1 }, attempt: 1, trigger: 'label',
-    deliveryId: randomUUID(), enqueuedAt: new Date().toISOString(), ...over,
+    installationId: 1,
+    owner: 'Octo-Org',
+    repo: 'Hello.World',
+    issueNumber: 7,
+    title: 'Fix',
+    body: 'It is broken.',
+    defaultBranch: 'main',
+    triggeredBy: { login: 'octocat', id: 1 },
+    attempt: 1,
+    trigger: 'label',
+    deliveryId: randomUUID(),
+    enqueuedAt: new Date().toISOString(),
+    ...over,
   };
 }
 
@@ -45,8 +55,14 @@ function followUp(pullNumber: number): FollowUpRequest {
   return {
     ...data({ trigger: 'review' }),
     followUp: {
-      pullNumber, headBranch: 'frognano/issue-7', headSha: 'a'.repeat(40), baseBranch: 'main', feedback: '/frognano go',
-      inlineComments: [], omittedComments: 0, source: 'review',
+      pullNumber,
+      headBranch: 'frognano/issue-7',
+      headSha: 'a'.repeat(40),
+      baseBranch: 'main',
+      feedback: '/frognano go',
+      inlineComments: [],
+      omittedComments: 0,
+      source: 'review',
     },
   } as FollowUpRequest;
 }
@@ -80,7 +96,11 @@ run('Redis Cluster (3 masters): the queue key flows', () => {
   test('cluster settings default both prefixes to the {frognano} hash tag: one slot for every key', async () => {
     expect(cfg).toMatchObject({ queuePrefix: '{frognano}', keyPrefix: '{frognano}' });
     const slot = (k: string) => redis.call('CLUSTER', 'KEYSLOT', k);
-    const slots = new Set(await Promise.all([botKey('attempt', 'a/b#1'), botKey('runners'), `${cfg.queuePrefix}:${QUEUE_NAME}:wait`].map(slot)));
+    const slots = new Set(
+      await Promise.all(
+        [botKey('attempt', 'a/b#1'), botKey('runners'), `${cfg.queuePrefix}:${QUEUE_NAME}:wait`].map(slot),
+      ),
+    );
     expect(slots.size).toBe(1);
   });
 
@@ -103,13 +123,17 @@ run('Redis Cluster (3 masters): the queue key flows', () => {
     expect(await claimOnce(redis, botKey('comment', 'o/r#3', '1'), 60)).toBe(true);
     expect(await claimOnce(redis, botKey('comment', 'o/r#3', '1'), 60)).toBe(false);
     const order: string[] = [];
-    const section = (n: string) => withRedisLock(redis, botKey('issue-lock', 'o/r#3'), async () => {
-      order.push(`${n}+`);
-      await new Promise((r) => setTimeout(r, 50));
-      order.push(`${n}-`);
-    });
+    const section = (n: string) =>
+      withRedisLock(redis, botKey('issue-lock', 'o/r#3'), async () => {
+        order.push(`${n}+`);
+        await new Promise((r) => setTimeout(r, 50));
+        order.push(`${n}-`);
+      });
     await Promise.all([section('a'), section('b')]);
-    expect([order.slice(0, 2), order.slice(2)]).toEqual([[order[0], order[0]!.replace('+', '-')], [order[2], order[2]!.replace('+', '-')]]);
+    expect([order.slice(0, 2), order.slice(2)]).toEqual([
+      [order[0], order[0]!.replace('+', '-')],
+      [order[2], order[2]!.replace('+', '-')],
+    ]);
   });
 
   test('cancel: the key and the pub/sub message both reach a runner', async () => {
@@ -131,7 +155,13 @@ run('Redis Cluster (3 masters): the queue key flows', () => {
   });
 
   test('the runner registry (MULTI over the runner hash and the set) works in one slot', async () => {
-    const reg = await registerRunner({ redis, prefix: botKeyPrefix(), model: 'm', backend: 'replay', gpu: { gpu: 'none' } });
+    const reg = await registerRunner({
+      redis,
+      prefix: botKeyPrefix(),
+      model: 'm',
+      backend: 'replay',
+      gpu: { gpu: 'none' },
+    });
     await reg.setCurrentJob('o/r#1@1');
     expect((await listRunners(redis, { prefix: botKeyPrefix() })).map((r) => r.currentJob)).toContain('o/r#1@1');
     await reg.stop();
@@ -143,10 +173,17 @@ run('Redis Cluster (3 masters): the queue key flows', () => {
     const counts = await queue.getJobCounts('waiting', 'prioritized');
     const queued = counts.waiting! + counts.prioritized!;
     expect(queued).toBe(3); // two issues and one follow-up round
-    const worker = new Worker(QUEUE_NAME, async (job) => void done.push(job.id!), { connection: connect(), prefix: cfg.queuePrefix });
+    const worker = new Worker(QUEUE_NAME, async (job) => void done.push(job.id!), {
+      connection: connect(),
+      prefix: cfg.queuePrefix,
+    });
     worker.on('error', () => undefined);
     try {
-      await waitFor('the jobs to complete', async () => (await queue.getJobCounts('completed')).completed === queued, 20_000);
+      await waitFor(
+        'the jobs to complete',
+        async () => (await queue.getJobCounts('completed')).completed === queued,
+        20_000,
+      );
       expect(done).toHaveLength(queued);
       expect(new Set(done).size).toBe(queued);
     } finally {
@@ -164,7 +201,12 @@ run('Redis Cluster (3 masters): fair share and quotas', () => {
     const fair = new FairShare(queue, redis, { slots: () => slots });
     expect(fair.root.startsWith('{frognano}:')).toBe(true);
     const ids: string[] = [];
-    for (const [owner, repo, n] of [['acme', 'a', 1], ['acme', 'a', 2], ['beta', 'b', 1], ['beta', 'b', 2]] as const) {
+    for (const [owner, repo, n] of [
+      ['acme', 'a', 1],
+      ['acme', 'a', 2],
+      ['beta', 'b', 1],
+      ['beta', 'b', 2],
+    ] as const) {
       ids.push((await fair.enqueue(issueJob(owner, repo, n))).job.id!);
     }
     await fair.kick();

@@ -81,8 +81,13 @@ describe('follow-up jobs', () => {
   });
 
   test('refuses a payload the schema rejects (no sha), leaving the counter usable', async () => {
-    await expect(enqueueFollowUp(queue, redis, request({ pullNumber: 13, headSha: 'main' }))).rejects.toThrow(/not a commit sha/);
-    expect(await enqueueFollowUp(queue, redis, request({ pullNumber: 13 }))).toMatchObject({ kind: 'queued', round: 1 });
+    await expect(enqueueFollowUp(queue, redis, request({ pullNumber: 13, headSha: 'main' }))).rejects.toThrow(
+      /not a commit sha/,
+    );
+    expect(await enqueueFollowUp(queue, redis, request({ pullNumber: 13 }))).toMatchObject({
+      kind: 'queued',
+      round: 1,
+    });
   });
 });
 

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/g
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
-import { createQueue, enqueueJob, queuePosition, isUnfinishedState, type FrognanoQueue } from '../../src/queue/queue.js';
+import {
+  createQueue,
+  enqueueJob,
+  queuePosition,
+  isUnfinishedState,
+  type FrognanoQueue,
+} from '../../src/queue/queue.js';
 import { QUEUE_NAME, jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { currentAttempt, labelAttempt, nextAttempt } from '../../src/queue/attempts.js';
 import { claimOnce, withRedisLock } from '../../src/queue/lock.js';
@@ -72,7 +78,9 @@ describe('enqueueJob', () => {
   });
 
   test('concurrent enqueues of one attempt create exactly one job', async () => {
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => enqueueJob(queue, data({ deliveryId: `d${i}` }))));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => enqueueJob(queue, data({ deliveryId: `d${i}` }))),
+    );
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(await queue.count()).toBe(1);
   });
@@ -102,8 +110,12 @@ describe('enqueueJob', () => {
 
   test('queuePosition counts from the job a runner takes next', async () => {
     for (const n of [1, 2, 3]) await enqueueJob(queue, data({ issueNumber: n }));
-    expect(await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 1, attempt: 1 }))).toBe(1);
-    expect(await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 3, attempt: 1 }))).toBe(3);
+    expect(
+      await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 1, attempt: 1 })),
+    ).toBe(1);
+    expect(
+      await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 3, attempt: 1 })),
+    ).toBe(3);
     expect(await queuePosition(queue, 'missing')).toBeUndefined();
   });
 });
@@ -155,14 +167,18 @@ describe('locks and claims', () => {
 });
 
 describe('queue prefix (FROGNANO_QUEUE_PREFIX)', () => {
-  test('unset or blank means BullMQ\'s default; a value is trimmed', () => {
+  test("unset or blank means BullMQ's default; a value is trimmed", () => {
     expect(queuePrefixFromEnv({})).toBeUndefined();
     expect(queuePrefixFromEnv({ FROGNANO_QUEUE_PREFIX: '  ' })).toBeUndefined();
     expect(queuePrefixFromEnv({ FROGNANO_QUEUE_PREFIX: ' team-a ' })).toBe('team-a');
   });
 
   test('the runner reads the prefix the app reads, and takes the jobs the app queued under it', async () => {
-    const env = { FROGNANO_QUEUE_PREFIX: ` ${ns}-shared `, APP_ID: '1', PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----' };
+    const env = {
+      FROGNANO_QUEUE_PREFIX: ` ${ns}-shared `,
+      APP_ID: '1',
+      PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----',
+    };
     const appPrefix = queuePrefixFromEnv(env);
     const runnerPrefix = runnerConfigFromEnv(env).queuePrefix;
     expect(runnerPrefix).toBe(appPrefix);

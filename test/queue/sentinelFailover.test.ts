@@ -15,7 +15,14 @@ import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/que
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
 import type { RedisTarget } from '../../src/queue/redisConfig.js';
 import { nockGitHubForLabels, startOutageApp, type OutageApp } from '../app/outageApp.js';
-import { haveRedisTools, kill9, startSentinelGroup, stopAll, waitFor, type SentinelGroup } from '../support/redisServers.js';
+import {
+  haveRedisTools,
+  kill9,
+  startSentinelGroup,
+  stopAll,
+  waitFor,
+  type SentinelGroup,
+} from '../support/redisServers.js';
 
 const run = haveRedisTools() ? describe : describe.skip;
 const NAME = 'fnmaster';
@@ -30,8 +37,17 @@ const clients: Redis[] = [];
 
 function data(issueNumber: number): JobData {
   return {
-    installationId: 1, owner: 'octo', repo: 'ha', issueNumber, title: 't', body: '', defaultBranch: 'main',
-    triggeredBy: { login: 'u' }, attempt: 1, trigger: 'label', enqueuedAt: new Date().toISOString(),
+    installationId: 1,
+    owner: 'octo',
+    repo: 'ha',
+    issueNumber,
+    title: 't',
+    body: '',
+    defaultBranch: 'main',
+    triggeredBy: { login: 'u' },
+    attempt: 1,
+    trigger: 'label',
+    enqueuedAt: new Date().toISOString(),
   };
 }
 
@@ -79,7 +95,14 @@ run('Redis Sentinel: kill -9 the master while a job runs', () => {
         appendFileSync(effects, `done ${job.id}\n`);
         return { outcome: 'no_patch' };
       },
-      { connection: connect(target, 'worker'), prefix: PREFIX, concurrency: 4, lockDuration: 120_000, stalledInterval: 60_000, maxStalledCount: 2 },
+      {
+        connection: connect(target, 'worker'),
+        prefix: PREFIX,
+        concurrency: 4,
+        lockDuration: 120_000,
+        stalledInterval: 60_000,
+        maxStalledCount: 2,
+      },
     );
     worker.on('error', () => undefined);
     opened.push(worker);
@@ -95,7 +118,10 @@ run('Redis Sentinel: kill -9 the master while a job runs', () => {
     const app: OutageApp = await startOutageApp(appQueue, appRedis, [appQueueConnection, appRedis]);
     opened.push(app);
     nockGitHubForLabels();
-    await waitFor('the app connections', async () => appQueueConnection.status === 'ready' && appRedis.status === 'ready');
+    await waitFor(
+      'the app connections',
+      async () => appQueueConnection.status === 'ready' && appRedis.status === 'ready',
+    );
 
     const first = await enqueueJob(runnerQueue, data(1));
     await waitFor('job 1 to start', async () => lines().includes(`start ${first.job.id}`));
@@ -109,19 +135,31 @@ run('Redis Sentinel: kill -9 the master while a job runs', () => {
     const during = await app.label(3);
     expect([200, 503]).toContain(during);
 
-    await waitFor('the sentinels to promote the replica', async () => (await group.masterPort()) === group.replica.port, 30_000);
+    await waitFor(
+      'the sentinels to promote the replica',
+      async () => (await group.masterPort()) === group.replica.port,
+      30_000,
+    );
     const second = await secondAdded;
     expect(second).not.toBeInstanceOf(Error);
     const secondId = (second as Awaited<ReturnType<typeof enqueueJob>>).job.id!;
     await waitFor('job 2 to be picked up', async () => picked.has(secondId), 30_000);
     const pickupMs = picked.get(secondId)! - killedAt;
-    await waitFor('the app connections to reconnect', async () => appQueueConnection.status === 'ready' && appRedis.status === 'ready', 30_000);
+    await waitFor(
+      'the app connections to reconnect',
+      async () => appQueueConnection.status === 'ready' && appRedis.status === 'ready',
+      30_000,
+    );
     const redelivered = during === 503 ? await app.label(3) : during;
     expect(redelivered).toBe(200);
     const thirdId = 'codertocat/hello-world#3@1'; // the labeled example payload's issue, attempt 1
 
     for (const id of [first.job.id!, secondId, thirdId]) {
-      await waitFor(`job ${id} to complete`, async () => (await runnerQueue.getJob(id))?.finishedOn !== undefined, 30_000);
+      await waitFor(
+        `job ${id} to complete`,
+        async () => (await runnerQueue.getJob(id))?.finishedOn !== undefined,
+        30_000,
+      );
       expect(await (await runnerQueue.getJob(id))!.getState()).toBe('completed');
     }
     // Exactly once each: one start and one done per job, nothing else.

@@ -58,7 +58,10 @@ describe('a hostile final message closes no issue (runner)', () => {
     nock.cleanAll();
     await remote?.cleanup();
     await ctx?.cleanup();
-    await redis.del(`frognano:status:${owner.toLowerCase()}/${REPO}#7`, `frognano:status:${owner.toLowerCase()}/${REPO}#5`);
+    await redis.del(
+      `frognano:status:${owner.toLowerCase()}/${REPO}#7`,
+      `frognano:status:${owner.toLowerCase()}/${REPO}#5`,
+    );
   });
 
   const handle = (data: JobData) => ({ id: jobIdFor(data), data, updateProgress: async () => undefined });

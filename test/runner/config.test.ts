@@ -6,7 +6,13 @@ describe('runnerConfigFromEnv', () => {
 
   it('applies defaults', () => {
     const c = runnerConfigFromEnv(base);
-    expect(c).toMatchObject({ appId: 42, gitBaseUrl: 'https://github.com', concurrency: 1, shutdownGraceSeconds: 60, maxStalledCount: 2 });
+    expect(c).toMatchObject({
+      appId: 42,
+      gitBaseUrl: 'https://github.com',
+      concurrency: 1,
+      shutdownGraceSeconds: 60,
+      maxStalledCount: 2,
+    });
     expect(c.apiBaseUrl).toBeUndefined();
     expect(c.runnerName).toBeUndefined(); // registerRunner then names it runner-<hash of the hostname>
   });
@@ -16,30 +22,61 @@ describe('runnerConfigFromEnv', () => {
   });
 
   it('reads GitHub Enterprise, concurrency and escaped newlines in PRIVATE_KEY', () => {
-    const c = runnerConfigFromEnv({ ...base, PRIVATE_KEY: PRIVATE_KEY.replace(/\n/g, '\\n'), GHE_HOST: 'ghe.example', FROGNANO_CONCURRENCY: '2', FROGNANO_TRAJECTORY_DIR: '/data/t' });
-    expect(c).toMatchObject({ apiBaseUrl: 'https://ghe.example/api/v3', gitBaseUrl: 'https://ghe.example', concurrency: 2, trajectoryDir: '/data/t' });
+    const c = runnerConfigFromEnv({
+      ...base,
+      PRIVATE_KEY: PRIVATE_KEY.replace(/\n/g, '\\n'),
+      GHE_HOST: 'ghe.example',
+      FROGNANO_CONCURRENCY: '2',
+      FROGNANO_TRAJECTORY_DIR: '/data/t',
+    });
+    expect(c).toMatchObject({
+      apiBaseUrl: 'https://ghe.example/api/v3',
+      gitBaseUrl: 'https://ghe.example',
+      concurrency: 2,
+      trajectoryDir: '/data/t',
+    });
     expect(c.privateKey).toBe(PRIVATE_KEY);
   });
 
   it('names the variable at fault and never echoes the key', () => {
-    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_CONCURRENCY: 'many' })).toThrow(/^runner configuration: FROGNANO_CONCURRENCY /);
-    expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY: 'secret-but-not-pem' })).toThrow('runner configuration: PRIVATE_KEY is not a PEM private key');
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_CONCURRENCY: 'many' })).toThrow(
+      /^runner configuration: FROGNANO_CONCURRENCY /,
+    );
+    expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY: 'secret-but-not-pem' })).toThrow(
+      'runner configuration: PRIVATE_KEY is not a PEM private key',
+    );
     try {
       runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY: 'secret-but-not-pem' });
     } catch (e) {
       expect((e as Error).message).not.toContain('secret-but-not-pem');
     }
-    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_GIT_BASE_URL: 'ssh://x' })).toThrow(/FROGNANO_GIT_BASE_URL must start with/);
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_GIT_BASE_URL: 'ssh://x' })).toThrow(
+      /FROGNANO_GIT_BASE_URL must start with/,
+    );
     // The runner's public name goes into issue comments and pull requests: plain characters only.
-    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_RUNNER_NAME: '[x](https://evil.example)' })).toThrow(/FROGNANO_RUNNER_NAME must be 1-63/);
-    expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY_PATH: '/nonexistent/key.pem' })).toThrow('PRIVATE_KEY_PATH: cannot read /nonexistent/key.pem: ENOENT');
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_RUNNER_NAME: '[x](https://evil.example)' })).toThrow(
+      /FROGNANO_RUNNER_NAME must be 1-63/,
+    );
+    expect(() => runnerConfigFromEnv({ APP_ID: '1', PRIVATE_KEY_PATH: '/nonexistent/key.pem' })).toThrow(
+      'PRIVATE_KEY_PATH: cannot read /nonexistent/key.pem: ENOENT',
+    );
   });
 
   it("reads sampling overrides of upstream Leaf's eval settings, naming a bad variable", () => {
     expect(runnerConfigFromEnv(base).sampling).toEqual({});
-    const c = runnerConfigFromEnv({ ...base, FROGNANO_TEMPERATURE: '0', FROGNANO_TOP_K: '40', FROGNANO_SEED: '7', FROGNANO_ENABLE_THINKING: 'false' });
+    const c = runnerConfigFromEnv({
+      ...base,
+      FROGNANO_TEMPERATURE: '0',
+      FROGNANO_TOP_K: '40',
+      FROGNANO_SEED: '7',
+      FROGNANO_ENABLE_THINKING: 'false',
+    });
     expect(c.sampling).toEqual({ temperature: 0, topK: 40, seed: 7, enableThinking: false });
-    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_TOP_P: '1.5' })).toThrow(/^runner configuration: FROGNANO_TOP_P must be a number above 0, at most 1/);
-    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_PARALLEL_TOOL_CALLS: 'maybe' })).toThrow(/FROGNANO_PARALLEL_TOOL_CALLS must be true or false/);
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_TOP_P: '1.5' })).toThrow(
+      /^runner configuration: FROGNANO_TOP_P must be a number above 0, at most 1/,
+    );
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_PARALLEL_TOOL_CALLS: 'maybe' })).toThrow(
+      /FROGNANO_PARALLEL_TOOL_CALLS must be true or false/,
+    );
   });
 });

@@ -26,7 +26,8 @@ const describeDocker = docker ? describe : describe.skip;
 
 // What the model's first command reports from inside the container: who it runs as, whether any network
 // interface besides loopback exists, and whether the clone's token or remote reached the workspace.
-const PROBE = 'id -u; ls /sys/class/net | tr "\\n" " "; echo; env | grep -ci token; cat .git/config; git remote -v; echo probe-done';
+const PROBE =
+  'id -u; ls /sys/class/net | tr "\\n" " "; echo; env | grep -ci token; cat .git/config; git remote -v; echo probe-done';
 
 describeDocker('queue -> runner worker -> docker sandbox -> draft pull request', () => {
   const prefix = `fn-e-docker-${randomUUID().slice(0, 8)}`;
@@ -77,12 +78,16 @@ describeDocker('queue -> runner worker -> docker sandbox -> draft pull request',
       logger: logs.logger,
       backend: ReplayBackend.fromTurns([
         { content: '', tool_calls: [{ name: 'Bash', arguments: { command: PROBE } }] },
-        { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'calc.py', old_string: 'a - b', new_string: 'a + b' } }] },
+        {
+          content: '',
+          tool_calls: [{ name: 'Edit', arguments: { file_path: 'calc.py', old_string: 'a - b', new_string: 'a + b' } }],
+        },
         { content: 'add() now adds; `python3 -m pytest -q` passes.', tool_calls: [] },
       ]),
     });
     ctx.app = { ...ctx.app, baseUrl: gh.url };
-    ctx.createAccess = (installationId, r) => createInstallationAccess(ctx!.app, { installationId, repo: r, retry: false });
+    ctx.createAccess = (installationId, r) =>
+      createInstallationAccess(ctx!.app, { installationId, repo: r, retry: false });
     ctx.sandbox = SandboxConfigSchema.parse({ kind: 'docker', image: TEST_IMAGE, memoryMb: 512 });
     const sandboxes: { kind: string; containerId?: string }[] = [];
     ctx.createSandbox = async (cfg, ws) => {
@@ -91,11 +96,20 @@ describeDocker('queue -> runner worker -> docker sandbox -> draft pull request',
       return sb;
     };
 
-    jobId = (await enqueueJob(queue, jobData(owner, repo, { issueNumber: 3, title: 'add() subtracts', body: 'add(2, 3) should be 5' }))).job.id!;
+    jobId = (
+      await enqueueJob(
+        queue,
+        jobData(owner, repo, { issueNumber: 3, title: 'add() subtracts', body: 'add(2, 3) should be 5' }),
+      )
+    ).job.id!;
     runner = createRunnerWorker({ connection: workerConn, subscriber, prefix, ctx, lockDurationMs: 30_000 });
     const job = await waitForFinish(queue, jobId, 120_000);
     expect(job.failedReason).toBeUndefined();
-    expect(job.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: 31, branch: 'frognano/issue-3' });
+    expect(job.returnvalue).toMatchObject({
+      outcome: 'pull_request',
+      pullRequestNumber: 31,
+      branch: 'frognano/issue-3',
+    });
     expect(sandboxes).toEqual([{ kind: 'DockerSandbox', containerId: expect.any(String) }]);
 
     // The edit made in the container reached the remote branch.
@@ -119,7 +133,8 @@ describeDocker('queue -> runner worker -> docker sandbox -> draft pull request',
     expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ head_sha: head, conclusion: 'action_required' });
     expect(gh.unexpected).toEqual([]);
 
-    for (const text of [JSON.stringify(trajectory), pulls[0].body.body, ...gh.statusBodies(), logs.lines.join('')]) expect(text).not.toContain(token);
+    for (const text of [JSON.stringify(trajectory), pulls[0].body.body, ...gh.statusBodies(), logs.lines.join('')])
+      expect(text).not.toContain(token);
     // The container is gone once the job is done.
     await expect(docker!.getContainer(sandboxes[0]!.containerId!).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect(await docker!.listContainers({ all: true, filters: { label: [`dev.frognano.job=${jobId}`] } })).toEqual([]);

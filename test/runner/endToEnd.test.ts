@@ -45,7 +45,12 @@ describe('webhook -> queue -> worker -> draft pull request', () => {
     const owner = payload.repository.owner.login as string;
     const repo = payload.repository.name as string;
     const base = payload.repository.default_branch as string; // `master` in this example
-    remote = await makeBareRemote(owner, repo, { 'README.md': '# Hello World\n\nRemember to comitt often.\n' }, { branch: base });
+    remote = await makeBareRemote(
+      owner,
+      repo,
+      { 'README.md': '# Hello World\n\nRemember to comitt often.\n' },
+      { branch: base },
+    );
     const token = fakeInstallationToken();
     const gh = recordGitHub(owner, repo, { token, installationId: payload.installation.id, prNumber: 12 });
     nock(API)
@@ -60,7 +65,12 @@ describe('webhook -> queue -> worker -> draft pull request', () => {
       logger: logs.logger,
       backend: ReplayBackend.fromTurns([
         { content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] },
-        { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } }] },
+        {
+          content: '',
+          tool_calls: [
+            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
+          ],
+        },
         { content: 'Fixed the spelling of "commit" in README.md.', tool_calls: [] },
       ]),
     });
@@ -78,7 +88,11 @@ describe('webhook -> queue -> worker -> draft pull request', () => {
     });
     const job = await waitForFinish(h, jobId, 60_000);
     expect(job.failedReason).toBeUndefined();
-    expect(job.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: 12, branch: 'frognano/issue-1' });
+    expect(job.returnvalue).toMatchObject({
+      outcome: 'pull_request',
+      pullRequestNumber: 12,
+      branch: 'frognano/issue-1',
+    });
 
     // The branch is in the remote with the model's edit.
     const head = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-1').trim();
@@ -87,7 +101,12 @@ describe('webhook -> queue -> worker -> draft pull request', () => {
     // The PR creation call GitHub received.
     const pulls = gh.find('POST', `/repos/${owner}/${repo}/pulls`);
     expect(pulls).toHaveLength(1);
-    expect(pulls[0].body).toMatchObject({ head: 'frognano/issue-1', base, draft: true, title: 'frognano: Spelling error in the README file' });
+    expect(pulls[0].body).toMatchObject({
+      head: 'frognano/issue-1',
+      base,
+      draft: true,
+      title: 'frognano: Spelling error in the README file',
+    });
     expect(pulls[0].body.body).toContain('Refs #1');
     expect(pulls[0].body.body).toContain('| `README.md` | 1 | 1 |');
     expect(gh.find('POST', '/check-runs')[0].body).toMatchObject({ head_sha: head, conclusion: 'action_required' });

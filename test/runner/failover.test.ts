@@ -13,7 +13,14 @@ import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/que
 import type { RedisTarget } from '../../src/queue/redisConfig.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { haveRedisTools, kill9, startSentinelGroup, stopAll, waitFor, type SentinelGroup } from '../support/redisServers.js';
+import {
+  haveRedisTools,
+  kill9,
+  startSentinelGroup,
+  stopAll,
+  waitFor,
+  type SentinelGroup,
+} from '../support/redisServers.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 
@@ -62,10 +69,16 @@ run('the runner across a Sentinel failover', () => {
     const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
     const redis = connect();
     const ctx = await runnerContext({
-      redis, remote, logger: captureLogs().logger,
+      redis,
+      remote,
+      logger: captureLogs().logger,
       backend: ReplayBackend.fromTurns([
         // The model thinks for 5 s: the master dies meanwhile.
-        { content: '', delay_ms: 5000, tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hello\n' } }] },
+        {
+          content: '',
+          delay_ms: 5000,
+          tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hello\n' } }],
+        },
         { content: 'Fixed the greeting.', tool_calls: [] },
       ]),
     });
@@ -83,7 +96,11 @@ run('the runner across a Sentinel failover', () => {
     await waitFor('the model turn to start', async () => gh.statusBodies().some((b) => b.includes('Turn 1')), 30_000);
     const killedAt = Date.now();
     await kill9(group.master);
-    await waitFor('the sentinels to promote the replica', async () => (await group.masterPort()) === group.replica.port, 30_000);
+    await waitFor(
+      'the sentinels to promote the replica',
+      async () => (await group.masterPort()) === group.replica.port,
+      30_000,
+    );
     const promotedMs = Date.now() - killedAt;
 
     await waitFor('the round to finish', async () => (await queue!.getJob(job.id!))?.finishedOn !== undefined, 60_000);
@@ -96,6 +113,8 @@ run('the runner across a Sentinel failover', () => {
     const head = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7').trim();
     expect(gitIn(remote.bare, 'show', `${head}:hello.txt`)).toBe('hello\n');
     expect(gitIn(remote.bare, 'rev-list', '--count', `main..${head}`).trim()).toBe('1');
-    console.log(`runner across a failover: replica promoted ${promotedMs} ms after kill -9; round finished once, one draft PR`);
+    console.log(
+      `runner across a failover: replica promoted ${promotedMs} ms after kill -9; round finished once, one draft PR`,
+    );
   }, 120_000);
 });

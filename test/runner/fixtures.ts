@@ -21,7 +21,10 @@ export const { privateKey: PRIVATE_KEY } = generateKeyPairSync('rsa', {
 
 /** A token shaped like a real installation token, different in every run. */
 export function fakeInstallationToken(): string {
-  return `ghs_${randomBytes(27).toString('base64').replace(/[^A-Za-z0-9]/g, 'x').slice(0, 36)}`;
+  return `ghs_${randomBytes(27)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, 'x')
+    .slice(0, 36)}`;
 }
 
 /** Unique owner per test: status-comment keys in the shared Redis are per owner/repo/issue. */
@@ -79,7 +82,13 @@ export async function runnerContext(o: {
     workDir: path.join(root, 'work'),
     trajectoryDir: path.join(root, 'trajectories'),
     // As runner/main.ts builds it: the public name, never the hostname.
-    runnerDescription: describeRunner({ name: TEST_RUNNER_NAME, gpu: 'cpu', model: 'replay:scripted', backend: 'replay', version: '0.1.0' }),
+    runnerDescription: describeRunner({
+      name: TEST_RUNNER_NAME,
+      gpu: 'cpu',
+      model: 'replay:scripted',
+      backend: 'replay',
+      version: '0.1.0',
+    }),
     logger: o.logger,
     progressIntervals: { jobEveryMs: 0, commentEveryMs: 0 },
     // The real token exchange (POST /app/installations/:id/access_tokens, answered by nock), minus retries.
@@ -89,7 +98,11 @@ export async function runnerContext(o: {
 }
 
 /** Polls `fn` until it returns something truthy (returned), failing after `timeoutMs`. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

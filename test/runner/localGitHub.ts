@@ -8,17 +8,55 @@ import type { RecordedCall } from './githubRecorder.js';
  * Point Octokit's baseUrl at `url`. It answers the calls a runner job makes on one repository, like
  * githubRecorder.ts does, records every request, and answers 404 to anything else (recorded too).
  */
-export async function startLocalGitHub(owner: string, repo: string, opts: { token: string; installationId: number; prNumber?: number }) {
+export async function startLocalGitHub(
+  owner: string,
+  repo: string,
+  opts: { token: string; installationId: number; prNumber?: number },
+) {
   const calls: RecordedCall[] = [];
   const r = `/repos/${owner}/${repo}`;
   const pr = opts.prNumber ?? 5;
   let commentId = 9000;
   const routes: [string, RegExp, () => [number, unknown]][] = [
-    ['POST', new RegExp(`^/app/installations/${opts.installationId}/access_tokens$`), () => [201, { token: opts.token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: {}, repository_selection: 'selected' }]],
+    [
+      'POST',
+      new RegExp(`^/app/installations/${opts.installationId}/access_tokens$`),
+      () => [
+        201,
+        {
+          token: opts.token,
+          expires_at: new Date(Date.now() + 3600_000).toISOString(),
+          permissions: {},
+          repository_selection: 'selected',
+        },
+      ],
+    ],
     ['GET', new RegExp(`^${r}/issues/\\d+/comments$`), () => [200, []]],
-    ['POST', new RegExp(`^${r}/issues/\\d+/comments$`), () => [201, { id: ++commentId, html_url: `https://github.com/${owner}/${repo}/issues/1#issuecomment-${commentId}`, user: { type: 'Bot' } }]],
-    ['PATCH', new RegExp(`^${r}/issues/comments/\\d+$`), () => [200, { id: commentId, html_url: `https://github.com/${owner}/${repo}/issues/1#issuecomment-${commentId}` }]],
-    ['POST', new RegExp(`^${r}/pulls$`), () => [201, { number: pr, html_url: `https://github.com/${owner}/${repo}/pull/${pr}` }]],
+    [
+      'POST',
+      new RegExp(`^${r}/issues/\\d+/comments$`),
+      () => [
+        201,
+        {
+          id: ++commentId,
+          html_url: `https://github.com/${owner}/${repo}/issues/1#issuecomment-${commentId}`,
+          user: { type: 'Bot' },
+        },
+      ],
+    ],
+    [
+      'PATCH',
+      new RegExp(`^${r}/issues/comments/\\d+$`),
+      () => [
+        200,
+        { id: commentId, html_url: `https://github.com/${owner}/${repo}/issues/1#issuecomment-${commentId}` },
+      ],
+    ],
+    [
+      'POST',
+      new RegExp(`^${r}/pulls$`),
+      () => [201, { number: pr, html_url: `https://github.com/${owner}/${repo}/pull/${pr}` }],
+    ],
     ['POST', new RegExp(`^${r}/labels$`), () => [201, {}]],
     ['POST', new RegExp(`^${r}/issues/\\d+/labels$`), () => [200, []]],
     ['POST', new RegExp(`^${r}/check-runs$`), () => [201, { id: 321 }]],
@@ -42,7 +80,8 @@ export async function startLocalGitHub(owner: string, repo: string, opts: { toke
     url: `http://127.0.0.1:${port}`,
     calls,
     unexpected,
-    statusBodies: () => calls.filter((c) => /\/comments(\/\d+)?$/.test(c.path) && c.method !== 'GET').map((c) => String(c.body.body)),
+    statusBodies: () =>
+      calls.filter((c) => /\/comments(\/\d+)?$/.test(c.path) && c.method !== 'GET').map((c) => String(c.body.body)),
     find: (method: string, suffix: string) => calls.filter((c) => c.method === method && c.path.endsWith(suffix)),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -23,7 +23,8 @@ function startRunner(env: Record<string, string>) {
   const waitForLog = async (text: string, timeoutMs = 60_000) => {
     const deadline = Date.now() + timeoutMs;
     while (!out.includes(text)) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`runner never logged "${text}"; output:\n${out}`);
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`runner never logged "${text}"; output:\n${out}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   };
@@ -61,7 +62,10 @@ describe('runner/main.ts', () => {
     try {
       await r.waitForLog('runner started');
       // tsx runs the script in a child node process: take the pid from the runner's own log line.
-      const line = r.output().split('\n').find((l) => l.includes('runner started'))!;
+      const line = r
+        .output()
+        .split('\n')
+        .find((l) => l.includes('runner started'))!;
       const pid = JSON.parse(line).pid as number;
       const mine = (await listRunners(redis)).find((x) => x.pid === pid);
       expect(mine).toMatchObject({ backend: 'replay', model: 'replay:replay.json' });

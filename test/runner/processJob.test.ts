@@ -10,7 +10,15 @@ import { processJob } from '../../src/runner/processJob.js';
 import { HandBackError, type AbortCause, type RunnerContext } from '../../src/runner/types.js';
 import { SandboxConfigSchema } from '../../src/sandbox/config.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, TEST_HOSTNAME, TEST_RUNNER_NAME, uniqueOwner } from './fixtures.js';
+import {
+  captureLogs,
+  fakeInstallationToken,
+  jobData,
+  runnerContext,
+  TEST_HOSTNAME,
+  TEST_RUNNER_NAME,
+  uniqueOwner,
+} from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 
 const REPO = 'greeter';
@@ -20,7 +28,8 @@ const FILES = {
   '.github/frognano.yml': 'testCommands: ["sh test.sh"]\n',
 };
 
-const PROBE = 'env | sort; echo ---; cat .git/config; echo ---; git remote -v; echo ---; git config --list --show-origin';
+const PROBE =
+  'env | sort; echo ---; cat .git/config; echo ---; git remote -v; echo ---; git config --list --show-origin';
 const FIX_TURNS: ReplayTurn[] = [
   { content: 'Let me look around.', tool_calls: [{ name: 'Bash', arguments: { command: PROBE } }] },
   { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hello\n' } }] },
@@ -48,7 +57,11 @@ describe('processJob', () => {
     await redis.quit();
   });
 
-  async function setup(turns: ReplayTurn[], files: Record<string, string> = FILES, over: { tokenStatus?: number; tokenLifetimeMs?: number } = {}) {
+  async function setup(
+    turns: ReplayTurn[],
+    files: Record<string, string> = FILES,
+    over: { tokenStatus?: number; tokenLifetimeMs?: number } = {},
+  ) {
     owner = uniqueOwner('pj');
     token = fakeInstallationToken();
     remote = await makeBareRemote(owner, REPO, files);
@@ -64,14 +77,24 @@ describe('processJob', () => {
     await redis.del(`frognano:status:${owner.toLowerCase()}/${REPO}#7`);
   });
 
-  const handle = (over = {}) => ({ id: `${owner}/${REPO}#7@1`, data: jobData(owner, REPO, over), updateProgress: async (p: object) => void progress.push(p) });
+  const handle = (over = {}) => ({
+    id: `${owner}/${REPO}#7@1`,
+    data: jobData(owner, REPO, over),
+    updateProgress: async (p: object) => void progress.push(p),
+  });
   const branches = () => gitIn(remote.bare, 'for-each-ref', '--format=%(refname)', 'refs/heads/').trim().split('\n');
 
   it('turns an issue into a pushed branch and a draft PR with label, approval check and final status', async () => {
     await setup(FIX_TURNS);
     const result = await processJob(handle(), ctx, new AbortController().signal);
 
-    expect(result).toMatchObject({ outcome: 'pull_request', pullRequestNumber: 5, branch: 'frognano/issue-7', exitReason: 'agent', turns: 3 });
+    expect(result).toMatchObject({
+      outcome: 'pull_request',
+      pullRequestNumber: 5,
+      branch: 'frognano/issue-7',
+      exitReason: 'agent',
+      turns: 3,
+    });
     // The branch really is in the remote, committed by the bot on top of main, with the model's change.
     expect(branches()).toEqual(['refs/heads/frognano/issue-7', 'refs/heads/main']);
     const head = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7').trim();
@@ -81,7 +104,12 @@ describe('processJob', () => {
     );
 
     const [pr] = gh.find('POST', '/pulls');
-    expect(pr.body).toMatchObject({ head: 'frognano/issue-7', base: 'main', draft: true, title: 'frognano: Greeting is wrong' });
+    expect(pr.body).toMatchObject({
+      head: 'frognano/issue-7',
+      base: 'main',
+      draft: true,
+      title: 'frognano: Greeting is wrong',
+    });
     expect(pr.body.body).toContain('Refs #7');
     expect(pr.body.body).toContain('requires human approval');
     expect(pr.body.body).toContain('Changed the greeting in `hello.txt`');
@@ -137,7 +165,10 @@ describe('processJob', () => {
   });
 
   it("keeps the PR description within GitHub's 65,536 characters when the trajectory is huge", async () => {
-    const noisy = { content: '', tool_calls: [{ name: 'Bash', arguments: { command: "head -c 29000 /dev/zero | tr '\\0' x" } }] };
+    const noisy = {
+      content: '',
+      tool_calls: [{ name: 'Bash', arguments: { command: "head -c 29000 /dev/zero | tr '\\0' x" } }],
+    };
     await setup([noisy, noisy, noisy, noisy, ...FIX_TURNS.slice(1)]);
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result.outcome).toBe('pull_request');
@@ -153,16 +184,26 @@ describe('processJob', () => {
   it('works from the baseBranch named in .github/frognano.yml and targets it', async () => {
     owner = uniqueOwner('pj');
     token = fakeInstallationToken();
-    remote = await makeBareRemote(owner, REPO, { ...FILES, '.github/frognano.yml': 'baseBranch: develop\n' }, {
-      extraBranches: { develop: { 'hello.txt': 'hi from develop\n' } },
-    });
+    remote = await makeBareRemote(
+      owner,
+      REPO,
+      { ...FILES, '.github/frognano.yml': 'baseBranch: develop\n' },
+      {
+        extraBranches: { develop: { 'hello.txt': 'hi from develop\n' } },
+      },
+    );
     logs = captureLogs();
     ctx = await runnerContext({
       redis,
       remote,
       logger: logs.logger,
       backend: ReplayBackend.fromTurns([
-        { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path: 'hello.txt', old_string: 'hi from', new_string: 'hello from' } }] },
+        {
+          content: '',
+          tool_calls: [
+            { name: 'Edit', arguments: { file_path: 'hello.txt', old_string: 'hi from', new_string: 'hello from' } },
+          ],
+        },
         { content: 'Done.', tool_calls: [] },
       ]),
     });
@@ -171,13 +212,19 @@ describe('processJob', () => {
     expect(result.outcome).toBe('pull_request');
     expect(gh.find('POST', '/pulls')[0].body.base).toBe('develop');
     expect(gitIn(remote.bare, 'show', 'refs/heads/frognano/issue-7:hello.txt')).toBe('hello from develop\n');
-    expect(gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7~1').trim()).toBe(gitIn(remote.bare, 'rev-parse', 'refs/heads/develop').trim());
+    expect(gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7~1').trim()).toBe(
+      gitIn(remote.bare, 'rev-parse', 'refs/heads/develop').trim(),
+    );
   });
 
   it('reports "no change proposed" when the model finishes without editing anything', async () => {
     await setup([{ content: 'The greeting already looks right to me.', tool_calls: [] }]);
     const result = await processJob(handle(), ctx, new AbortController().signal);
-    expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'agent', reason: 'The model finished without changing any file.' });
+    expect(result).toMatchObject({
+      outcome: 'no_patch',
+      exitReason: 'agent',
+      reason: 'The model finished without changing any file.',
+    });
     expect(gh.find('POST', '/pulls')).toEqual([]);
     expect(branches()).toEqual(['refs/heads/main']);
     expect(gh.statusBodies().at(-1)).toContain('no change proposed');
@@ -185,7 +232,13 @@ describe('processJob', () => {
 
   it('does not open a PR when the turn limit ends the run, even with a partial change', async () => {
     const files = { ...FILES, '.github/frognano.yml': 'limits: {maxTurns: 1}\n' };
-    await setup([{ content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hel' } }] }, ...FIX_TURNS], files);
+    await setup(
+      [
+        { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'hel' } }] },
+        ...FIX_TURNS,
+      ],
+      files,
+    );
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_turns', turns: 1 });
     expect(result.reason).toMatch(/the turn limit was reached \(`max_turns`, after 1 turn\)/);
@@ -194,17 +247,28 @@ describe('processJob', () => {
   });
 
   it('says plainly when every turn ended in malformed tool-call markup, never "the model finished"', async () => {
-    await setup([{ content: '<tool_call>\n<function=Write>', tool_calls: [], parse_errors: ['Malformed tool call #1: no closing </function>'] }]);
+    await setup([
+      {
+        content: '<tool_call>\n<function=Write>',
+        tool_calls: [],
+        parse_errors: ['Malformed tool call #1: no closing </function>'],
+      },
+    ]);
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'agent' });
-    expect(result.reason).toContain("every turn ended in malformed tool-call markup: check the model server's tool parser");
+    expect(result.reason).toContain(
+      "every turn ended in malformed tool-call markup: check the model server's tool parser",
+    );
     expect(gh.statusBodies().at(-1)).toContain('malformed tool-call markup');
     expect(gh.statusBodies().at(-1)).not.toMatch(/the model finished/i);
   });
 
   it('refuses a change to .github/workflows and pushes nothing', async () => {
     await setup([
-      { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: '.github/workflows/ci.yml', content: 'on: push\n' } }] },
+      {
+        content: '',
+        tool_calls: [{ name: 'Write', arguments: { file_path: '.github/workflows/ci.yml', content: 'on: push\n' } }],
+      },
       { content: 'Added CI.', tool_calls: [] },
     ]);
     const result = await processJob(handle(), ctx, new AbortController().signal);
@@ -230,16 +294,23 @@ describe('processJob', () => {
 
   /** The failed status comment's reason, as posted. */
   // Reasons are defanged as posted (a zero-width space after `#` and `@`, even in the job id's code span).
-  const failedReason = (body: string) => /\n\n> (.*)\n\n/.exec(body.slice(body.indexOf('frognano: failed')))?.[1]?.replace(/\u200B/g, '');
+  const failedReason = (body: string) =>
+    /\n\n> (.*)\n\n/.exec(body.slice(body.indexOf('frognano: failed')))?.[1]?.replace(/\u200B/g, '');
   /** Nothing a maintainer should not see: host paths, internal URLs, stack frames, class names, git's own words. */
   const expectNoInternals = (text: string) => {
-    expect(text).not.toMatch(/\/tmp\/|frognano-runner-test|file:\/\/|https?:\/\/(?!github\.com)|redis:|\bat .+:\d+:\d+|[A-Z]\w+Error\b|fatal:|remote:/);
+    expect(text).not.toMatch(
+      /\/tmp\/|frognano-runner-test|file:\/\/|https?:\/\/(?!github\.com)|redis:|\bat .+:\d+:\d+|[A-Z]\w+Error\b|fatal:|remote:/,
+    );
   };
 
   it('a clone failure says what to check and where the detail is, not what git said', async () => {
     await setup(FIX_TURNS);
     const other = recordGitHub(owner, 'no-such-repo', { token, installationId: 4242 });
-    const err = await processJob({ ...handle(), data: jobData(owner, 'no-such-repo') }, ctx, new AbortController().signal).catch((e) => e);
+    const err = await processJob(
+      { ...handle(), data: jobData(owner, 'no-such-repo') },
+      ctx,
+      new AbortController().signal,
+    ).catch((e) => e);
     expect(err).toBeInstanceOf(UnrecoverableError);
     const text = `Could not clone the repository (branch \`main\`). Check that the branch exists and that the app can read the repository. The runner's log has the details (job \`${owner}/${REPO}#7@1\`).`;
     expect(err.message).toBe(text);
@@ -247,7 +318,7 @@ describe('processJob', () => {
     expectNoInternals(other.statusBodies().at(-1)!);
     // The log keeps git's own account, under the job id.
     expect(logs.lines.join('')).toMatch(/could not clone .*no-such-repo.*git clone failed/);
-    expect(logs.lines.join("")).toContain(`"jobId":"${owner}/${REPO}#7@1"`);
+    expect(logs.lines.join('')).toContain(`"jobId":"${owner}/${REPO}#7@1"`);
     await redis.del(`frognano:status:${owner.toLowerCase()}/no-such-repo#7`);
   });
 
@@ -262,7 +333,8 @@ describe('processJob', () => {
   });
 
   it('a model server failure names neither its URL nor the error class', async () => {
-    const internal = 'POST http://10.20.30.40:8000/v1/chat/completions failed: ModelError: connect ECONNREFUSED 10.20.30.40:8000';
+    const internal =
+      'POST http://10.20.30.40:8000/v1/chat/completions failed: ModelError: connect ECONNREFUSED 10.20.30.40:8000';
     await setup([{ content: '', error: internal }]);
     const err = await processJob(handle(), ctx, new AbortController().signal).catch((e) => e);
     const text = `The model server stopped answering during the run. This is a problem on the runner, not in the repository: its operator can fix it, then comment \`/frognano retry\`. The runner's log has the details (job \`${owner}/${REPO}#7@1\`).`;
@@ -273,7 +345,7 @@ describe('processJob', () => {
     expect(logs.lines.join('')).toContain('10.20.30.40:8000');
   });
 
-  it('an unavailable sandbox is reported as the runner\'s problem, without the engine\'s address', async () => {
+  it("an unavailable sandbox is reported as the runner's problem, without the engine's address", async () => {
     await setup(FIX_TURNS);
     ctx.sandbox = SandboxConfigSchema.parse({ kind: 'docker', socketPath: '/nonexistent/frognano-test/docker.sock' });
     // The engine API over the (missing) Unix socket looks like localhost:80 to nock: let it really fail.
@@ -293,7 +365,9 @@ describe('processJob', () => {
   it('a refused push says what to check on GitHub, not what the remote said', async () => {
     await setup(FIX_TURNS);
     const hook = path.join(remote.bare, 'hooks', 'pre-receive');
-    await fs.writeFile(hook, `#!/bin/sh\necho "refusing at ${remote.bare}: internal policy 7" >&2\nexit 1\n`, { mode: 0o755 });
+    await fs.writeFile(hook, `#!/bin/sh\necho "refusing at ${remote.bare}: internal policy 7" >&2\nexit 1\n`, {
+      mode: 0o755,
+    });
     const err = await processJob(handle(), ctx, new AbortController().signal).catch((e) => e);
     const text = `Could not push the branch \`frognano/issue-7\`. Check that the app may write this repository's contents and that no branch protection rule or ruleset covers \`frognano/*\` branches. The runner's log has the details (job \`${owner}/${REPO}#7@1\`).`;
     expect(err.message).toBe(text);
@@ -307,11 +381,15 @@ describe('processJob', () => {
 
   it('the guardrail refusal names the rule and the path, nothing of the runner', async () => {
     await setup([
-      { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: '.github/workflows/ci.yml', content: 'on: push\n' } }] },
+      {
+        content: '',
+        tool_calls: [{ name: 'Write', arguments: { file_path: '.github/workflows/ci.yml', content: 'on: push\n' } }],
+      },
       { content: 'Added CI.', tool_calls: [] },
     ]);
     const result = await processJob(handle(), ctx, new AbortController().signal);
-    const text = 'Refused by a guardrail: the patch changes `.github/workflows/ci.yml`; workflow files may only change when allowWorkflowChanges is true. No branch was pushed.';
+    const text =
+      'Refused by a guardrail: the patch changes `.github/workflows/ci.yml`; workflow files may only change when allowWorkflowChanges is true. No branch was pushed.';
     expect(result.reason).toBe(text);
     expect(failedReason(gh.statusBodies().at(-1)!)).toBe(text);
   });
@@ -321,39 +399,55 @@ describe('processJob', () => {
     // As upstream Leaf, the time budget is checked before each step: the first (slow) step runs, the second never starts.
     await setup(
       [
-        { content: 'thinking…', delay_ms: 1_500, tool_calls: [{ name: 'Bash', arguments: { command: 'cat hello.txt' } }] },
+        {
+          content: 'thinking…',
+          delay_ms: 1_500,
+          tool_calls: [{ name: 'Bash', arguments: { command: 'cat hello.txt' } }],
+        },
         { content: 'never asked for', tool_calls: [] },
       ],
       files,
     );
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_time' });
-    expect(result.reason).toBe('No pull request: the time limit was reached (`max_time`, after 1 turn) before the model said it was done.');
+    expect(result.reason).toBe(
+      'No pull request: the time limit was reached (`max_time`, after 1 turn) before the model said it was done.',
+    );
     expectNoInternals(gh.statusBodies().at(-1)!);
   });
 
-  it('a full context window ends the run with a public reason (no patch), not the server\'s error text', async () => {
+  it("a full context window ends the run with a public reason (no patch), not the server's error text", async () => {
     await setup([
       { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'cat hello.txt' } }] },
-      { content: '', error: "http://10.20.30.40:8000/v1/chat/completions: This model's maximum context length is 32768 tokens" },
+      {
+        content: '',
+        error: "http://10.20.30.40:8000/v1/chat/completions: This model's maximum context length is 32768 tokens",
+      },
     ]);
     const result = await processJob(handle(), ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_context_len' });
     // Upstream counts the refused call as a step too.
-    expect(result.reason).toBe('No pull request: the context budget was used up (`max_context_len`, after 2 turns) before the model said it was done.');
+    expect(result.reason).toBe(
+      'No pull request: the context budget was used up (`max_context_len`, after 2 turns) before the model said it was done.',
+    );
     expectNoInternals(gh.statusBodies().at(-1)!);
   });
 
   it('a job that outgrows its workspace budget ends with the reason on the issue, not "the sandbox failed"', async () => {
     await setup([
-      { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'head -c 12M /dev/zero > big.bin; echo done' } }] },
+      {
+        content: '',
+        tool_calls: [{ name: 'Bash', arguments: { command: 'head -c 12M /dev/zero > big.bin; echo done' } }],
+      },
       { content: '', tool_calls: [{ name: 'Bash', arguments: { command: 'ls' } }] },
       { content: 'Done.', tool_calls: [] },
     ]);
     // The real bwrap sandbox with an 8 MiB workspace budget (measured inside the sandbox).
     ctx.sandbox = SandboxConfigSchema.parse({ kind: 'bwrap', defaultTimeoutMs: 60_000, workspaceMb: 8 });
     const err = await processJob(handle(), ctx, new AbortController().signal).catch((e) => e);
-    expect(err.message).toMatch(/^The run was stopped: the job's files grew past the workspace budget of 8 MiB \(\d+ MiB measured\)\. /);
+    expect(err.message).toMatch(
+      /^The run was stopped: the job's files grew past the workspace budget of 8 MiB \(\d+ MiB measured\)\. /,
+    );
     expect(err.message).toContain('then comment `/frognano retry`.');
     expect(failedReason(gh.statusBodies().at(-1)!)).toBe(err.message);
     expectNoInternals(gh.statusBodies().at(-1)!);
@@ -361,9 +455,13 @@ describe('processJob', () => {
 
   it('an error that brings its own public reason (a sandbox limit) is shown as such; its detail stays in the log', async () => {
     await setup(FIX_TURNS);
-    const reason = 'The workspace grew past its disk budget of 2 GiB, so the run was stopped. Clean up large generated files in `setupCommands`, then comment `/frognano retry`.';
+    const reason =
+      'The workspace grew past its disk budget of 2 GiB, so the run was stopped. Clean up large generated files in `setupCommands`, then comment `/frognano retry`.';
     ctx.createSandbox = async () => {
-      throw Object.assign(new Error('quota exceeded on /var/lib/frognano/ws/123 (EDQUOT)'), { name: 'WorkspaceBudgetError', publicReason: reason });
+      throw Object.assign(new Error('quota exceeded on /var/lib/frognano/ws/123 (EDQUOT)'), {
+        name: 'WorkspaceBudgetError',
+        publicReason: reason,
+      });
     };
     const err = await processJob(handle(), ctx, new AbortController().signal).catch((e) => e);
     expect(err.message).toBe(reason);
@@ -379,7 +477,10 @@ describe('processJob', () => {
     });
     const result = await processJob({ ...handle(), data }, ctx, new AbortController().signal);
     const trajectory = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
-    expect(trajectory.frognano.task).toMatchObject({ title: 'Greeting is wrong @octocat', body: 'hello.txt says "hi". Fixes #1' });
+    expect(trajectory.frognano.task).toMatchObject({
+      title: 'Greeting is wrong @octocat',
+      body: 'hello.txt says "hi". Fixes #1',
+    });
     expect(JSON.stringify(trajectory.messages)).not.toContain('crypto miner');
     const head = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7').trim();
     const message = gitIn(remote.bare, 'log', '-1', '--format=%B', head);
@@ -388,7 +489,7 @@ describe('processJob', () => {
     expect(gh.find('POST', '/pulls')[0].body.title).toBe('frognano: Greeting is wrong @\u200Boctocat');
   });
 
-  it('the PR body says where the full trajectory is without naming the runner\'s paths', async () => {
+  it("the PR body says where the full trajectory is without naming the runner's paths", async () => {
     await setup(FIX_TURNS);
     await processJob(handle(), ctx, new AbortController().signal);
     const body = gh.find('POST', '/pulls')[0].body.body as string;
@@ -434,7 +535,8 @@ describe('processJob', () => {
     expect(bodies.slice(0, requestedAt).every((b) => !b.includes('Cancellation requested'))).toBe(true);
     const runningAfter = bodies.slice(requestedAt).filter((b) => b.includes('working on it'));
     expect(runningAfter.length).toBeGreaterThanOrEqual(2);
-    for (const b of runningAfter) expect(b).toContain('Cancellation requested by @maint; the runner stops at its next step.');
+    for (const b of runningAfter)
+      expect(b).toContain('Cancellation requested by @maint; the runner stops at its next step.');
   });
 
   it('hands the job back (status queued) when the runner shuts down', async () => {
@@ -447,7 +549,9 @@ describe('processJob', () => {
 
   it('rejects invalid job data without touching GitHub', async () => {
     await setup(FIX_TURNS);
-    await expect(processJob({ ...handle(), data: { owner: 'x' } }, ctx, new AbortController().signal)).rejects.toThrow(/^invalid job data: /);
+    await expect(processJob({ ...handle(), data: { owner: 'x' } }, ctx, new AbortController().signal)).rejects.toThrow(
+      /^invalid job data: /,
+    );
     expect(gh.calls).toEqual([]);
   });
 });

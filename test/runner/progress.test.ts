@@ -42,14 +42,18 @@ describe('ProgressReporter', () => {
     const errors: unknown[] = [];
     const r = new ProgressReporter(
       { runner: 'r1', phase: 'starting' },
-      { job: async () => Promise.reject(new Error('redis down')), comment: async () => undefined, onError: (e) => errors.push(e) },
+      {
+        job: async () => Promise.reject(new Error('redis down')),
+        comment: async () => undefined,
+        onError: (e) => errors.push(e),
+      },
     );
     r.update({ phase: 'cloning' });
     await r.close();
     expect(errors).toHaveLength(1);
     expect((errors[0] as Error).message).toBe('redis down');
   });
-  it('tells the issue that the model server is retrying, without the backend\'s words (they can name internal URLs)', async () => {
+  it("tells the issue that the model server is retrying, without the backend's words (they can name internal URLs)", async () => {
     let now = 0;
     const comments: RunnerProgress[] = [];
     const r = new ProgressReporter(
@@ -61,7 +65,13 @@ describe('ProgressReporter', () => {
       r.onEvent({
         type: 'model_retry',
         turn: 3,
-        retry: { retry: n, maxRetries: 12, delayMs: 2000, elapsedMs: 1000, reason: 'http://vllm.internal:8000/v1 returned 503.' },
+        retry: {
+          retry: n,
+          maxRetries: 12,
+          delayMs: 2000,
+          elapsedMs: 1000,
+          reason: 'http://vllm.internal:8000/v1 returned 503.',
+        },
       });
     now = 1000;
     retry(1); // the first retry is shown at once, even though a comment was written less than 10 s ago
@@ -73,4 +83,3 @@ describe('ProgressReporter', () => {
     expect(JSON.stringify(comments)).not.toContain('vllm.internal');
   });
 });
-

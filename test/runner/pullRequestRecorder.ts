@@ -11,14 +11,26 @@ export function recordPullRequest(
   remote: BareRemote,
   owner: string,
   repo: string,
-  o: { number: number; head: string; base: string; state?: string; body?: string; permissions?: Record<string, string>; issueComments?: unknown[] },
+  o: {
+    number: number;
+    head: string;
+    base: string;
+    state?: string;
+    body?: string;
+    permissions?: Record<string, string>;
+    issueComments?: unknown[];
+  },
 ) {
   const calls: RecordedCall[] = [];
   const r = `/repos/${owner}/${repo}`;
   let body = o.body ?? 'Refs #7\n\n## Summary\n\nOriginal draft.';
   const scope = nock(API).persist();
   const rec = (method: string, uri: string, b: unknown) =>
-    calls.push({ method, path: decodeURIComponent(uri.split('?')[0]!), body: typeof b === 'string' && b ? JSON.parse(b) : b });
+    calls.push({
+      method,
+      path: decodeURIComponent(uri.split('?')[0]!),
+      body: typeof b === 'string' && b ? JSON.parse(b) : b,
+    });
   scope
     .get(`${r}/pulls/${o.number}`)
     .reply((uri) => {
@@ -56,16 +68,26 @@ export function recordPullRequest(
       return [404, { message: 'Label does not exist' }];
     });
   if (o.issueComments) {
-    scope.get(new RegExp(`^${r}/issues/7/comments`)).query(true).reply((uri) => {
-      rec('GET', uri, undefined);
-      return [200, o.issueComments];
-    });
+    scope
+      .get(new RegExp(`^${r}/issues/7/comments`))
+      .query(true)
+      .reply((uri) => {
+        rec('GET', uri, undefined);
+        return [200, o.issueComments];
+      });
   }
   for (const [login, permission] of Object.entries(o.permissions ?? {})) {
-    scope.get(`${r}/collaborators/${login}/permission`).reply(200, { permission, role_name: permission, user: { login } });
+    scope
+      .get(`${r}/collaborators/${login}/permission`)
+      .reply(200, { permission, role_name: permission, user: { login } });
   }
   const setBody = (text: string) => void (body = text);
-  return { calls, body: () => body, setBody, find: (method: string, suffix: string) => calls.filter((c) => c.method === method && c.path.endsWith(suffix)) };
+  return {
+    calls,
+    body: () => body,
+    setBody,
+    find: (method: string, suffix: string) => calls.filter((c) => c.method === method && c.path.endsWith(suffix)),
+  };
 }
 
 /** `files` of GitHub's compare answer for `base...head`: numstat of the bare remote (a binary file has no patch). */
@@ -77,7 +99,14 @@ export function compareFiles(remote: BareRemote, base: string, head: string) {
         const binary = adds === '-';
         const additions = binary ? 0 : Number(adds);
         const deletions = binary ? 0 : Number(dels);
-        return { filename, status: 'modified', additions, deletions, changes: additions + deletions, ...(binary ? {} : { patch: '@@' }) };
+        return {
+          filename,
+          status: 'modified',
+          additions,
+          deletions,
+          changes: additions + deletions,
+          ...(binary ? {} : { patch: '@@' }),
+        };
       })
     : [];
 }

@@ -81,9 +81,17 @@ describe('setup.network (repository opt-in) through the runner', () => {
       ]),
     });
     // Only the test's own server may be let through: the rest of the private ranges stay blocked.
-    ctx.sandbox = SandboxConfigSchema.parse({ kind: 'bwrap', defaultTimeoutMs: 60_000, setupNetworkBlocked: outside.blockedWithout });
+    ctx.sandbox = SandboxConfigSchema.parse({
+      kind: 'bwrap',
+      defaultTimeoutMs: 60_000,
+      setupNetworkBlocked: outside.blockedWithout,
+    });
     const data = jobData(owner, 'r');
-    const result = await processJob({ id: `${owner}/r#7@1`, data, updateProgress: async () => undefined }, ctx, new AbortController().signal);
+    const result = await processJob(
+      { id: `${owner}/r#7@1`, data, updateProgress: async () => undefined },
+      ctx,
+      new AbortController().signal,
+    );
     const trajectory = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
     const task = String(trajectory.messages.find((m: { role: string }) => m.role === 'user').content);
     const agentSaw = String(trajectory.messages.find((m: { role: string }) => m.role === 'tool').content);

@@ -68,8 +68,17 @@ describe('runner worker', () => {
     nock.restore(); // give later test files in this worker an unpatched http module
   });
 
-  async function startRunner(turns: ReplayTurn[], metrics?: FrognanoMetrics, stalls: { stalledIntervalMs?: number; maxStalledCount?: number } = {}) {
-    const ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns), logger: captureLogs().logger });
+  async function startRunner(
+    turns: ReplayTurn[],
+    metrics?: FrognanoMetrics,
+    stalls: { stalledIntervalMs?: number; maxStalledCount?: number } = {},
+  ) {
+    const ctx = await runnerContext({
+      redis,
+      remote,
+      backend: ReplayBackend.fromTurns(turns),
+      logger: captureLogs().logger,
+    });
     ctx.metrics = metrics;
     cleanups.push(ctx.cleanup);
     const r = createRunnerWorker({ connection: conn, subscriber, prefix, ctx, lockDurationMs: 10_000, ...stalls });
@@ -86,8 +95,17 @@ describe('runner worker', () => {
     expect((await dead.getNextJob('dead-runner', { block: false }))?.id).toBe(id);
     await dead.close();
     await deadConn.quit();
-    const octokit = new ProbotOctokit({ auth: { token: fakeInstallationToken() }, retry: { enabled: false }, throttle: { enabled: false } });
-    await upsertStatusComment(octokit, redis, { owner, repo: REPO, issueNumber: 7 }, { kind: 'running', turn: 3, maxTurns: 100 });
+    const octokit = new ProbotOctokit({
+      auth: { token: fakeInstallationToken() },
+      retry: { enabled: false },
+      throttle: { enabled: false },
+    });
+    await upsertStatusComment(
+      octokit,
+      redis,
+      { owner, repo: REPO, issueNumber: 7 },
+      { kind: 'running', turn: 3, maxTurns: 100 },
+    );
     // Earlier runners (stalledInterval 60 s) leave BullMQ's per-queue stall-check throttle key behind.
     await redis.del(`${prefix}:${QUEUE_NAME}:stalled-check`);
   }
@@ -128,12 +146,17 @@ describe('runner worker', () => {
     expect(exposition).toContain('frognano_turns_per_job_count 1');
     const installation = owner.toLowerCase();
     expect(exposition).toContain(`frognano_installation_runs_total{installation="${installation}"} 1`);
-    expect(exposition).toMatch(new RegExp(`frognano_installation_generated_tokens_total\\{installation="${installation}"\\} [1-9]`));
+    expect(exposition).toMatch(
+      new RegExp(`frognano_installation_generated_tokens_total\\{installation="${installation}"\\} [1-9]`),
+    );
     // The runner-seconds ledger counts both runners' time on the job (the handed-back run held a runner too).
     const used = await runnerSecondsUsed(redis, tenantOf({ owner, repo: REPO }), 'day');
     expect(used.repository).toBeGreaterThan(0);
     expect(used.installation).toBe(used.repository);
-    expect((await queue.getJob(id))!.returnvalue).toMatchObject({ outcome: 'pull_request', branch: 'frognano/issue-7' });
+    expect((await queue.getJob(id))!.returnvalue).toMatchObject({
+      outcome: 'pull_request',
+      branch: 'frognano/issue-7',
+    });
     expect(gitIn(remote.bare, 'show', 'refs/heads/frognano/issue-7:hello.txt')).toBe('hello\n');
     expect(gh.statusBodies().at(-1)).toContain('draft pull request #5 opened');
   });
@@ -199,7 +222,16 @@ describe('runner worker', () => {
   it('when BullMQ gives up on a stalled follow-up round, the asks that waited for it start the next round', async () => {
     const ask = (commentId: number, feedback: string) => ({
       ...jobData(owner, REPO, { trigger: 'comment', commentId }),
-      followUp: { pullNumber: 5, headBranch: 'frognano/issue-7', headSha: 'a'.repeat(40), baseBranch: 'main', feedback, inlineComments: [], omittedComments: 0, source: 'comment' as const },
+      followUp: {
+        pullNumber: 5,
+        headBranch: 'frognano/issue-7',
+        headSha: 'a'.repeat(40),
+        baseBranch: 'main',
+        feedback,
+        inlineComments: [],
+        omittedComments: 0,
+        source: 'comment' as const,
+      },
     });
     const first = await enqueueFollowUp(queue, redis, ask(1, 'greet properly'));
     expect(await enqueueFollowUp(queue, redis, ask(2, 'and add a test'))).toMatchObject({ kind: 'waiting', round: 1 });

@@ -32,7 +32,8 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
   const fake: FakeGitHub = { url: '', signInAs: 'alice', roles: {}, permissionAsks: [], close: async () => undefined };
   const server: Server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    const json = (status: number, v: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(v));
+    const json = (status: number, v: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(v));
     if (url.pathname === '/login/oauth/authorize') {
       if (url.searchParams.get('client_id') !== CLIENT_ID) return json(400, { error: 'bad client' });
       const code = `code${++n}`;
@@ -46,7 +47,8 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
       const b = JSON.parse(await body(req)) as Record<string, string>;
       const user = codes.get(b.code ?? '');
       codes.delete(b.code ?? '');
-      if (b.client_id !== CLIENT_ID || b.client_secret !== CLIENT_SECRET || !user) return json(200, { error: 'bad_verification_code' });
+      if (b.client_id !== CLIENT_ID || b.client_secret !== CLIENT_SECRET || !user)
+        return json(200, { error: 'bad_verification_code' });
       const token = `ghu_user${++n}`;
       tokens.set(token, user);
       return json(200, { access_token: token, token_type: 'bearer' });
@@ -61,12 +63,20 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
       fake.permissionAsks.push(`${perm[1]}/${perm[2]}/${perm[3]}`);
       const role = fake.roles[perm[3]!];
       if (!role) return json(404, { message: 'Not Found' });
-      return json(200, { permission: role === 'maintain' || role === 'triage' ? 'write' : role, role_name: role, user: { login: perm[3] } });
+      return json(200, {
+        permission: role === 'maintain' || role === 'triage' ? 'write' : role,
+        role_name: role,
+        user: { login: perm[3] },
+      });
     }
     json(404, { message: 'Not Found' });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  fake.close = () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
+  fake.close = () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
   return fake;
 }

@@ -12,12 +12,22 @@ export function makeTrajectory(steps = 100, bytes = 1_000_000, tag = ''): Trajec
   for (let i = 0; i < steps; i++) {
     const tool = ['Read', 'Edit', 'Bash', 'Write', 'Glob'][i % 5]!;
     const args =
-      tool === 'Edit' ? { file_path: `src/mod${i}.ts`, old_string: `const a = ${i};\nkeep();\nold line ${i}`, new_string: `const a = ${i + 1};\nkeep();\nnew line ${i}` }
-      : tool === 'Write' ? { file_path: `src/new${i}.ts`, content: `export const v${i} = ${i};\n`.repeat(5) }
-      : tool === 'Bash' ? { command: `npm test -- step${i}` }
-      : tool === 'Glob' ? { pattern: `src/**/*${i}.ts` }
-      : { file_path: `src/mod${i}.ts` };
-    const observation = `output of step ${i + 1}${tag} <script>alert(${i})</script>\n${'x'.repeat(100)}\n`.repeat(Math.max(1, Math.floor(filler / 150)));
+      tool === 'Edit'
+        ? {
+            file_path: `src/mod${i}.ts`,
+            old_string: `const a = ${i};\nkeep();\nold line ${i}`,
+            new_string: `const a = ${i + 1};\nkeep();\nnew line ${i}`,
+          }
+        : tool === 'Write'
+          ? { file_path: `src/new${i}.ts`, content: `export const v${i} = ${i};\n`.repeat(5) }
+          : tool === 'Bash'
+            ? { command: `npm test -- step${i}` }
+            : tool === 'Glob'
+              ? { pattern: `src/**/*${i}.ts` }
+              : { file_path: `src/mod${i}.ts` };
+    const observation = `output of step ${i + 1}${tag} <script>alert(${i})</script>\n${'x'.repeat(100)}\n`.repeat(
+      Math.max(1, Math.floor(filler / 150)),
+    );
     out.push({
       step: i,
       assistant: {
@@ -29,31 +39,77 @@ export function makeTrajectory(steps = 100, bytes = 1_000_000, tag = ''): Trajec
       observations: [{ tool, observation }],
     });
     facts.push({
-      finish_reason: 'tool_calls', prompt_tokens: 1000 + i * 10, completion_tokens: 50 + i, generate_ms: 800 + i, tools_ms: 120,
-      parse_errors: [], observations: [{ tool_call_id: `call_${i}`, is_error: i % 17 === 16, elapsed_ms: 100 + i }],
+      finish_reason: 'tool_calls',
+      prompt_tokens: 1000 + i * 10,
+      completion_tokens: 50 + i,
+      generate_ms: 800 + i,
+      tools_ms: 120,
+      parse_errors: [],
+      observations: [{ tool_call_id: `call_${i}`, is_error: i % 17 === 16, elapsed_ms: 100 + i }],
     });
   }
   return {
-    trajectory_format: 'leaf-function-calling', trajectory_id: `t${tag}`, instance_id: 'octo/demo#12', seed: 0,
-    messages: [], tools: [], steps: out, n_steps: steps, exit_reason: 'agent', error: null,
-    final_message: `Done${tag}: fixed the bug.`, context_tokens: 20000, elapsed_sec: 312, output_patch: '', partial: false,
+    trajectory_format: 'leaf-function-calling',
+    trajectory_id: `t${tag}`,
+    instance_id: 'octo/demo#12',
+    seed: 0,
+    messages: [],
+    tools: [],
+    steps: out,
+    n_steps: steps,
+    exit_reason: 'agent',
+    error: null,
+    final_message: `Done${tag}: fixed the bug.`,
+    context_tokens: 20000,
+    elapsed_sec: 312,
+    output_patch: '',
+    partial: false,
     frognano: {
-      task: { title: 'Fix the parser <b>now</b>', body: 'The parser fails on empty input.', repo: 'octo/demo', issueNumber: 12 },
-      model: { backend: 'openai', model: 'frognano-4b' }, sampling: {}, started_at: '2026-12-01T10:00:00Z',
-      total_completion_tokens: 0, context_budget: 32768, steps: facts,
+      task: {
+        title: 'Fix the parser <b>now</b>',
+        body: 'The parser fails on empty input.',
+        repo: 'octo/demo',
+        issueNumber: 12,
+      },
+      model: { backend: 'openai', model: 'frognano-4b' },
+      sampling: {},
+      started_at: '2026-12-01T10:00:00Z',
+      total_completion_tokens: 0,
+      context_budget: 32768,
+      steps: facts,
     },
   };
 }
 
-const PATCH = 'diff --git a/src/a.ts b/src/a.ts\nindex 1..2 100644\n--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,2 +1,2 @@\n-const a = 1;\n+const a = 2;\n keep();\n';
+const PATCH =
+  'diff --git a/src/a.ts b/src/a.ts\nindex 1..2 100644\n--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,2 +1,2 @@\n-const a = 1;\n+const a = 2;\n keep();\n';
 
-export function makeRound(o: { round?: number; kind?: RoundKind; steps?: number; bytes?: number; owner?: string; repo?: string; issueNumber?: number } = {}): StoredRound {
+export function makeRound(
+  o: {
+    round?: number;
+    kind?: RoundKind;
+    steps?: number;
+    bytes?: number;
+    owner?: string;
+    repo?: string;
+    issueNumber?: number;
+  } = {},
+): StoredRound {
   const round = o.round ?? 0;
   const t = makeTrajectory(o.steps ?? 100, o.bytes ?? 1_000_000, ` (round ${round})`);
   return storedRound(t, {
-    owner: o.owner ?? 'octo', repo: o.repo ?? 'demo', issueNumber: o.issueNumber ?? 12, round,
-    kind: o.kind ?? (round === 0 ? 'draft' : 'follow-up'), trigger: round === 0 ? 'label by @maint' : 'review by @maint',
-    result: round === 0 ? 'draft pull request opened' : 'commits pushed', pullNumber: 13, patch: PATCH,
-    tests: [{ command: 'npm test', exitCode: 0, timedOut: false, outputTail: 'all 12 tests passed' }, { command: 'npm run lint', exitCode: 1, timedOut: false, outputTail: 'lint: 1 error <b>x</b>' }],
+    owner: o.owner ?? 'octo',
+    repo: o.repo ?? 'demo',
+    issueNumber: o.issueNumber ?? 12,
+    round,
+    kind: o.kind ?? (round === 0 ? 'draft' : 'follow-up'),
+    trigger: round === 0 ? 'label by @maint' : 'review by @maint',
+    result: round === 0 ? 'draft pull request opened' : 'commits pushed',
+    pullNumber: 13,
+    patch: PATCH,
+    tests: [
+      { command: 'npm test', exitCode: 0, timedOut: false, outputTail: 'all 12 tests passed' },
+      { command: 'npm run lint', exitCode: 1, timedOut: false, outputTail: 'lint: 1 error <b>x</b>' },
+    ],
   });
 }

@@ -24,7 +24,8 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = path.resolve('test-output');
 // Page scripts are passed as text: this project's TypeScript has no DOM types.
 const run = existsSync(CHROMIUM) ? describe : describe.skip;
-if (!existsSync(CHROMIUM)) console.warn(`runPage.browser.test: no browser at ${CHROMIUM} (apt-get install -y chromium); skipped`);
+if (!existsSync(CHROMIUM))
+  console.warn(`runPage.browser.test: no browser at ${CHROMIUM} (apt-get install -y chromium); skipped`);
 
 let dir: string;
 let github: FakeGitHub;
@@ -49,7 +50,9 @@ beforeAll(async () => {
     sessionSecret: 'test-session-secret',
     webUrl: github.url,
     apiUrl: github.url,
-    permission: collaboratorPermissionLookup(async () => new Octokit({ baseUrl: github.url, auth: INSTALLATION_TOKEN, log: QUIET })),
+    permission: collaboratorPermissionLookup(
+      async () => new Octokit({ baseUrl: github.url, auth: INSTALLATION_TOKEN, log: QUIET }),
+    ),
   });
   const handler = createRunPagesHandler({ source: store, gate, githubUrl: 'https://github.com' });
   app = createServer((req, res) => {
@@ -58,13 +61,20 @@ beforeAll(async () => {
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
   if (existsSync(CHROMIUM)) {
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
   }
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise<void>((r) => { app?.closeAllConnections(); app?.close(() => r()); });
+  await new Promise<void>((r) => {
+    app?.closeAllConnections();
+    app?.close(() => r());
+  });
   await github?.close();
   await rm(dir, { recursive: true, force: true });
 });

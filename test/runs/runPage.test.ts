@@ -17,7 +17,12 @@ const source: RoundSource = {
 };
 
 function page(r: StoredRound = round0): string {
-  return renderRunPage({ round: r, rounds: [r.summary], roundHref: (n) => `/runs/octo/demo/12/${n}`, staticBase: '/runs/_static' });
+  return renderRunPage({
+    round: r,
+    rounds: [r.summary],
+    roundHref: (n) => `/runs/octo/demo/12/${n}`,
+    staticBase: '/runs/_static',
+  });
 }
 
 describe('renderRunPage', () => {
@@ -51,7 +56,10 @@ describe('renderRunPage', () => {
 
   it('diffs an edit by lines', () => {
     expect(lineDiff('a\nb\nc', 'a\nB\nc')).toEqual([
-      { op: ' ', text: 'a' }, { op: '-', text: 'b' }, { op: '+', text: 'B' }, { op: ' ', text: 'c' },
+      { op: ' ', text: 'a' },
+      { op: '-', text: 'b' },
+      { op: '+', text: 'B' },
+      { op: ' ', text: 'c' },
     ]);
     const big = Array.from({ length: 1000 }, (_, i) => `l${i}`).join('\n');
     expect(lineDiff(big, `${big}\nmore`).filter((l) => l.op !== ' ')).toHaveLength(1000 + 1001);
@@ -94,10 +102,13 @@ describe('run pages handler', () => {
     expect((await fetch(`${base}/runs/_static/page.js`)).headers.get('content-type')).toMatch(/javascript/);
     expect((await fetch(`${base}/runs/_static/page.css`)).status).toBe(200);
     expect(await (await fetch(`${base}/runs/`)).text()).toContain('Open a run from the link');
-    for (const p of ['/runs/octo/demo/13', '/runs/octo/demo/12/5', '/runs/..%2F/demo/12', '/runs/x']) expect((await fetch(`${base}${p}`)).status).toBe(404);
+    for (const p of ['/runs/octo/demo/13', '/runs/octo/demo/12/5', '/runs/..%2F/demo/12', '/runs/x'])
+      expect((await fetch(`${base}${p}`)).status).toBe(404);
     // A raw request (fetch would resolve the dots itself): the handler resolves them too, so this path is not its own.
     const dots = await new Promise<number>((resolve, reject) => {
-      request(`${base}/x`, { path: '/runs/../demo/12' }, (r) => (r.resume(), resolve(r.statusCode!))).on('error', reject).end();
+      request(`${base}/x`, { path: '/runs/../demo/12' }, (r) => (r.resume(), resolve(r.statusCode!)))
+        .on('error', reject)
+        .end();
     });
     expect(dots).toBe(418);
     expect((await fetch(`${base}/runs/octo/demo/12`, { method: 'POST' })).status).toBe(405);
@@ -114,11 +125,21 @@ describe('run pages handler', () => {
 
 describe('GitHub sign-in', () => {
   const gateOn = (publicUrl?: string) =>
-    createGitHubSignIn({ clientId: 'cid', clientSecret: 'cs', sessionSecret: 'k', webUrl: 'https://gh.test', permission: async () => true, publicUrl });
+    createGitHubSignIn({
+      clientId: 'cid',
+      clientSecret: 'cs',
+      sessionSecret: 'k',
+      webUrl: 'https://gh.test',
+      permission: async () => true,
+      publicUrl,
+    });
   let server: Server;
   let base: string;
   beforeAll(async () => {
-    const handlers = { http: createRunPagesHandler({ source, gate: gateOn() }), https: createRunPagesHandler({ source, gate: gateOn('https://bot.example.org') }) };
+    const handlers = {
+      http: createRunPagesHandler({ source, gate: gateOn() }),
+      https: createRunPagesHandler({ source, gate: gateOn('https://bot.example.org') }),
+    };
     server = createServer((req, res) => {
       const h = req.headers['x-which'] === 'https' ? handlers.https : handlers.http;
       if (!h(req, res)) res.writeHead(418).end();
@@ -143,12 +164,16 @@ describe('GitHub sign-in', () => {
   it('marks cookies Secure when the app is served over https', async () => {
     const res = await fetch(`${base}/runs/octo/demo/12`, { redirect: 'manual', headers: { 'x-which': 'https' } });
     expect(res.headers.get('set-cookie')).toMatch(/; Secure$/);
-    expect(new URL(res.headers.get('location')!).searchParams.get('redirect_uri')).toBe('https://bot.example.org/runs/_auth/callback');
+    expect(new URL(res.headers.get('location')!).searchParams.get('redirect_uri')).toBe(
+      'https://bot.example.org/runs/_auth/callback',
+    );
   });
 
   it('refuses a callback whose state does not match its cookie, and never redirects off the app', async () => {
     const cookie = `frognano_oauth=${signValue('k', { state: 'abc', next: 'https://evil.test/', exp: Date.now() / 1000 + 60 })}`;
-    expect((await fetch(`${base}/runs/_auth/callback?code=c&state=abd`, { headers: { cookie }, redirect: 'manual' })).status).toBe(400);
+    expect(
+      (await fetch(`${base}/runs/_auth/callback?code=c&state=abd`, { headers: { cookie }, redirect: 'manual' })).status,
+    ).toBe(400);
     expect((await fetch(`${base}/runs/_auth/callback?code=c&state=abc`, { redirect: 'manual' })).status).toBe(400);
     const login = await fetch(`${base}/runs/_auth/login?next=//evil.test/x`, { redirect: 'manual' });
     const state = new URL(login.headers.get('location')!).searchParams.get('state');
@@ -159,9 +184,12 @@ describe('GitHub sign-in', () => {
   it('treats a forged or expired session as none', async () => {
     const expired = `frognano_session=${signValue('k', { login: 'alice', exp: Date.now() / 1000 - 1 })}`;
     const forged = `frognano_session=${signValue('other-key', { login: 'alice', exp: Date.now() / 1000 + 600 })}`;
-    for (const cookie of [expired, forged]) expect((await fetch(`${base}/runs/octo/demo/12`, { headers: { cookie }, redirect: 'manual' })).status).toBe(302);
+    for (const cookie of [expired, forged])
+      expect((await fetch(`${base}/runs/octo/demo/12`, { headers: { cookie }, redirect: 'manual' })).status).toBe(302);
     const good = `frognano_session=${signValue('k', { login: 'alice', exp: Date.now() / 1000 + 600 })}`;
-    expect((await fetch(`${base}/runs/octo/demo/12`, { headers: { cookie: good }, redirect: 'manual' })).status).toBe(200);
+    expect((await fetch(`${base}/runs/octo/demo/12`, { headers: { cookie: good }, redirect: 'manual' })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -170,14 +198,20 @@ describe('collaboratorPermissionLookup', () => {
     let now = 0;
     const asks: string[] = [];
     const roles: Record<string, string> = { alice: 'read', tri: 'triage', bob: 'none' };
-    const lookup = collaboratorPermissionLookup(async (repo) => (repo.repo === 'gone' ? null : {
-      request: async (_route: string, p?: Record<string, unknown>) => {
-        asks.push(String(p?.username));
-        const role = roles[String(p?.username)];
-        if (!role) throw Object.assign(new Error('Not Found'), { status: 404 });
-        return { data: { role_name: role } };
-      },
-    }), () => now);
+    const lookup = collaboratorPermissionLookup(
+      async (repo) =>
+        repo.repo === 'gone'
+          ? null
+          : {
+              request: async (_route: string, p?: Record<string, unknown>) => {
+                asks.push(String(p?.username));
+                const role = roles[String(p?.username)];
+                if (!role) throw Object.assign(new Error('Not Found'), { status: 404 });
+                return { data: { role_name: role } };
+              },
+            },
+      () => now,
+    );
     const repo = { owner: 'o', repo: 'r' };
     expect(await lookup(repo, 'alice')).toBe(true);
     expect(await lookup(repo, 'tri')).toBe(true);

@@ -21,11 +21,19 @@ let s3Store: S3ObjectStore;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'frognano-store-'));
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(dir, 's3'), configureBuckets: [{ name: 'runs' }] });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: path.join(dir, 's3'),
+    configureBuckets: [{ name: 'runs' }],
+  });
   const address = await server.run();
   s3 = server;
   s3Store = new S3ObjectStore({
-    bucket: 'runs', prefix: 'frognano', endpoint: `http://127.0.0.1:${address.port}`,
+    bucket: 'runs',
+    prefix: 'frognano',
+    endpoint: `http://127.0.0.1:${address.port}`,
     credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
   });
 });
@@ -49,7 +57,10 @@ describe.each(backends)('TrajectoryStore on %s', (_name, backend) => {
     await store.putRound(r1);
     await store.putRound(r0);
     const list = await store.listRounds({ owner: 'Octo', repo: 'Demo', issueNumber: 12 });
-    expect(list.map((r) => [r.round, r.kind, r.steps])).toEqual([[0, 'draft', 5], [1, 'follow-up', 5]]);
+    expect(list.map((r) => [r.round, r.kind, r.steps])).toEqual([
+      [0, 'draft', 5],
+      [1, 'follow-up', 5],
+    ]);
     const back = await store.getRound({ owner: 'octo', repo: 'demo', issueNumber: 12, round: 1 });
     expect(back?.trajectory.steps[2]!.assistant.content).toBe(r1.trajectory.steps[2]!.assistant.content);
     expect(back?.patch).toBe(r1.patch);
@@ -79,13 +90,17 @@ describe.each(backends)('TrajectoryStore on %s', (_name, backend) => {
     const back = await store.getRound(r.ref);
     expect(back!.trajectory.steps).toHaveLength(10);
     expect(back!.trajectory.steps[0]!.observations[0]!.observation).toContain('characters cut to fit the store');
-    await expect(new TrajectoryStore(backend(), { maxRoundBytes: 1000 }).putRound(r)).rejects.toThrow(RoundTooLargeError);
+    await expect(new TrajectoryStore(backend(), { maxRoundBytes: 1000 }).putRound(r)).rejects.toThrow(
+      RoundTooLargeError,
+    );
   });
 
   it('refuses keys that could leave their folder', async () => {
     const store = new TrajectoryStore(backend());
     await expect(store.listRounds({ owner: '..', repo: 'x', issueNumber: 1 })).rejects.toThrow(/not a valid key part/);
-    await expect(store.putRound(makeRound({ owner: 'a/b', steps: 1, bytes: 1000 }))).rejects.toThrow(/not a valid key part/);
+    await expect(store.putRound(makeRound({ owner: 'a/b', steps: 1, bytes: 1000 }))).rejects.toThrow(
+      /not a valid key part/,
+    );
   });
 
   it('sweeps rounds older than the retention period', async () => {
@@ -116,7 +131,10 @@ describe('configuration', () => {
   it('reads the store, retention and bound from the environment', async () => {
     const local = trajectoryStoreFromEnv({ FROGNANO_TRAJECTORY_STORE: 'runs-dir' }, '/srv/app');
     expect(local.description).toBe('directory /srv/app/runs-dir');
-    const remote = trajectoryStoreFromEnv({ FROGNANO_TRAJECTORY_STORE: 's3://bucket/pre/fix', FROGNANO_S3_ENDPOINT: 'http://minio:9000' });
+    const remote = trajectoryStoreFromEnv({
+      FROGNANO_TRAJECTORY_STORE: 's3://bucket/pre/fix',
+      FROGNANO_S3_ENDPOINT: 'http://minio:9000',
+    });
     expect(remote.description).toBe('s3://bucket/pre/fix/ at http://minio:9000');
     expect(trajectoryStoreFromEnv({}, '/srv/app').description).toBe('directory /srv/app/.frognano/runs');
     expect(() => trajectoryStoreFromEnv({ FROGNANO_TRAJECTORY_RETENTION_DAYS: '0' })).toThrow(/positive/);
@@ -124,8 +142,12 @@ describe('configuration', () => {
 
   it('builds page URLs from FROGNANO_PUBLIC_URL', () => {
     const base = publicUrlFromEnv({ FROGNANO_PUBLIC_URL: 'https://frognano.example.org/' });
-    expect(runPageUrl(base!, { owner: 'octo', repo: 'demo', issueNumber: 12 })).toBe('https://frognano.example.org/runs/octo/demo/12');
-    expect(runPageUrl(base!, { owner: 'octo', repo: 'demo.js', issueNumber: 12, round: 2 })).toBe('https://frognano.example.org/runs/octo/demo.js/12/2');
+    expect(runPageUrl(base!, { owner: 'octo', repo: 'demo', issueNumber: 12 })).toBe(
+      'https://frognano.example.org/runs/octo/demo/12',
+    );
+    expect(runPageUrl(base!, { owner: 'octo', repo: 'demo.js', issueNumber: 12, round: 2 })).toBe(
+      'https://frognano.example.org/runs/octo/demo.js/12/2',
+    );
     expect(publicUrlFromEnv({})).toBeUndefined();
     expect(() => publicUrlFromEnv({ FROGNANO_PUBLIC_URL: 'ftp://x' })).toThrow(/http/);
   });

@@ -26,7 +26,9 @@ describe('BwrapSandbox host view', () => {
         '[ -e "$p" ] && echo "present $p"; done; ls /; getent passwd | cut -d: -f1 | tr "\\n" " "; echo; ls /home',
     );
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).not.toMatch(/present \/etc\/shadow|present \/etc\/ssh|present \/etc\/docker|present \/root|docker\.sock|present \/run\b/);
+    expect(r.stdout).not.toMatch(
+      /present \/etc\/shadow|present \/etc\/ssh|present \/etc\/docker|present \/root|docker\.sock|present \/run\b/,
+    );
     expect(r.stdout).toContain('present /usr/bin/git');
     expect(r.stdout).toContain('root agent nobody');
     // PID namespace: pid 1 is bwrap's init, not the host's.
@@ -64,7 +66,9 @@ describe('BwrapSandbox workspace location', () => {
       const ws = path.join(parent, 'ws');
       await mkdir(ws);
       await expect(BwrapSandbox.create(ws)).rejects.toThrow(
-        new RegExp(`sandbox user 1000 cannot reach the workspace ${ws}: ${parent} is not searchable by it \\(mode 700\\)`),
+        new RegExp(
+          `sandbox user 1000 cannot reach the workspace ${ws}: ${parent} is not searchable by it \\(mode 700\\)`,
+        ),
       );
       // Nothing was chowned on the way out.
       expect((await stat(ws)).uid).toBe(0);
@@ -83,8 +87,16 @@ describe('BwrapSandbox under a non-root runner', () => {
       await chown(dir, 1000, 1000);
       const { stdout } = await promisify(execFile)(
         'setpriv',
-        ['--reuid=1000', '--regid=1000', '--clear-groups', process.execPath, '--import', 'tsx',
-          path.join(import.meta.dirname, 'fixtures/nonroot-bwrap.ts'), dir],
+        [
+          '--reuid=1000',
+          '--regid=1000',
+          '--clear-groups',
+          process.execPath,
+          '--import',
+          'tsx',
+          path.join(import.meta.dirname, 'fixtures/nonroot-bwrap.ts'),
+          dir,
+        ],
         { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }, timeout: 90_000 },
       );
       const seen = JSON.parse(stdout) as { id: string; idErr: string; bombErr: string; fork: string };

@@ -5,7 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { DockerSandbox, reapStaleSandboxes, SANDBOX_LABEL, SandboxUnavailableError } from '../../src/sandbox/docker/index.js';
+import {
+  DockerSandbox,
+  reapStaleSandboxes,
+  SANDBOX_LABEL,
+  SandboxUnavailableError,
+} from '../../src/sandbox/docker/index.js';
 import { describeIsolation } from './conformance.js';
 import { dockerForTests, TEST_IMAGE } from './support.js';
 
@@ -47,7 +52,13 @@ describeDocker('DockerSandbox container', () => {
     await mkdir(ws);
     const sb = await DockerSandbox.create(
       ws,
-      { image: TEST_IMAGE, memoryMb: 300, cpus: 1.5, pidsLimit: 77, labels: { ...RUN_LABEL, 'dev.frognano.job': 'job-1' } },
+      {
+        image: TEST_IMAGE,
+        memoryMb: 300,
+        cpus: 1.5,
+        pidsLimit: 77,
+        labels: { ...RUN_LABEL, 'dev.frognano.job': 'job-1' },
+      },
       { docker: d },
     );
     const info = await d.getContainer(sb.containerId).inspect();
@@ -121,8 +132,18 @@ describeDocker('DockerSandbox container', () => {
     const tag = `nonroot-${randomUUID()}`;
     const { stdout } = await promisify(execFile)(
       'setpriv',
-      ['--reuid=1000', '--regid=1000', `--groups=${sock.gid}`, process.execPath, '--import', 'tsx',
-        path.join(import.meta.dirname, 'fixtures/nonroot-docker.ts'), dir, TEST_IMAGE, tag],
+      [
+        '--reuid=1000',
+        '--regid=1000',
+        `--groups=${sock.gid}`,
+        process.execPath,
+        '--import',
+        'tsx',
+        path.join(import.meta.dirname, 'fixtures/nonroot-docker.ts'),
+        dir,
+        TEST_IMAGE,
+        tag,
+      ],
       { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }, timeout: 90_000 },
     );
     const seen = JSON.parse(stdout) as { id: string; idErr: string; survivors: string };
@@ -135,9 +156,13 @@ describeDocker('DockerSandbox container', () => {
   });
 
   it('says how to build the image when it is missing', async () => {
-    const err = await DockerSandbox.create(dir, { image: 'frognano-sandbox:no-such-tag' }, { docker: d }).catch((e) => e);
+    const err = await DockerSandbox.create(dir, { image: 'frognano-sandbox:no-such-tag' }, { docker: d }).catch(
+      (e) => e,
+    );
     expect(err).toBeInstanceOf(SandboxUnavailableError);
-    expect(err.message).toMatch(/^image frognano-sandbox:no-such-tag not found: build it with .*runner\/sandbox\.Dockerfile/);
+    expect(err.message).toMatch(
+      /^image frognano-sandbox:no-such-tag not found: build it with .*runner\/sandbox\.Dockerfile/,
+    );
     expect(err.message).toContain('scripts/build-sandbox-image.sh frognano-sandbox:no-such-tag');
   });
 });
@@ -146,9 +171,10 @@ describe('DockerSandbox without an engine', () => {
   it('says the engine is unreachable and what to do', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-docker-noengine-'));
     try {
-      const err = await DockerSandbox.create(dir, { image: TEST_IMAGE, socketPath: path.join(dir, 'no-docker.sock') }).catch(
-        (e) => e,
-      );
+      const err = await DockerSandbox.create(dir, {
+        image: TEST_IMAGE,
+        socketPath: path.join(dir, 'no-docker.sock'),
+      }).catch((e) => e);
       expect(err).toBeInstanceOf(SandboxUnavailableError);
       expect(err.message).toMatch(/Docker engine not reachable at .*no-docker\.sock \(ENOENT\): start dockerd/);
     } finally {

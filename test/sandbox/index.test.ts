@@ -25,8 +25,14 @@ describe('sandboxConfigFromEnv', () => {
     expect(cfg.kind).toBe('auto');
     const docker = SandboxConfigSchema.parse({ kind: 'docker' });
     expect(docker).toMatchObject({
-      kind: 'docker', image: 'frognano-sandbox:latest', memoryMb: 4096, cpus: 2, pidsLimit: 512,
-      defaultTimeoutMs: 120_000, user: '1000:1000', labels: {},
+      kind: 'docker',
+      image: 'frognano-sandbox:latest',
+      memoryMb: 4096,
+      cpus: 2,
+      pidsLimit: 512,
+      defaultTimeoutMs: 120_000,
+      user: '1000:1000',
+      labels: {},
     });
     expect(docker.kind === 'docker' && docker.jobTimeoutMs).toBeGreaterThan(0);
   });
@@ -43,28 +49,42 @@ describe('sandboxConfigFromEnv', () => {
       FROGNANO_SANDBOX_USER: '2000:2000',
     });
     expect(cfg).toMatchObject({
-      kind: 'docker', image: 'acme/sandbox:py312', memoryMb: 2048, cpus: 1.5, pidsLimit: 256,
-      defaultTimeoutMs: 30_000, jobTimeoutMs: 600_000, user: '2000:2000',
+      kind: 'docker',
+      image: 'acme/sandbox:py312',
+      memoryMb: 2048,
+      cpus: 1.5,
+      pidsLimit: 256,
+      defaultTimeoutMs: 30_000,
+      jobTimeoutMs: 600_000,
+      user: '2000:2000',
     });
   });
 
   it('reads bwrap, local and auto', () => {
     expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_BWRAP: '/opt/bwrap' })).toMatchObject({
-      kind: 'bwrap', bwrapPath: '/opt/bwrap',
+      kind: 'bwrap',
+      bwrapPath: '/opt/bwrap',
     });
     expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'local' })).toEqual({ kind: 'local', defaultTimeoutMs: 120_000 });
     expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'auto', FROGNANO_SANDBOX_IMAGE: 'x:y' })).toMatchObject({
-      kind: 'auto', docker: { image: 'x:y' },
+      kind: 'auto',
+      docker: { image: 'x:y' },
     });
   });
 
   it('rejects bad values naming the variable', () => {
-    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'chroot' })).toThrow(/FROGNANO_SANDBOX=chroot is not one of docker, bwrap, local, auto/);
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'chroot' })).toThrow(
+      /FROGNANO_SANDBOX=chroot is not one of docker, bwrap, local, auto/,
+    );
     expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'docker', FROGNANO_SANDBOX_MEMORY_MB: 'lots' })).toThrow(
       /FROGNANO_SANDBOX_MEMORY_MB=lots is not a number/,
     );
-    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'docker', FROGNANO_SANDBOX_MEMORY_MB: '8' })).toThrow(/memoryMb/);
-    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_USER: '0:0' })).toThrow(/never runs as root/);
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'docker', FROGNANO_SANDBOX_MEMORY_MB: '8' })).toThrow(
+      /memoryMb/,
+    );
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_USER: '0:0' })).toThrow(
+      /never runs as root/,
+    );
   });
 });
 
@@ -84,9 +104,15 @@ describe('checkRunnerSandbox', () => {
   it('reads the bwrap cgroup settings', () => {
     expect(sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap' })).toMatchObject({ cgroup: 'required' });
     expect(
-      sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_BWRAP_CGROUP: 'off', FROGNANO_SANDBOX_CGROUP_PARENT: '/x' }),
+      sandboxConfigFromEnv({
+        FROGNANO_SANDBOX: 'bwrap',
+        FROGNANO_SANDBOX_BWRAP_CGROUP: 'off',
+        FROGNANO_SANDBOX_CGROUP_PARENT: '/x',
+      }),
     ).toMatchObject({ cgroup: 'off', cgroupParent: '/x' });
-    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_BWRAP_CGROUP: 'maybe' })).toThrow(/cgroup/);
+    expect(() => sandboxConfigFromEnv({ FROGNANO_SANDBOX: 'bwrap', FROGNANO_SANDBOX_BWRAP_CGROUP: 'maybe' })).toThrow(
+      /cgroup/,
+    );
   });
 });
 
@@ -168,7 +194,9 @@ describe('createSandbox and checkSandbox', () => {
     expect(check.kind).toBe('bwrap');
     expect(check.ok).toBe(true);
     expect(check.checks[0]).toMatchObject({ kind: 'docker', ok: false });
-    expect(check.checks[0].hint ?? check.checks[0].message).toMatch(/scripts\/build-sandbox-image\.sh frognano-sandbox:absent/);
+    expect(check.checks[0].hint ?? check.checks[0].message).toMatch(
+      /scripts\/build-sandbox-image\.sh frognano-sandbox:absent/,
+    );
     const sb = await createSandbox(cfg, dir);
     try {
       expect(sb).toBeInstanceOf(BwrapSandbox);
@@ -181,7 +209,9 @@ describe('createSandbox and checkSandbox', () => {
     const image = `frognano-sandbox:absent-${process.pid}`;
     const cfg = { kind: 'auto' as const, docker: { image }, bwrap: { bwrapPath: '/nonexistent/bwrap' } };
     const err: Error = await createSandbox(cfg, dir).then(
-      () => { throw new Error('expected no usable sandbox'); },
+      () => {
+        throw new Error('expected no usable sandbox');
+      },
       (e: Error) => e,
     );
     const count = (needle: string) => err.message.split(needle).length - 1;

@@ -3,7 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { JobWorkspace, resolveWorkspaceDir, type JobWorkspaceLimits } from '../../src/sandbox/jobWorkspace.js';
 
-const LIMITS: JobWorkspaceLimits = { user: '1000:1000', jobTimeoutMs: 60_000, workspaceMb: 1, workspaceFiles: 10, workspaceCheckMs: 100 };
+const LIMITS: JobWorkspaceLimits = {
+  user: '1000:1000',
+  jobTimeoutMs: 60_000,
+  workspaceMb: 1,
+  workspaceFiles: 10,
+  workspaceCheckMs: 100,
+};
 
 describe('JobWorkspace', () => {
   let dir: string;

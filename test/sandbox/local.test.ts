@@ -55,7 +55,9 @@ describe('LocalSandbox', () => {
     expect((await toolCall(sb, 'Read', { file_path: `${dir}/a/b/c.txt` })).output).toBe('a/b/c.txt\n1. hello');
     await writeFile(path.join(dir, 'z.txt'), 'z');
     expect((await toolCall(sb, 'Glob', { pattern: '**/*.txt' })).output).toBe('a/b/c.txt\nz.txt');
-    expect((await toolCall(sb, 'Read', { file_path: 'missing.txt' })).output).toMatch(/^FileNotFoundError: .*missing.txt/);
+    expect((await toolCall(sb, 'Read', { file_path: 'missing.txt' })).output).toMatch(
+      /^FileNotFoundError: .*missing.txt/,
+    );
     expect((await sb.exec('pwd')).stdout).toBe(`${dir}\n`);
   });
 

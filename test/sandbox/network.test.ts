@@ -25,7 +25,10 @@ const kinds: Array<[string, (ws: string) => Promise<Sandbox>]> = [
   ['bwrap', (ws) => BwrapSandbox.create(ws, { ...LIMITS, setupNetworkBlocked: outside.blockedWithout })],
 ];
 if (docker) {
-  kinds.push(['docker', (ws) => DockerSandbox.create(ws, { image: TEST_IMAGE, labels: RUN_LABEL, ...LIMITS }, { docker })]);
+  kinds.push([
+    'docker',
+    (ws) => DockerSandbox.create(ws, { image: TEST_IMAGE, labels: RUN_LABEL, ...LIMITS }, { docker }),
+  ]);
 }
 
 /** Connects to the host server: bwrap at the machine's outside address, docker through its gateway. */
@@ -67,8 +70,11 @@ describe.each(kinds)('%s: a command with network', (kind, factory) => {
   });
 
   it('reaches the network, writes the same workspace, under the same user and limits', async () => {
-    const r = await sb.exec(`${probe(port, kind === 'docker')}; id -u; echo fetched > from-setup.txt; ` +
-      'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || true', { network: true, timeoutMs: 60_000 });
+    const r = await sb.exec(
+      `${probe(port, kind === 'docker')}; id -u; echo fetched > from-setup.txt; ` +
+        'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || true',
+      { network: true, timeoutMs: 60_000 },
+    );
     expect(r.stderr).toBe('');
     expect(r.stdout).toContain('CONNECTED HELLO-FROM-HOST');
     expect(r.stdout).not.toContain("['lo']\n");
@@ -84,7 +90,10 @@ describe.each(kinds)('%s: a command with network', (kind, factory) => {
     expect(r.stdout).toContain("['lo']");
     expect(r.stdout).toMatch(/refused \d+/);
     if (docker && kind === 'docker') {
-      const left = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `dev.frognano.test=${RUN_LABEL['dev.frognano.test']}`] } });
+      const left = await docker.listContainers({
+        all: true,
+        filters: { label: [`${SANDBOX_LABEL}=1`, `dev.frognano.test=${RUN_LABEL['dev.frognano.test']}`] },
+      });
       expect(left).toHaveLength(1);
     }
   });
@@ -99,7 +108,9 @@ describe.each(kinds)('%s: a command with network', (kind, factory) => {
         expect(r.stdout).not.toContain('HOST-LOOPBACK-SERVICE');
       }
       // ... while the outside stays reachable in the same sandbox.
-      expect((await sb.exec(probe(port, kind === 'docker'), { network: true })).stdout).toContain('CONNECTED HELLO-FROM-HOST');
+      expect((await sb.exec(probe(port, kind === 'docker'), { network: true })).stdout).toContain(
+        'CONNECTED HELLO-FROM-HOST',
+      );
     } finally {
       await new Promise((res) => lo.close(res));
     }
@@ -121,9 +132,15 @@ describe('bwrap: a setup command with network and the private ranges', () => {
     try {
       const r = await sb.exec(probe(1, false), { network: true, timeoutMs: 30_000 });
       expect(r.stdout).toContain("['lo']");
-      expect(r.stderr).toContain('sandbox: this setup command ran without network: cannot run /nonexistent/slirp4netns');
-      const check = await checkBwrap(BwrapSandboxConfigSchema.parse({ kind: 'bwrap', ...LIMITS, slirp4netnsPath: '/nonexistent/slirp4netns' }));
-      expect(check.message).toMatch(/^bubblewrap works .*; setup commands with network \(setup.network\) would have none: cannot run/);
+      expect(r.stderr).toContain(
+        'sandbox: this setup command ran without network: cannot run /nonexistent/slirp4netns',
+      );
+      const check = await checkBwrap(
+        BwrapSandboxConfigSchema.parse({ kind: 'bwrap', ...LIMITS, slirp4netnsPath: '/nonexistent/slirp4netns' }),
+      );
+      expect(check.message).toMatch(
+        /^bubblewrap works .*; setup commands with network \(setup.network\) would have none: cannot run/,
+      );
     } finally {
       await sb.close();
       await rm(dir, { recursive: true, force: true });

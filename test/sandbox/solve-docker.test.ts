@@ -42,7 +42,13 @@ describeDocker('solve in the docker sandbox', () => {
           tool_calls: [
             { name: 'Read', arguments: { file_path: 'calc.py' } },
             { name: 'Glob', arguments: { pattern: '**/*.py' } },
-            { name: 'Bash', arguments: { command: 'python3 -m pytest -q 2>&1 | tail -1; id -un; python3 -c "import socket; print(socket.if_nameindex())"' } },
+            {
+              name: 'Bash',
+              arguments: {
+                command:
+                  'python3 -m pytest -q 2>&1 | tail -1; id -un; python3 -c "import socket; print(socket.if_nameindex())"',
+              },
+            },
           ],
         },
         {

@@ -18,12 +18,14 @@ export async function dockerForTests(): Promise<Docker | undefined> {
     await docker.ping();
     await docker.getImage(TEST_IMAGE).inspect();
   } catch (err) {
-    why = (err as { statusCode?: number }).statusCode === 404
-      ? `image ${TEST_IMAGE} not found (build it: scripts/build-sandbox-image.sh ${TEST_IMAGE})`
-      : `Docker engine not reachable: ${(err as Error).message}`;
+    why =
+      (err as { statusCode?: number }).statusCode === 404
+        ? `image ${TEST_IMAGE} not found (build it: scripts/build-sandbox-image.sh ${TEST_IMAGE})`
+        : `Docker engine not reachable: ${(err as Error).message}`;
   }
   if (!why) return docker;
-  if (process.env.CI === 'true' || process.env.FROGNANO_REQUIRE_DOCKER === '1') throw new Error(`docker sandbox tests need Docker in CI: ${why}`);
+  if (process.env.CI === 'true' || process.env.FROGNANO_REQUIRE_DOCKER === '1')
+    throw new Error(`docker sandbox tests need Docker in CI: ${why}`);
   console.warn(`SKIPPING docker sandbox tests: ${why}`);
   return undefined;
 }

@@ -59,7 +59,10 @@ async function snapshot(dir: string): Promise<Map<string, FileState>> {
       const st = await fs.lstat(p);
       const kind = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'other';
       const state: FileState = { kind, mode: st.mode, mtimeMs: st.mtimeMs };
-      if (st.isFile()) state.sha = createHash('sha256').update(await fs.readFile(p)).digest('hex');
+      if (st.isFile())
+        state.sha = createHash('sha256')
+          .update(await fs.readFile(p))
+          .digest('hex');
       out.set(path.relative(dir, p), state);
       if (st.isDirectory()) await walk(p);
     }
@@ -104,7 +107,8 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
     await fs.writeFile(path.join(outside, 'secret.txt'), `${secret}\n`, { mode: 0o666 });
     await fs.writeFile(path.join(outside, 'dir', hostOnlyName), `${secret}\n`, { mode: 0o666 });
     const past = new Date('2001-02-03T04:05:06Z');
-    for (const p of ['secret.txt', `dir/${hostOnlyName}`, 'dir', '.']) await fs.utimes(path.join(outside, p), past, past);
+    for (const p of ['secret.txt', `dir/${hostOnlyName}`, 'dir', '.'])
+      await fs.utimes(path.join(outside, p), past, past);
     return snapshot(outside);
   };
 
@@ -150,7 +154,9 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
   });
 
   it('dangling symlink: Write and Edit never create a host file', async () => {
-    await bash(`ln -s ${outside}/made-by-write.txt notes.txt && ln -s ${outside}/dir/new.txt n2.txt && mkdir -p sub && ln -s ${outside}/x sub/deep`);
+    await bash(
+      `ln -s ${outside}/made-by-write.txt notes.txt && ln -s ${outside}/dir/new.txt n2.txt && mkdir -p sub && ln -s ${outside}/x sub/deep`,
+    );
     await call('Write', { file_path: 'notes.txt', content: 'PWNED\n' });
     await call('Write', { file_path: 'n2.txt', content: 'PWNED\n' });
     await call('Write', { file_path: 'sub/deep/file.txt', content: 'PWNED\n' });
@@ -158,7 +164,9 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
   });
 
   it('symlink to a host file: Read, Edit and Write see only the sandbox view', async () => {
-    await bash(`ln -s ${outside}/secret.txt s.txt && ln -s /etc/shadow shadow.txt && ln -s ${outside}/secret.txt /tmp/t.txt; ln -s /tmp/t.txt via-tmp.txt`);
+    await bash(
+      `ln -s ${outside}/secret.txt s.txt && ln -s /etc/shadow shadow.txt && ln -s ${outside}/secret.txt /tmp/t.txt; ln -s /tmp/t.txt via-tmp.txt`,
+    );
     for (const f of ['s.txt', 'shadow.txt', 'via-tmp.txt', `${outside}/secret.txt`, '/etc/shadow']) {
       await call('Read', { file_path: f });
     }
@@ -183,11 +191,15 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
 
   it('swap race: a file swapped for a host symlink by a process the Bash call left behind', async () => {
     // The swapper is started as a daemon; if it survived the call it would race every file tool below.
-    const swapper =
-      `while :; do ln -sfn ${outside}/secret.txt .r && mv -Tf .r race.txt; echo benign > .b && mv -Tf .b race.txt; done`;
-    await bash(`echo benign > race.txt; (setsid nohup bash -c '${swapper}' > /dev/null 2>&1 &); sleep 0.3; echo started`);
+    const swapper = `while :; do ln -sfn ${outside}/secret.txt .r && mv -Tf .r race.txt; echo benign > .b && mv -Tf .b race.txt; done`;
+    await bash(
+      `echo benign > race.txt; (setsid nohup bash -c '${swapper}' > /dev/null 2>&1 &); sleep 0.3; echo started`,
+    );
     for (let i = 0; i < 200; i++) {
-      await call(i % 2 ? 'Read' : 'Write', i % 2 ? { file_path: 'race.txt' } : { file_path: 'race.txt', content: `mine ${i}\n` });
+      await call(
+        i % 2 ? 'Read' : 'Write',
+        i % 2 ? { file_path: 'race.txt' } : { file_path: 'race.txt', content: `mine ${i}\n` },
+      );
     }
   }, 180_000);
 
@@ -217,7 +229,17 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
         `ln -s /proc/self/root${outside}/secret.txt viaroot.txt; ln -s /dev/zero zero; ln -s /dev/urandom rnd; ` +
         'ln -s /proc/self/mem mem; ln -s /proc/kcore kcore; true',
     );
-    for (const f of ['env.txt', 'env1.txt', 'viaroot.txt', '/proc/self/environ', `/proc/self/root${outside}/secret.txt`, 'zero', 'rnd', 'mem', 'kcore']) {
+    for (const f of [
+      'env.txt',
+      'env1.txt',
+      'viaroot.txt',
+      '/proc/self/environ',
+      `/proc/self/root${outside}/secret.txt`,
+      'zero',
+      'rnd',
+      'mem',
+      'kcore',
+    ]) {
       const started = Date.now();
       await call('Read', { file_path: f });
       expect(Date.now() - started).toBeLessThan(25_000);
@@ -259,11 +281,17 @@ describe.each(factories)('%s sandbox: attacks through the Leaf tools', (kind, fa
   it('Glob over a symlink loop or from / answers within its bound instead of hanging the run', async () => {
     await bash('ln -s . a && ln -s . b && echo x > glob-ok.dat');
     const bounded = new ToolExecutor(sb, { runnerEnv: { FROGNANO_GLOB_SECONDS: '3' } });
-    for (const args of [{ pattern: '**/*' }, { pattern: '**/*canary*', path: '/' }, { pattern: '**/*', path: '/proc/self' }]) {
+    for (const args of [
+      { pattern: '**/*' },
+      { pattern: '**/*canary*', path: '/' },
+      { pattern: '**/*', path: '/proc/self' },
+    ]) {
       const started = Date.now();
       const r = await bounded.execute({ name: 'Glob', arguments: args });
       expect(Date.now() - started).toBeLessThan(20_000);
-      expect(r.output).toMatch(/^ValueError: Glob stopped: it (searched for more than 3 seconds|matched more than 200000 paths)/);
+      expect(r.output).toMatch(
+        /^ValueError: Glob stopped: it (searched for more than 3 seconds|matched more than 200000 paths)/,
+      );
     }
     // An ordinary Glob in the same workspace still answers as upstream's would.
     expect((await call('Glob', { pattern: 'glob-ok*' })).output).toBe('glob-ok.dat');
@@ -296,7 +324,9 @@ while True:
     open('heartbeat', 'a').write('x'); time.sleep(0.05)" ${m4} > /dev/null 2>&1; sleep 0.5; echo started`,
     );
     expect(r.output).toContain('started');
-    expect(await waitFor(() => [m1, m2, m3, m4].every((m) => hostPidsMatching(String(m)).length === 0), 10_000)).toBe(true);
+    expect(await waitFor(() => [m1, m2, m3, m4].every((m) => hostPidsMatching(String(m)).length === 0), 10_000)).toBe(
+      true,
+    );
     const size = async () => (await fs.stat(path.join(ws, 'heartbeat')).catch(() => null))?.size ?? 0;
     const s1 = await size();
     await new Promise((res) => setTimeout(res, 600));
@@ -334,7 +364,9 @@ while True:
   it('tmpfs fill: /tmp and HOME hold no more than their size (or the job memory) allows', async () => {
     const cap = Math.max(LIMITS.tmpSizeMb, LIMITS.memoryMb) * 1024 * 1024;
     for (const dir of ['/tmp', '"$HOME"']) {
-      const r = await bash(`head -c 400M /dev/zero > ${dir}/fill; echo "size=$(stat -c %s ${dir}/fill)"; rm -f ${dir}/fill`);
+      const r = await bash(
+        `head -c 400M /dev/zero > ${dir}/fill; echo "size=$(stat -c %s ${dir}/fill)"; rm -f ${dir}/fill`,
+      );
       const size = Number(/size=(\d+)/.exec(r.output)?.[1] ?? 0);
       expect(size).toBeLessThanOrEqual(cap);
       expect(size).toBeLessThan(400 * 1024 * 1024);
@@ -359,7 +391,12 @@ while True:
     );
     try {
       const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
-      const targets = [`('127.0.0.1', ${ports[0]})`, `('127.0.0.1', ${ports[1]})`, `('172.17.0.1', ${ports[1]})`, `('10.0.2.2', ${ports[1]})`];
+      const targets = [
+        `('127.0.0.1', ${ports[0]})`,
+        `('127.0.0.1', ${ports[1]})`,
+        `('172.17.0.1', ${ports[1]})`,
+        `('10.0.2.2', ${ports[1]})`,
+      ];
       const r = await bash(
         `python3 -c "import socket
 for t in [${targets.join(', ')}]:
@@ -389,7 +426,9 @@ describe.each(factories)('%s sandbox: workspace disk budget', (kind, factory) =>
       const started = Date.now();
       const r = await tools.execute({
         name: 'Bash',
-        arguments: { command: 'for i in $(seq 100); do head -c 5M /dev/zero > fill$i; sleep 0.02; done; echo finished' },
+        arguments: {
+          command: 'for i in $(seq 100); do head -c 5M /dev/zero > fill$i; sleep 0.02; done; echo finished',
+        },
       });
       expect(r.output).not.toContain('finished');
       expect(r.output).toContain("sandbox stopped: the job's files grew past the workspace budget of 64 MiB");
@@ -399,7 +438,9 @@ describe.each(factories)('%s sandbox: workspace disk budget', (kind, factory) =>
       for (const f of await fs.readdir(root)) total += (await fs.lstat(path.join(root, f))).size;
       expect(total).toBeLessThan(300 * 1024 * 1024);
       // The next call cannot continue the job: the loop ends on it, with the reason.
-      await expect(tools.execute({ name: 'Bash', arguments: { command: 'echo more' } })).rejects.toThrow(/workspace budget of 64 MiB/);
+      await expect(tools.execute({ name: 'Bash', arguments: { command: 'echo more' } })).rejects.toThrow(
+        /workspace budget of 64 MiB/,
+      );
       await expect(tools.execute({ name: 'Write', arguments: { file_path: 'x.txt', content: 'x' } })).rejects.toThrow(
         /workspace budget of 64 MiB/,
       );
@@ -414,9 +455,12 @@ describe.each(factories)('%s sandbox: workspace disk budget', (kind, factory) =>
     await fs.chmod(root, 0o755);
     const sb = await factory(root, { ...LIMITS, workspaceFiles: 2000 } as Limits);
     try {
-      const r = await sb.exec('mkdir flood && cd flood && for i in $(seq 50); do touch $(seq -f "f$i-%g" 1 200); sleep 0.05; done; echo finished', {
-        timeoutMs: 60_000,
-      });
+      const r = await sb.exec(
+        'mkdir flood && cd flood && for i in $(seq 50); do touch $(seq -f "f$i-%g" 1 200); sleep 0.05; done; echo finished',
+        {
+          timeoutMs: 60_000,
+        },
+      );
       expect(r.stdout).not.toContain('finished');
       expect(r.stderr).toContain('workspace budget of 2000 files and directories');
     } finally {

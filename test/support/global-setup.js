@@ -42,9 +42,13 @@ export default async function globalSetup() {
     );
   }
   const port = await freePort();
-  const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'redis-server',
+    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
   globalThis.__FROGNANO_TEST_REDIS__ = child;
   const started = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await ping(started)); i++) await new Promise((r) => setTimeout(r, 50));

@@ -32,7 +32,11 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn().catch(() => undefined);
@@ -43,7 +47,13 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 }
 
 async function ping(port: number): Promise<boolean> {
-  const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const r = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   r.on('error', () => undefined);
   try {
     await r.connect();
@@ -101,7 +111,9 @@ export async function startCluster(count = 3): Promise<RedisProcess[]> {
   );
   if (create.status !== 0) throw new Error(`redis-cli --cluster create failed:\n${create.stdout}\n${create.stderr}`);
   await waitFor('cluster state ok', async () => {
-    const infos = nodes.map((n) => spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout);
+    const infos = nodes.map(
+      (n) => spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout,
+    );
     return infos.every((t) => t.includes('cluster_state:ok'));
   });
   return nodes;
@@ -150,14 +162,22 @@ export async function startSentinelGroup(name: string): Promise<SentinelGroup> {
     }
   };
   // Ready when the sentinels know the replica and each other: a failover needs both.
-  await waitFor('the sentinels to see the replica and each other', () => ask(async (s) => {
-    const replicas = (await s.call('SENTINEL', 'replicas', name)) as unknown[];
-    const peers = (await s.call('SENTINEL', 'sentinels', name)) as unknown[];
-    return replicas.length === 1 && peers.length === 2;
-  }), 20_000);
+  await waitFor(
+    'the sentinels to see the replica and each other',
+    () =>
+      ask(async (s) => {
+        const replicas = (await s.call('SENTINEL', 'replicas', name)) as unknown[];
+        const peers = (await s.call('SENTINEL', 'sentinels', name)) as unknown[];
+        return replicas.length === 1 && peers.length === 2;
+      }),
+    20_000,
+  );
   return {
-    master, replica, sentinels,
+    master,
+    replica,
+    sentinels,
     sentinelAddresses: sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })),
-    masterPort: () => ask(async (s) => Number(((await s.call('SENTINEL', 'get-master-addr-by-name', name)) as string[])[1])),
+    masterPort: () =>
+      ask(async (s) => Number(((await s.call('SENTINEL', 'get-master-addr-by-name', name)) as string[])[1])),
   };
 }

@@ -11,7 +11,11 @@ export function signValue(secret: string, payload: Record<string, unknown>): str
 }
 
 /** The payload when the signature holds and `exp` (seconds) is in the future; null otherwise. */
-export function verifyValue(secret: string, value: string | undefined, nowMs = Date.now()): Record<string, unknown> | null {
+export function verifyValue(
+  secret: string,
+  value: string | undefined,
+  nowMs = Date.now(),
+): Record<string, unknown> | null {
   if (!value) return null;
   const dot = value.indexOf('.');
   if (dot <= 0) return null;
@@ -41,6 +45,17 @@ export function parseCookies(header: string | undefined): Record<string, string>
 }
 
 /** A Set-Cookie header: httpOnly and SameSite=Lax always, Secure when the app is served over https. */
-export function setCookie(name: string, value: string, o: { path: string; maxAgeSec: number; secure: boolean }): string {
-  return [`${name}=${value}`, `Path=${o.path}`, `Max-Age=${o.maxAgeSec}`, 'HttpOnly', 'SameSite=Lax', ...(o.secure ? ['Secure'] : [])].join('; ');
+export function setCookie(
+  name: string,
+  value: string,
+  o: { path: string; maxAgeSec: number; secure: boolean },
+): string {
+  return [
+    `${name}=${value}`,
+    `Path=${o.path}`,
+    `Max-Age=${o.maxAgeSec}`,
+    'HttpOnly',
+    'SameSite=Lax',
+    ...(o.secure ? ['Secure'] : []),
+  ].join('; ');
 }

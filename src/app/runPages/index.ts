@@ -25,7 +25,9 @@ export function runPagesFromEnv(app: Probot, env: NodeJS.ProcessEnv = process.en
   const clientId = env.GITHUB_CLIENT_ID?.trim();
   const clientSecret = env.GITHUB_CLIENT_SECRET?.trim();
   if (!clientId || !clientSecret) {
-    app.log.warn('run pages are off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App\'s OAuth credentials) to serve /runs');
+    app.log.warn(
+      "run pages are off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth credentials) to serve /runs",
+    );
     return null;
   }
   const store = trajectoryStoreFromEnv(env);
@@ -34,13 +36,20 @@ export function runPagesFromEnv(app: Probot, env: NodeJS.ProcessEnv = process.en
     clientId,
     clientSecret,
     // A secret of its own when given; else one derived from the client secret, so no new setting is required.
-    sessionSecret: env.FROGNANO_SESSION_SECRET?.trim() || createHmac('sha256', clientSecret).update('frognano run-page sessions').digest('hex'),
+    sessionSecret:
+      env.FROGNANO_SESSION_SECRET?.trim() ||
+      createHmac('sha256', clientSecret).update('frognano run-page sessions').digest('hex'),
     permission: collaboratorPermissionLookup((repo) => installationOctokit(app, repo)),
     webUrl: ghes ? `https://${ghes}` : undefined,
     apiUrl: ghes ? `https://${ghes}/api/v3` : undefined,
     publicUrl: publicUrlFromEnv(env),
   });
-  const handler = createRunPagesHandler({ source: store, gate, githubUrl: ghes ? `https://${ghes}` : 'https://github.com', log: app.log });
+  const handler = createRunPagesHandler({
+    source: store,
+    gate,
+    githubUrl: ghes ? `https://${ghes}` : 'https://github.com',
+    log: app.log,
+  });
   const sweep = () =>
     store.sweep().then(
       (n) => n > 0 && app.log.info(`trajectory store: removed ${n} objects past retention`),
@@ -55,10 +64,16 @@ export function runPagesFromEnv(app: Probot, env: NodeJS.ProcessEnv = process.en
 }
 
 /** The installation client of the repository; null when the App is not installed there. */
-async function installationOctokit(app: Probot, repo: { owner: string; repo: string }): Promise<PermissionOctokit | null> {
+async function installationOctokit(
+  app: Probot,
+  repo: { owner: string; repo: string },
+): Promise<PermissionOctokit | null> {
   const appClient = await app.auth();
   try {
-    const { data } = await appClient.request('GET /repos/{owner}/{repo}/installation', { owner: repo.owner, repo: repo.repo });
+    const { data } = await appClient.request('GET /repos/{owner}/{repo}/installation', {
+      owner: repo.owner,
+      repo: repo.repo,
+    });
     return (await app.auth(data.id)) as unknown as PermissionOctokit;
   } catch (err) {
     if ((err as { status?: number }).status === 404) return null;

@@ -43,15 +43,23 @@ export function createGitHubSignIn(o: GitHubSignInOptions): RunPagesGate {
   const apiUrl = (o.apiUrl ?? 'https://api.github.com').replace(/\/+$/, '');
   const sessionSeconds = o.sessionSeconds ?? DEFAULT_SESSION_SECONDS;
   const doFetch = o.fetch ?? fetch;
-  const base = (req: IncomingMessage) => o.publicUrl?.replace(/\/+$/, '') ?? `${isHttps(req, o.publicUrl) ? 'https' : 'http'}://${req.headers.host}`;
+  const base = (req: IncomingMessage) =>
+    o.publicUrl?.replace(/\/+$/, '') ?? `${isHttps(req, o.publicUrl) ? 'https' : 'http'}://${req.headers.host}`;
   const cookie = (req: IncomingMessage, name: string, value: string, path: string, maxAgeSec: number) =>
     setCookie(name, value, { path, maxAgeSec, secure: isHttps(req, o.publicUrl) });
 
   const login = (req: IncomingMessage, res: ServerResponse, next: string) => {
     const state = randomBytes(24).toString('base64url');
     const signed = signValue(o.sessionSecret, { state, next, exp: Math.floor(Date.now() / 1000) + STATE_SECONDS });
-    const q = new URLSearchParams({ client_id: o.clientId, redirect_uri: `${base(req)}${AUTH_PATH}/callback`, state, allow_signup: 'false' });
-    redirect(res, `${webUrl}/login/oauth/authorize?${q}`, [cookie(req, STATE_COOKIE, signed, AUTH_PATH, STATE_SECONDS)]);
+    const q = new URLSearchParams({
+      client_id: o.clientId,
+      redirect_uri: `${base(req)}${AUTH_PATH}/callback`,
+      state,
+      allow_signup: 'false',
+    });
+    redirect(res, `${webUrl}/login/oauth/authorize?${q}`, [
+      cookie(req, STATE_COOKIE, signed, AUTH_PATH, STATE_SECONDS),
+    ]);
   };
 
   const callback = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
@@ -59,12 +67,26 @@ export function createGitHubSignIn(o: GitHubSignInOptions): RunPagesGate {
     const state = url.searchParams.get('state') ?? '';
     const code = url.searchParams.get('code') ?? '';
     if (!saved || typeof saved.state !== 'string' || !sameText(saved.state, state) || !code) {
-      return plain(res, 400, 'The sign-in could not be verified (it expired, or did not start here). Open the run page again.');
+      return plain(
+        res,
+        400,
+        'The sign-in could not be verified (it expired, or did not start here). Open the run page again.',
+      );
     }
-    const user = await githubLogin(doFetch, { webUrl, apiUrl, clientId: o.clientId, clientSecret: o.clientSecret, code, redirectUri: `${base(req)}${AUTH_PATH}/callback` });
+    const user = await githubLogin(doFetch, {
+      webUrl,
+      apiUrl,
+      clientId: o.clientId,
+      clientSecret: o.clientSecret,
+      code,
+      redirectUri: `${base(req)}${AUTH_PATH}/callback`,
+    });
     if (!user) return plain(res, 403, 'GitHub did not confirm the sign-in. Open the run page again.');
     const session = signValue(o.sessionSecret, { login: user, exp: Math.floor(Date.now() / 1000) + sessionSeconds });
-    redirect(res, safeNext(typeof saved.next === 'string' ? saved.next : null), [cookie(req, SESSION_COOKIE, session, RUNS_PATH, sessionSeconds), cookie(req, STATE_COOKIE, '', AUTH_PATH, 0)]);
+    redirect(res, safeNext(typeof saved.next === 'string' ? saved.next : null), [
+      cookie(req, SESSION_COOKIE, session, RUNS_PATH, sessionSeconds),
+      cookie(req, STATE_COOKIE, '', AUTH_PATH, 0),
+    ]);
   };
 
   return {
@@ -103,12 +125,21 @@ async function githubLogin(
   const tokenRes = await doFetch(`${o.webUrl}/login/oauth/access_token`, {
     method: 'POST',
     headers: { accept: 'application/json', 'content-type': 'application/json' },
-    body: JSON.stringify({ client_id: o.clientId, client_secret: o.clientSecret, code: o.code, redirect_uri: o.redirectUri }),
+    body: JSON.stringify({
+      client_id: o.clientId,
+      client_secret: o.clientSecret,
+      code: o.code,
+      redirect_uri: o.redirectUri,
+    }),
   });
   const token = tokenAnswer.safeParse(await tokenRes.json().catch(() => null));
   if (!tokenRes.ok || !token.success) return null;
   const userRes = await doFetch(`${o.apiUrl}/user`, {
-    headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${token.data.access_token}`, 'user-agent': 'frognano-bot' },
+    headers: {
+      accept: 'application/vnd.github+json',
+      authorization: `Bearer ${token.data.access_token}`,
+      'user-agent': 'frognano-bot',
+    },
   });
   const user = userAnswer.safeParse(await userRes.json().catch(() => null));
   return userRes.ok && user.success ? user.data.login : null;
@@ -116,7 +147,9 @@ async function githubLogin(
 
 /** Only a run page of this app: never another site (`//evil`, `https://…`) after signing in. */
 function safeNext(next: string | null | undefined): string {
-  return next && next.startsWith(`${RUNS_PATH}/`) && !next.startsWith(`${AUTH_PATH}/`) && !/[\\\s]/.test(next) ? next : `${RUNS_PATH}/`;
+  return next && next.startsWith(`${RUNS_PATH}/`) && !next.startsWith(`${AUTH_PATH}/`) && !/[\\\s]/.test(next)
+    ? next
+    : `${RUNS_PATH}/`;
 }
 
 function sameText(a: string, b: string): boolean {

@@ -45,10 +45,22 @@ export async function doctorCommand(args: string[], io: CliIo): Promise<number> 
   const [node, redis, sandboxes, model, app] = await Promise.all([
     guarded('Node.js', true, () => checkNode()),
     checkRedisAndRunners(io.env).catch((err: Error) => [
-      { name: 'Redis', status: 'fail' as const, detail: err.message, hint: 'unexpected error while checking', required: true },
+      {
+        name: 'Redis',
+        status: 'fail' as const,
+        detail: err.message,
+        hint: 'unexpected error while checking',
+        required: true,
+      },
     ]),
     checkSandboxes(values.sandbox, io.env).catch((err: Error) => [
-      { name: 'Sandbox', status: 'fail' as const, detail: err.message, hint: 'unexpected error while checking', required: true },
+      {
+        name: 'Sandbox',
+        status: 'fail' as const,
+        detail: err.message,
+        hint: 'unexpected error while checking',
+        required: true,
+      },
     ]),
     guarded('Model', true, () => checkModel(modelCfg, modelError)),
     guarded('GitHub App', true, () => checkGitHubApp(io.env, io.cwd)),

@@ -22,7 +22,9 @@ export async function replayCommand(args: string[], io: CliIo): Promise<number> 
   }
   if (positionals.length !== 1) {
     throw new UsageError(
-      positionals.length === 0 ? 'replay needs the trajectory.json to print.' : `replay takes one file, got ${positionals.length}.`,
+      positionals.length === 0
+        ? 'replay needs the trajectory.json to print.'
+        : `replay takes one file, got ${positionals.length}.`,
       'replay',
     );
   }

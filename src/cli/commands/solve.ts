@@ -6,7 +6,13 @@ import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
 import { solve, type SolveResult } from '../../leaf/solve.js';
 import { describeExit, endedInMalformedCalls } from '../../leaf/trajectory.js';
 import { samplingFromFlags, type Sampling } from '../../leaf/sampling.js';
-import { checkSandbox, createSandbox, resolveSandboxConfig, sandboxConfigFromEnv, type SandboxConfig } from '../../sandbox/index.js';
+import {
+  checkSandbox,
+  createSandbox,
+  resolveSandboxConfig,
+  sandboxConfigFromEnv,
+  type SandboxConfig,
+} from '../../sandbox/index.js';
 import { assertSandboxKind, parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
 import { renderDiffStat } from '../diffStat.js';
 import { CliError, EXIT, setupError, UsageError, type ExitCode } from '../exitCodes.js';
@@ -64,7 +70,10 @@ export async function solveCommand(args: string[], io: CliIo): Promise<number> {
   } catch (err) {
     // --json promises a JSON document on stdout whatever happens; the message still goes to stderr too.
     if (values.json && err instanceof CliError) {
-      writeLine(io.stdout, JSON.stringify({ exitCode: err.exitCode, error: err.message, hint: err.hint ?? null }, null, 2));
+      writeLine(
+        io.stdout,
+        JSON.stringify({ exitCode: err.exitCode, error: err.message, hint: err.hint ?? null }, null, 2),
+      );
     }
     throw err;
   }
@@ -77,12 +86,19 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
 
   // 1. Everything the command line alone can get wrong: exit 2 before touching anything.
   if (positionals.length !== 1) {
-    throw new UsageError(positionals.length === 0 ? 'solve needs the repository directory.' : `solve takes one repository directory, got ${positionals.length} arguments.`, 'solve');
+    throw new UsageError(
+      positionals.length === 0
+        ? 'solve needs the repository directory.'
+        : `solve takes one repository directory, got ${positionals.length} arguments.`,
+      'solve',
+    );
   }
   const sources = (['issue-file', 'issue', 'github'] as const).filter((k) => values[k] !== undefined);
   if (sources.length !== 1) {
     throw new UsageError(
-      sources.length === 0 ? 'solve needs the issue: --issue-file FILE, --issue TEXT or --github OWNER/REPO#N.' : `give the issue once: ${sources.map((s) => `--${s}`).join(' and ')} were both given.`,
+      sources.length === 0
+        ? 'solve needs the issue: --issue-file FILE, --issue TEXT or --github OWNER/REPO#N.'
+        : `give the issue once: ${sources.map((s) => `--${s}`).join(' and ')} were both given.`,
       'solve',
     );
   }
@@ -96,7 +112,10 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
   // 2. Setup: repository, model files, sandbox, issue. Failures exit 3 and nothing has run yet.
   const repo = await checkSourceRepo(positionals[0], io.cwd);
   if (!backendCfg) {
-    throw setupError('no model configured', 'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE (or set FROGNANO_MODEL_DIR, FROGNANO_OPENAI_BASE_URL + FROGNANO_OPENAI_MODEL, or FROGNANO_REPLAY_FILE; see frognano solve --help)');
+    throw setupError(
+      'no model configured',
+      'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE (or set FROGNANO_MODEL_DIR, FROGNANO_OPENAI_BASE_URL + FROGNANO_OPENAI_MODEL, or FROGNANO_REPLAY_FILE; see frognano solve --help)',
+    );
   }
   await precheckBackend(backendCfg);
   const sandboxCfg = await usableSandbox(values.sandbox, io.env);
@@ -127,11 +146,7 @@ async function runInOutDir(
   const { repo, backendCfg, sandboxCfg, task, limits, sampling, toolEnv, out } = ctx;
 
   const progress = new ProgressReporter(io.stderr, { tty: Boolean(io.stderr.isTTY), columns: io.stderr.columns });
-  if (sandboxCfg.kind === 'local') progress.note('warning: local sandbox: the model\'s commands run on this machine with no isolation (use docker or bwrap for untrusted code)');
-  if (out.movedFromCwd) progress.note(`note: writing results to ${out.dir} (the current directory is inside the repository, which solve never writes to)`);
-  if (repo.dirtyFiles > 0) {
-    progress.note(`note: ${repo.dirtyFiles} uncommitted file${repo.dirtyFiles === 1 ? '' : 's'} in ${repo.dir} ${repo.dirtyFiles === 1 ? 'is' : 'are'} copied too and will show up in the patch (commit or stash first to keep them out)`);
-  }
+  noteSetup(progress, repo, sandboxCfg, out);
   const backend = await openBackend(backendCfg, progress);
 
   // 3. The run. Ctrl-C aborts it; solve() still returns (exit reason `cancelled`) and writes what it has.
@@ -163,7 +178,11 @@ async function runInOutDir(
     const name = (err as Error).name;
     // The copy or the sandbox could not be set up: nothing ran, it is the environment (exit 3).
     if (name === 'WorkspaceError' || name === 'SandboxUnavailableError') throw setupError((err as Error).message);
-    throw new CliError(`the run failed: ${(err as Error).message}`, EXIT.RUNTIME, `partial results, if any, are in ${out.dir}`);
+    throw new CliError(
+      `the run failed: ${(err as Error).message}`,
+      EXIT.RUNTIME,
+      `partial results, if any, are in ${out.dir}`,
+    );
   } finally {
     interrupt.dispose();
     await closeBackend(backend);
@@ -171,9 +190,35 @@ async function runInOutDir(
   progress.stop();
 
   const code = exitCodeFor(result, interrupt.interrupted);
-  if (values.json) writeLine(io.stdout, JSON.stringify(summaryJson(result, code, out.dir, describeBackend(backendCfg), sandboxCfg.kind), null, 2));
+  if (values.json)
+    writeLine(
+      io.stdout,
+      JSON.stringify(summaryJson(result, code, out.dir, describeBackend(backendCfg), sandboxCfg.kind), null, 2),
+    );
   else io.stdout.write(summaryText(result, code, out.dir));
   return code;
+}
+
+/** What the person running solve should know before it starts: no isolation, where results go, dirty files. */
+function noteSetup(
+  progress: ProgressReporter,
+  repo: SourceRepo,
+  sandboxCfg: ConcreteSandboxConfig,
+  out: { dir: string; movedFromCwd: boolean },
+): void {
+  if (sandboxCfg.kind === 'local')
+    progress.note(
+      "warning: local sandbox: the model's commands run on this machine with no isolation (use docker or bwrap for untrusted code)",
+    );
+  if (out.movedFromCwd)
+    progress.note(
+      `note: writing results to ${out.dir} (the current directory is inside the repository, which solve never writes to)`,
+    );
+  if (repo.dirtyFiles > 0) {
+    progress.note(
+      `note: ${repo.dirtyFiles} uncommitted file${repo.dirtyFiles === 1 ? '' : 's'} in ${repo.dir} ${repo.dirtyFiles === 1 ? 'is' : 'are'} copied too and will show up in the patch (commit or stash first to keep them out)`,
+    );
+  }
 }
 
 /** Loads the model; an OpenAI-compatible server that is down or serves another model fails now, not after retries. */
@@ -187,14 +232,20 @@ async function openBackend(backendCfg: BackendConfig, progress: ProgressReporter
     });
   } catch (err) {
     progress.stop();
-    throw setupError(`could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`, 'run `frognano doctor` with the same model options for details');
+    throw setupError(
+      `could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`,
+      'run `frognano doctor` with the same model options for details',
+    );
   }
   if (backend instanceof OpenAIBackend) {
     const ping = await backend.ping();
     if (!ping.ok) {
       progress.stop();
       await closeBackend(backend);
-      throw setupError(`the model endpoint is not usable: ${ping.message}`, 'check --endpoint and --model (or start the server); `frognano doctor` checks it too');
+      throw setupError(
+        `the model endpoint is not usable: ${ping.message}`,
+        'check --endpoint and --model (or start the server); `frognano doctor` checks it too',
+      );
     }
   }
   return backend;
@@ -204,7 +255,10 @@ async function openBackend(backendCfg: BackendConfig, progress: ProgressReporter
  * Ctrl-C (or SIGTERM) aborts the run; solve() still returns (exit reason `cancelled`) and writes what it has.
  * A second one quits at once.
  */
-function onInterrupt(progress: ProgressReporter, io: CliIo): { signal: AbortSignal; readonly interrupted: boolean; dispose(): void } {
+function onInterrupt(
+  progress: ProgressReporter,
+  io: CliIo,
+): { signal: AbortSignal; readonly interrupted: boolean; dispose(): void } {
   const controller = new AbortController();
   let interrupted = false;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -214,7 +268,9 @@ function onInterrupt(progress: ProgressReporter, io: CliIo): { signal: AbortSign
       process.exit(EXIT.INTERRUPTED);
     }
     interrupted = true;
-    progress.note(`Interrupted (${signal}): stopping the run and writing the partial trajectory… (Ctrl-C again to quit at once)`);
+    progress.note(
+      `Interrupted (${signal}): stopping the run and writing the partial trajectory… (Ctrl-C again to quit at once)`,
+    );
     controller.abort(new Error(`interrupted by ${signal}`));
   };
   process.on('SIGINT', onSignal);
@@ -238,8 +294,10 @@ async function closeBackend(backend: ModelBackend): Promise<void> {
 function limitsFromFlags(v: Values): Partial<LeafLimits> {
   const limits: Partial<LeafLimits> = {};
   if (v['max-turns'] !== undefined) limits.maxTurns = parsePositiveInt('max-turns', v['max-turns'], 'solve');
-  if (v['max-new-tokens'] !== undefined) limits.maxNewTokens = parsePositiveInt('max-new-tokens', v['max-new-tokens'], 'solve');
-  if (v['context-tokens'] !== undefined) limits.contextTokens = parsePositiveInt('context-tokens', v['context-tokens'], 'solve');
+  if (v['max-new-tokens'] !== undefined)
+    limits.maxNewTokens = parsePositiveInt('max-new-tokens', v['max-new-tokens'], 'solve');
+  if (v['context-tokens'] !== undefined)
+    limits.contextTokens = parsePositiveInt('context-tokens', v['context-tokens'], 'solve');
   if (v['wall-time'] !== undefined) limits.wallTimeMs = parseDuration('wall-time', v['wall-time'], 'solve');
   try {
     resolveLimits(limits);
@@ -281,13 +339,19 @@ async function usableSandbox(kind: string | undefined, env: NodeJS.ProcessEnv): 
     try {
       return await resolveSandboxConfig(cfg);
     } catch (err) {
-      throw setupError(`no sandbox available: ${(err as Error).message}`, 'run `frognano doctor` for details, or choose one with --sandbox');
+      throw setupError(
+        `no sandbox available: ${(err as Error).message}`,
+        'run `frognano doctor` for details, or choose one with --sandbox',
+      );
     }
   }
   const check = await checkSandbox(cfg);
   if (!check.ok) {
     const failed = check.checks.find((c) => !c.ok) ?? check.checks[0];
-    throw setupError(`the ${cfg.kind} sandbox is not usable: ${failed?.message ?? 'unknown reason'}`, failed?.hint ?? 'run `frognano doctor` for details');
+    throw setupError(
+      `the ${cfg.kind} sandbox is not usable: ${failed?.message ?? 'unknown reason'}`,
+      failed?.hint ?? 'run `frognano doctor` for details',
+    );
   }
   return cfg;
 }
@@ -310,7 +374,13 @@ function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
   const t = r.trajectory;
   const lines: string[] = [];
   const verdict =
-    code === EXIT.OK ? 'Patch produced' : code === EXIT.NO_PATCH ? 'No patch' : code === EXIT.INTERRUPTED ? 'Interrupted' : 'Run failed';
+    code === EXIT.OK
+      ? 'Patch produced'
+      : code === EXIT.NO_PATCH
+        ? 'No patch'
+        : code === EXIT.INTERRUPTED
+          ? 'Interrupted'
+          : 'Run failed';
   lines.push(
     `${verdict}: ${describeExit(t)} after ${t.n_steps} turn${t.n_steps === 1 ? '' : 's'} in ` +
       `${formatDuration(t.elapsed_sec * 1000)} (${formatTokens(t.context_tokens)} tokens in context, ${formatTokens(t.frognano.total_completion_tokens)} generated).`,
@@ -319,7 +389,10 @@ function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
   if (r.patch.trim()) {
     lines.push('', ...renderDiffStat(r.changedFiles));
   }
-  for (const [title, results] of [['Setup', r.setupResults], ['Tests', r.testResults]] as const) {
+  for (const [title, results] of [
+    ['Setup', r.setupResults],
+    ['Tests', r.testResults],
+  ] as const) {
     if (!results.length) continue;
     lines.push('', `${title}:`);
     for (const c of results) {

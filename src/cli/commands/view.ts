@@ -19,7 +19,12 @@ export async function viewCommand(args: string[], io: CliIo, signal?: AbortSigna
     return EXIT.OK;
   }
   if (positionals.length !== 1) {
-    throw new UsageError(positionals.length === 0 ? 'view needs the trajectory.json to show.' : `view takes one file, got ${positionals.length}.`, 'view');
+    throw new UsageError(
+      positionals.length === 0
+        ? 'view needs the trajectory.json to show.'
+        : `view takes one file, got ${positionals.length}.`,
+      'view',
+    );
   }
   const port = values.port === undefined ? 0 : parsePositiveInt('port', values.port, 'view');
   const trajectory = await loadTrajectoryFile(path.resolve(io.cwd, positionals[0]!));

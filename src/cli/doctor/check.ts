@@ -16,10 +16,18 @@ export const SYMBOL: Record<CheckStatus, string> = { ok: '✓', fail: '✗', war
 
 const ok = (name: string, detail: string, required = true): CheckResult => ({ name, status: 'ok', detail, required });
 const fail = (name: string, detail: string, hint: string, required = true): CheckResult => ({
-  name, status: 'fail', detail, hint, required,
+  name,
+  status: 'fail',
+  detail,
+  hint,
+  required,
 });
 const warn = (name: string, detail: string, hint: string): CheckResult => ({
-  name, status: 'warn', detail, hint, required: false,
+  name,
+  status: 'warn',
+  detail,
+  hint,
+  required: false,
 });
 export const check = { ok, fail, warn };
 
@@ -29,7 +37,13 @@ export async function guarded(name: string, required: boolean, run: () => Promis
     return await run();
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    return { name, status: 'fail', detail: message, hint: 'unexpected error while checking; see the message', required };
+    return {
+      name,
+      status: 'fail',
+      detail: message,
+      hint: 'unexpected error while checking; see the message',
+      required,
+    };
   }
 }
 

@@ -22,7 +22,8 @@ export async function checkGitHubApp(env: NodeJS.ProcessEnv, cwd = process.cwd()
   }
   const problems: string[] = [];
   if (!env.APP_ID) problems.push('APP_ID is not set');
-  else if (!/^\d+$/.test(env.APP_ID.trim())) problems.push(`APP_ID must be the App's numeric id, got '${env.APP_ID.slice(0, 40)}'`);
+  else if (!/^\d+$/.test(env.APP_ID.trim()))
+    problems.push(`APP_ID must be the App's numeric id, got '${env.APP_ID.slice(0, 40)}'`);
   if (!env.WEBHOOK_SECRET) problems.push('WEBHOOK_SECRET is not set');
 
   let keyDetail = '';
@@ -33,22 +34,31 @@ export async function checkGitHubApp(env: NodeJS.ProcessEnv, cwd = process.cwd()
       const k = createPrivateKey(key.pem);
       const bits = k.asymmetricKeyDetails?.modulusLength;
       keyDetail = `${k.asymmetricKeyType?.toUpperCase() ?? 'private'} key${bits ? ` (${bits} bits)` : ''} from ${key.source}`;
-      if (k.asymmetricKeyType !== 'rsa') problems.push(`the private key is ${k.asymmetricKeyType}, GitHub App keys are RSA`);
+      if (k.asymmetricKeyType !== 'rsa')
+        problems.push(`the private key is ${k.asymmetricKeyType}, GitHub App keys are RSA`);
     } catch (err) {
       problems.push(`the private key from ${key.source} does not parse (${(err as Error).message})`);
     }
   }
   if (problems.length > 0) {
-    return check.fail(NAME, problems.join('; '), 'take APP_ID, the .pem private key and the webhook secret from the App settings page (Settings > Developer settings > GitHub Apps)');
+    return check.fail(
+      NAME,
+      problems.join('; '),
+      'take APP_ID, the .pem private key and the webhook secret from the App settings page (Settings > Developer settings > GitHub Apps)',
+    );
   }
   return check.ok(NAME, `APP_ID ${env.APP_ID!.trim()}, ${keyDetail}, WEBHOOK_SECRET set`);
 }
 
-async function loadKeyText(env: NodeJS.ProcessEnv, cwd: string): Promise<{ pem: string; source: string } | { error: string }> {
+async function loadKeyText(
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ pem: string; source: string } | { error: string }> {
   if (env.PRIVATE_KEY) {
     let text = env.PRIVATE_KEY.trim();
     // Probot accepts the key base64-encoded or with its newlines written as "\n".
-    if (!text.includes('-----BEGIN') && /^[A-Za-z0-9+/=\s]+$/.test(text)) text = Buffer.from(text, 'base64').toString('utf8');
+    if (!text.includes('-----BEGIN') && /^[A-Za-z0-9+/=\s]+$/.test(text))
+      text = Buffer.from(text, 'base64').toString('utf8');
     text = text.replace(/\\n/g, '\n');
     return { pem: text, source: 'PRIVATE_KEY' };
   }
@@ -57,7 +67,9 @@ async function loadKeyText(env: NodeJS.ProcessEnv, cwd: string): Promise<{ pem: 
     try {
       return { pem: await readFile(file, 'utf8'), source: `PRIVATE_KEY_PATH ${file}` };
     } catch (err) {
-      return { error: `PRIVATE_KEY_PATH ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
+      return {
+        error: `PRIVATE_KEY_PATH ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      };
     }
   }
   return { error: 'neither PRIVATE_KEY nor PRIVATE_KEY_PATH is set' };

@@ -15,7 +15,12 @@ const PROBE = [{ role: 'user' as const, content: 'Say OK.' }];
  * `cfg` undefined means no model is configured, which only matters for running jobs: a warning.
  */
 export async function checkModel(cfg: BackendConfig | undefined, configError?: string): Promise<CheckResult> {
-  if (configError) return check.fail(NAME, configError, 'fix the model options or the FROGNANO_BACKEND / FROGNANO_MODEL_DIR / FROGNANO_OPENAI_* variables');
+  if (configError)
+    return check.fail(
+      NAME,
+      configError,
+      'fix the model options or the FROGNANO_BACKEND / FROGNANO_MODEL_DIR / FROGNANO_OPENAI_* variables',
+    );
   if (!cfg) {
     return check.warn(
       NAME,
@@ -34,22 +39,34 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
     }
     backend = await createBackend(cfg);
   } catch (err) {
-    return check.fail(NAME, `${what}: ${(err as Error).message}`, cfg.kind === 'onnx'
-      ? 'the directory needs the ONNX graph (model.onnx, onnx/model.onnx or onnx/decoder_model_merged.onnx, or a dtype variant picked with FROGNANO_ONNX_DTYPE), tokenizer.json, tokenizer_config.json, config.json and a chat template (chat_template.jinja or in tokenizer_config.json)'
-      : 'check the model options');
+    return check.fail(
+      NAME,
+      `${what}: ${(err as Error).message}`,
+      cfg.kind === 'onnx'
+        ? 'the directory needs the ONNX graph (model.onnx, onnx/model.onnx or onnx/decoder_model_merged.onnx, or a dtype variant picked with FROGNANO_ONNX_DTYPE), tokenizer.json, tokenizer_config.json, config.json and a chat template (chat_template.jinja or in tokenizer_config.json)'
+        : 'check the model options',
+    );
   }
   const loadMs = Date.now() - started;
   try {
     if (backend instanceof OpenAIBackend) {
       const ping = await backend.ping();
       if (!ping.ok) {
-        return check.fail(NAME, ping.message, 'start the server or fix --endpoint / --model (FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL)');
+        return check.fail(
+          NAME,
+          ping.message,
+          'start the server or fix --endpoint / --model (FROGNANO_OPENAI_BASE_URL, FROGNANO_OPENAI_MODEL)',
+        );
       }
       // The loop needs parsed tool calls: a server without its tool parser fails here, naming the flags.
       const tools = await backend.probeToolCalls();
       return tools.ok
         ? check.ok(NAME, `${ping.message.replace(/\.$/, '')}; ${tools.message}`)
-        : check.fail(NAME, tools.message, 'restart the model server with the flags named (see docs/inference.md, "Using an OpenAI-compatible endpoint")');
+        : check.fail(
+            NAME,
+            tools.message,
+            'restart the model server with the flags named (see docs/inference.md, "Using an OpenAI-compatible endpoint")',
+          );
     }
     if (cfg.kind === 'replay') return check.ok(NAME, `${what}: script parses`);
     const gen = await backend.generate(PROBE, [], { maxNewTokens: 1 });
@@ -60,7 +77,11 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
         `${info.contextLength ? `, context ${info.contextLength}` : ''}${info.device ? ` on ${info.device}` : ''}${onnxPicks(backend)}`,
     );
   } catch (err) {
-    return check.fail(NAME, `${what}: loaded but generating failed: ${(err as Error).message}`, 'the model files may be incomplete or from an unsupported export');
+    return check.fail(
+      NAME,
+      `${what}: loaded but generating failed: ${(err as Error).message}`,
+      'the model files may be incomplete or from an unsupported export',
+    );
   } finally {
     await (backend as ModelBackend).close?.().catch(() => undefined);
   }
@@ -68,7 +89,9 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
 
 /** Which files the onnx backend picked: `; decoder onnx/x_q4.onnx + onnx/embed_tokens_q4.onnx (q4), chat template from chat_template.jinja`. */
 function onnxPicks(backend: ModelBackend): string {
-  const report = (backend as { modelReport?: () => { decoder: string; embed?: string; dtype: string; chatTemplate: string } }).modelReport?.();
+  const report = (
+    backend as { modelReport?: () => { decoder: string; embed?: string; dtype: string; chatTemplate: string } }
+  ).modelReport?.();
   if (!report) return '';
   return `; decoder ${report.decoder}${report.embed ? ` + ${report.embed}` : ''} (${report.dtype}), chat template from ${report.chatTemplate}`;
 }

@@ -25,7 +25,9 @@ export async function checkSandboxes(kind: string | undefined, env: NodeJS.Proce
   try {
     cfg = sandboxConfigFromEnv({ ...env, FROGNANO_SANDBOX: kind ?? env.FROGNANO_SANDBOX });
   } catch (err) {
-    return [check.fail('Sandbox', (err as Error).message, 'fix the FROGNANO_SANDBOX* environment variables (see README)')];
+    return [
+      check.fail('Sandbox', (err as Error).message, 'fix the FROGNANO_SANDBOX* environment variables (see README)'),
+    ];
   }
 
   if (cfg.kind !== 'auto') {

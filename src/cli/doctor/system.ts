@@ -16,7 +16,11 @@ export async function checkNode(version = process.versions.node): Promise<CheckR
   const good = major > needMajor || (major === needMajor && minor >= needMinor);
   return good
     ? check.ok('Node.js', `v${version} (needs ${wanted})`)
-    : check.fail('Node.js', `v${version}, needs ${wanted}`, `install Node ${needMajor}.${needMinor} or newer (e.g. nvm install ${needMajor})`);
+    : check.fail(
+        'Node.js',
+        `v${version}, needs ${wanted}`,
+        `install Node ${needMajor}.${needMinor} or newer (e.g. nvm install ${needMajor})`,
+      );
 }
 
 /**
@@ -37,7 +41,9 @@ export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3
   try {
     config = redisConfigFromEnv(env);
   } catch (err) {
-    return [check.fail('Redis', (err as Error).message, 'fix the REDIS_* settings (README, Configuration reference: Queue)')];
+    return [
+      check.fail('Redis', (err as Error).message, 'fix the REDIS_* settings (README, Configuration reference: Queue)'),
+    ];
   }
   const shown = describeRedisTarget(config.target);
   let client: Redis;
@@ -50,7 +56,13 @@ export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3
       enableOfflineQueue: false,
     });
   } catch (err) {
-    return [check.fail('Redis', `REDIS_URL is not a usable URL: ${(err as Error).message}`, 'set REDIS_URL=redis://HOST:6379')];
+    return [
+      check.fail(
+        'Redis',
+        `REDIS_URL is not a usable URL: ${(err as Error).message}`,
+        'set REDIS_URL=redis://HOST:6379',
+      ),
+    ];
   }
   // ioredis reports the cause (ECONNREFUSED, ENOTFOUND, WRONGPASS) here and only "Connection is closed" from connect().
   let cause: Error | undefined;
@@ -65,19 +77,35 @@ export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3
     const redisLine = check.ok('Redis', `${pong} from Redis ${version} at ${shown}`);
     const runners = await withTimeout(listRunners(client, { prefix: config.keyPrefix }), timeoutMs);
     const runnersLine = runners.length
-      ? check.ok('Runners', `${runners.length} registered: ${runners.map((r) => `${describeRunner(r)} on ${r.hostname}${r.currentJob ? ` working on ${r.currentJob}` : ''}`).join('; ')}`, false)
-      : check.warn('Runners', 'none registered in this Redis', 'jobs wait in the queue until a runner starts: `npm run runner` on the GPU machine, with the same REDIS_URL');
+      ? check.ok(
+          'Runners',
+          `${runners.length} registered: ${runners.map((r) => `${describeRunner(r)} on ${r.hostname}${r.currentJob ? ` working on ${r.currentJob}` : ''}`).join('; ')}`,
+          false,
+        )
+      : check.warn(
+          'Runners',
+          'none registered in this Redis',
+          'jobs wait in the queue until a runner starts: `npm run runner` on the GPU machine, with the same REDIS_URL',
+        );
     return [redisLine, runnersLine];
   } catch (err) {
     const why = cause?.message || (err as Error).message || String(err);
     if (!configured) {
-      return [check.warn(
-        'Redis',
-        `REDIS_URL not set and nothing answers at ${shown} (${why})`,
-        'the GitHub App and runners need Redis: start one (docker run -p 6379:6379 redis:7) and set REDIS_URL; `frognano solve` does not',
-      )];
+      return [
+        check.warn(
+          'Redis',
+          `REDIS_URL not set and nothing answers at ${shown} (${why})`,
+          'the GitHub App and runners need Redis: start one (docker run -p 6379:6379 redis:7) and set REDIS_URL; `frognano solve` does not',
+        ),
+      ];
     }
-    return [check.fail('Redis', `cannot reach ${shown}: ${why}`, 'check REDIS_URL (redis://[:password@]HOST:PORT[/db]) and that Redis is running and reachable')];
+    return [
+      check.fail(
+        'Redis',
+        `cannot reach ${shown}: ${why}`,
+        'check REDIS_URL (redis://[:password@]HOST:PORT[/db]) and that Redis is running and reachable',
+      ),
+    ];
   } finally {
     client.disconnect();
   }

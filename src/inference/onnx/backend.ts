@@ -138,9 +138,10 @@ export class OnnxBackend implements ModelBackend {
       } catch (err) {
         const message = (err as Error).message;
         // The npm package ships CPU binaries only; the CUDA provider is a separate download.
-        const hint = sessionOptions.executionProviders!.includes('cuda') && /cuda|provider/i.test(message)
-          ? ' (the CUDA provider needs onnxruntime-node\'s CUDA 12 binaries: run `ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js` on the runner, or use device cpu)'
-          : '';
+        const hint =
+          sessionOptions.executionProviders!.includes('cuda') && /cuda|provider/i.test(message)
+            ? " (the CUDA provider needs onnxruntime-node's CUDA 12 binaries: run `ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js` on the runner, or use device cpu)"
+            : '';
         throw new ModelError(`onnxruntime cannot load ${file}: ${message}${hint}`);
       }
     };
@@ -165,7 +166,8 @@ export class OnnxBackend implements ModelBackend {
       const id = singleTokenId(tokenizer, marker);
       if (id !== undefined) eos.add(id);
     }
-    if (eos.size === 0) throw new ModelError(`no end-of-turn token found in ${files.dir} (config eos_token_id, <|im_end|>)`);
+    if (eos.size === 0)
+      throw new ModelError(`no end-of-turn token found in ${files.dir} (config eos_token_id, <|im_end|>)`);
 
     return new OnnxBackend(
       decoder,
@@ -234,7 +236,11 @@ export class OnnxBackend implements ModelBackend {
     return result;
   }
 
-  private async generateNow(messages: ChatMessage[], tools: ToolSpec[], options: GenerateOptions): Promise<GenerateResult> {
+  private async generateNow(
+    messages: ChatMessage[],
+    tools: ToolSpec[],
+    options: GenerateOptions,
+  ): Promise<GenerateResult> {
     if (this.closed) throw new ModelError('the onnx backend was closed');
     const started = Date.now();
     if (options.enableThinking !== undefined) this.enableThinking = options.enableThinking;
@@ -269,12 +275,20 @@ export class OnnxBackend implements ModelBackend {
     const fedIds = [...promptIds, ...loop.tokens].slice(0, loop.state.length);
     this.cache?.store(fedIds, loop.state);
 
-    const parsed = parseAssistantOutput(text, { idPrefix: `onnx${++this.turn}`, tools, startsInThinking: prompt.startsInThinking });
+    const parsed = parseAssistantOutput(text, {
+      idPrefix: `onnx${++this.turn}`,
+      tools,
+      startsInThinking: prompt.startsInThinking,
+    });
     const message: ChatMessage = { role: 'assistant', content: parsed.content };
     if (parsed.reasoning) message.reasoning = parsed.reasoning;
     if (parsed.toolCalls.length) message.tool_calls = parsed.toolCalls;
     const finishReason: FinishReason =
-      loop.reason === 'aborted' || loop.reason === 'length' ? loop.reason : parsed.toolCalls.length ? 'tool_calls' : 'stop';
+      loop.reason === 'aborted' || loop.reason === 'length'
+        ? loop.reason
+        : parsed.toolCalls.length
+          ? 'tool_calls'
+          : 'stop';
     // No tool call: the run may end here and a user may follow up later; get ready for that while idle.
     if (finishReason !== 'aborted' && !parsed.toolCalls.length) this.prepareFollowUp(messages, tools);
     return {
@@ -377,17 +391,25 @@ export class OnnxBackend implements ModelBackend {
     this.idleWork = controller;
     const idle = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, FOLLOW_UP_IDLE_MS);
-      controller.signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
+      controller.signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
     });
     const work = async () => {
       await idle;
       if (controller.signal.aborted || this.closed) return;
       const hit = this.cache!.lookup([...ids, -1]);
       if (hit.reused >= ids.length) return;
-      const { state } = await this.decoder.forward(ids.slice(hit.reused), hit.state ?? this.decoder.newState(), controller.signal);
+      const { state } = await this.decoder.forward(
+        ids.slice(hit.reused),
+        hit.state ?? this.decoder.newState(),
+        controller.signal,
+      );
       this.cache!.dropUnpinned();
       this.cache!.store(ids, state, 'followup');
     };
@@ -422,10 +444,15 @@ function useChatTemplate(tokenizer: HfTokenizer, files: ModelFiles): void {
     { role: 'system', content: 'probe' },
     { role: 'user', content: 'probe' },
   ];
-  const tool: ToolSpec = { type: 'function', function: { name: 'Probe', description: 'probe', parameters: { type: 'object', properties: {} } } };
+  const tool: ToolSpec = {
+    type: 'function',
+    function: { name: 'Probe', description: 'probe', parameters: { type: 'object', properties: {} } },
+  };
   try {
     renderPrompt(tokenizer, probe, [tool]);
   } catch (err) {
-    throw new ModelError(`the chat template from ${files.chatTemplate.file} in ${files.dir} does not render: ${(err as Error).message}`);
+    throw new ModelError(
+      `the chat template from ${files.chatTemplate.file} in ${files.dir} does not render: ${(err as Error).message}`,
+    );
   }
 }

@@ -27,7 +27,15 @@ export const DEFAULT_PREFILL_LOGITS_BUDGET = 64 * 1024 * 1024;
 type Metadata = { name: string; isTensor?: boolean; type?: string; shape?: readonly unknown[] };
 
 /** Inputs the loop knows how to fill; anything else a graph asks for is reported instead of guessed. */
-const KNOWN_INPUTS = new Set(['input_ids', 'inputs_embeds', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep', 'use_cache_branch']);
+const KNOWN_INPUTS = new Set([
+  'input_ids',
+  'inputs_embeds',
+  'attention_mask',
+  'position_ids',
+  'num_logits_to_keep',
+  'logits_to_keep',
+  'use_cache_branch',
+]);
 
 export class OnnxDecoder {
   readonly specs: StateSpec[];
@@ -57,7 +65,8 @@ export class OnnxDecoder {
     const unknown = session.inputNames.filter((n) => !KNOWN_INPUTS.has(n) && !isStateInput(n));
     if (unknown.length) throw new ModelError(`model needs inputs this backend cannot provide: ${unknown.join(', ')}`);
     if (!this.inputNames.has('input_ids')) {
-      if (!this.inputNames.has('inputs_embeds')) throw new ModelError('model takes neither input_ids nor inputs_embeds');
+      if (!this.inputNames.has('inputs_embeds'))
+        throw new ModelError('model takes neither input_ids nor inputs_embeds');
       if (!embedSession) {
         throw new ModelError('the decoder takes inputs_embeds but no embed_tokens.onnx was found next to it');
       }
@@ -104,7 +113,11 @@ export class OnnxDecoder {
     const n = ids.length;
     const past = state.length;
     const feeds: Record<string, ort.Tensor> = { ...this.constantFeeds };
-    const idTensor = new ort.Tensor('int64', BigInt64Array.from(ids, (i) => BigInt(i)), [1, n]);
+    const idTensor = new ort.Tensor(
+      'int64',
+      BigInt64Array.from(ids, (i) => BigInt(i)),
+      [1, n],
+    );
     if (this.inputNames.has('input_ids')) {
       feeds.input_ids = idTensor;
     } else {
@@ -118,7 +131,11 @@ export class OnnxDecoder {
       const row = BigInt64Array.from({ length: n }, (_, i) => BigInt(past + i));
       feeds.position_ids =
         this.positionRank === 3
-          ? new ort.Tensor('int64', BigInt64Array.from({ length: 3 * n }, (_, i) => row[i % n]!), [3, 1, n])
+          ? new ort.Tensor(
+              'int64',
+              BigInt64Array.from({ length: 3 * n }, (_, i) => row[i % n]!),
+              [3, 1, n],
+            )
           : new ort.Tensor('int64', row, [1, n]);
     }
     if (this.inputNames.has('use_cache_branch')) feeds.use_cache_branch = new ort.Tensor('bool', [past > 0], [1]);
@@ -135,7 +152,12 @@ export class OnnxDecoder {
  * Prompt tokens per prefill run: the configured chunk, shortened when the graph returns logits for every
  * position so that one run's logits stay within the budget.
  */
-function prefillChunkFor(session: ort.InferenceSession, config: ModelConfig, lastOnly: boolean, opts: DecoderOptions): number {
+function prefillChunkFor(
+  session: ort.InferenceSession,
+  config: ModelConfig,
+  lastOnly: boolean,
+  opts: DecoderOptions,
+): number {
   const chunk = Math.max(1, opts.prefillChunkSize ?? DEFAULT_PREFILL_CHUNK);
   if (lastOnly) return chunk;
   const logitsMeta = (session.outputMetadata as readonly Metadata[]).find((m) => m.name === 'logits');

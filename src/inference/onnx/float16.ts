@@ -42,7 +42,11 @@ export function castFloat(tensor: ort.Tensor, to: string | undefined): ort.Tenso
   if (tensor.type === 'float16' && to === 'float32') {
     const src = tensor.data as Uint16Array;
     const table = halfTable();
-    return new ort.Tensor('float32', Float32Array.from(src, (h) => table[h]!), tensor.dims);
+    return new ort.Tensor(
+      'float32',
+      Float32Array.from(src, (h) => table[h]!),
+      tensor.dims,
+    );
   }
   throw new ModelError(`the embedding graph returns ${tensor.type} but the decoder takes ${to} inputs_embeds`);
 }

@@ -127,10 +127,15 @@ const dtypeOf = (suffix: string): string => SUFFIX_TO_DTYPE.get(suffix) ?? 'fp32
 function pickDecoder(dir: string, graphs: Graph[], all: string[], dtype?: string): Graph {
   const decoders = graphs
     .filter((g) => g.kind === 'decoder')
-    .sort((a, b) => DECODER_CANDIDATES.indexOf(a.rel.replace(a.suffix, '')) - DECODER_CANDIDATES.indexOf(b.rel.replace(b.suffix, '')));
+    .sort(
+      (a, b) =>
+        DECODER_CANDIDATES.indexOf(a.rel.replace(a.suffix, '')) -
+        DECODER_CANDIDATES.indexOf(b.rel.replace(b.suffix, '')),
+    );
   const variants = [...new Set(decoders.map((g) => dtypeOf(g.suffix)))];
   const holds = all.length ? `it holds ${all.join(', ')}` : 'it holds no .onnx file';
-  const settings = 'the dtype setting (FROGNANO_ONNX_DTYPE) picks a variant, the model file setting (FROGNANO_ONNX_MODEL_FILE) a graph';
+  const settings =
+    'the dtype setting (FROGNANO_ONNX_DTYPE) picks a variant, the model file setting (FROGNANO_ONNX_MODEL_FILE) a graph';
   if (dtype !== undefined) {
     const suffix = ONNX_DTYPES[dtype];
     if (suffix === undefined) {
@@ -149,9 +154,13 @@ function pickDecoder(dir: string, graphs: Graph[], all: string[], dtype?: string
   if (plain) return plain;
   if (variants.length === 1) return decoders[0]!;
   if (variants.length > 1) {
-    throw new ModelError(`no float32 ONNX graph in ${dir} and several variants to choose from (${variants.join(', ')}): ${holds}; ${settings}`);
+    throw new ModelError(
+      `no float32 ONNX graph in ${dir} and several variants to choose from (${variants.join(', ')}): ${holds}; ${settings}`,
+    );
   }
-  throw new ModelError(`no ONNX graph in ${dir}: expected one of ${DECODER_CANDIDATES.join(', ')} (or a dtype variant such as onnx/decoder_model_merged_q4.onnx); ${holds}; ${settings}`);
+  throw new ModelError(
+    `no ONNX graph in ${dir}: expected one of ${DECODER_CANDIDATES.join(', ')} (or a dtype variant such as onnx/decoder_model_merged_q4.onnx); ${holds}; ${settings}`,
+  );
 }
 
 /** The embedding graph that belongs to the decoder: same suffix first, then float32, then any. */
@@ -202,7 +211,8 @@ async function readChatTemplate(dir: string): Promise<ChatTemplateSource> {
   }
   const tokenizerConfig = await readJson<{ chat_template?: unknown }>(path.join(dir, 'tokenizer_config.json'), true);
   const inline = tokenizerConfig?.chat_template;
-  if ((typeof inline === 'string' && inline.trim()) || (Array.isArray(inline) && inline.length)) return { file: 'tokenizer_config.json' };
+  if ((typeof inline === 'string' && inline.trim()) || (Array.isArray(inline) && inline.length))
+    return { file: 'tokenizer_config.json' };
   throw new ModelError(
     `model directory ${dir} has no chat template: looked for chat_template.jinja and the chat_template entry of tokenizer_config.json`,
   );
@@ -228,13 +238,17 @@ export async function locateModelFiles(modelDir: string, opts: LocateOptions | s
   if (modelFile) {
     const decoderPath = path.resolve(dir, modelFile);
     if (!(await exists(decoderPath))) {
-      throw new ModelError(`model file ${decoderPath} does not exist; ${all.length ? `the directory holds ${all.join(', ')}` : 'the directory holds no .onnx file'}`);
+      throw new ModelError(
+        `model file ${decoderPath} does not exist; ${all.length ? `the directory holds ${all.join(', ')}` : 'the directory holds no .onnx file'}`,
+      );
     }
     const rel = path.relative(dir, decoderPath).split(path.sep).join('/');
     const known = classify(path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel), path.basename(rel));
     decoder = known ?? { rel, kind: 'decoder', base: path.basename(rel, '.onnx'), suffix: '' };
     if (dtype !== undefined && known && dtypeOf(known.suffix) !== dtype) {
-      throw new ModelError(`the model file ${rel} is ${dtypeOf(known.suffix)}, but dtype ${dtype} was asked for: set one of the two`);
+      throw new ModelError(
+        `the model file ${rel} is ${dtypeOf(known.suffix)}, but dtype ${dtype} was asked for: set one of the two`,
+      );
     }
   } else {
     decoder = pickDecoder(dir, graphs, all, dtype);

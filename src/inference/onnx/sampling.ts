@@ -95,7 +95,10 @@ export function candidateDistribution(
     let max = -Infinity;
     for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
     const threshold = max - NEGLIGIBLE_LOGIT_GAP * temperature;
-    const nucleus = !topK && topP !== undefined && topP > 0 && topP < 1 ? nucleusCandidates(logits, max, threshold, temperature, topP) : undefined;
+    const nucleus =
+      !topK && topP !== undefined && topP > 0 && topP < 1
+        ? nucleusCandidates(logits, max, threshold, temperature, topP)
+        : undefined;
     kept = nucleus?.kept ?? sortedCandidates(logits, threshold, topK);
     probs = weigh(kept, max);
     total = nucleus?.total ?? probs.reduce((a, b) => a + b, 0);
@@ -189,9 +192,17 @@ function nucleusCandidates(
 /**
  * One token from `logits`. `seen` (prompt and generated ids) is only read when a repetition penalty is set.
  */
-export function sampleToken(logits: ArrayLike<number>, opts: SamplingOptions, rng: Rng, seen?: Iterable<number>): number {
+export function sampleToken(
+  logits: ArrayLike<number>,
+  opts: SamplingOptions,
+  rng: Rng,
+  seen?: Iterable<number>,
+): number {
   const penalty = opts.repetitionPenalty;
-  const scores = penalty !== undefined && penalty > 0 && penalty !== 1 && seen ? applyRepetitionPenalty(logits, seen, penalty) : logits;
+  const scores =
+    penalty !== undefined && penalty > 0 && penalty !== 1 && seen
+      ? applyRepetitionPenalty(logits, seen, penalty)
+      : logits;
   const temperature = opts.temperature ?? 0;
   if (!(temperature > 0)) return argmax(scores);
 

@@ -51,7 +51,9 @@ const layerIndex = (name: string): number | undefined => {
 function dimsFromConfig(name: string, config: ModelConfig): { dims: number[]; seqAxis: number } | undefined {
   if (name.startsWith('past_key_values.')) {
     const heads = config.num_key_value_heads ?? config.num_attention_heads;
-    const headDim = config.head_dim ?? (config.hidden_size && config.num_attention_heads ? config.hidden_size / config.num_attention_heads : undefined);
+    const headDim =
+      config.head_dim ??
+      (config.hidden_size && config.num_attention_heads ? config.hidden_size / config.num_attention_heads : undefined);
     if (heads && headDim) return { dims: [1, heads, 0, headDim], seqAxis: 2 };
     return undefined;
   }
@@ -106,7 +108,14 @@ export function discoverStateSpecs(session: ort.InferenceSession, config: ModelC
       dims = fromConfig.dims;
       seqAxis = fromConfig.seqAxis;
     }
-    specs.push({ input: meta.name, output, kind: seqAxis >= 0 ? 'sequence' : 'fixed', seqAxis, initialDims: dims, type });
+    specs.push({
+      input: meta.name,
+      output,
+      kind: seqAxis >= 0 ? 'sequence' : 'fixed',
+      seqAxis,
+      initialDims: dims,
+      type,
+    });
   }
   return specs;
 }

@@ -56,7 +56,12 @@ export interface RenderOptions {
   enableThinking?: boolean;
 }
 
-export function renderPrompt(tokenizer: HfTokenizer, messages: ChatMessage[], tools: ToolSpec[], opts: RenderOptions = {}): string {
+export function renderPrompt(
+  tokenizer: HfTokenizer,
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+  opts: RenderOptions = {},
+): string {
   try {
     return tokenizer.apply_chat_template(toTemplateMessages(messages) as never, {
       tools: tools.length ? (tools as unknown as object[]) : null,

@@ -61,7 +61,8 @@ export async function readStream(
         break;
       }
       const chunk = ChunkSchema.safeParse(safeJson(data));
-      if (!chunk.success) throw new ModelError(source.clean(`${source.displayUrl} sent an unreadable stream event: ${excerpt(data)}`));
+      if (!chunk.success)
+        throw new ModelError(source.clean(`${source.displayUrl} sent an unreadable stream event: ${excerpt(data)}`));
       if (chunk.data.error !== undefined) throw streamedError(chunk.data.error, source);
       for (const delta of assembler.add(chunk.data)) onDelta(delta);
     }
@@ -150,7 +151,8 @@ function mapAssistant(wire: WireAssistant, tools: ToolSpec[]): MappedAssistant {
 
 /** The answer stopped at max_tokens or the context end, whatever finish_reason the server chose to report. */
 function wasCutOff(wire: WireAssistant, maxTokens: number | undefined, contextLength: number | undefined): boolean {
-  if (wire.finishReason && ['length', 'max_tokens', 'max_new_tokens'].includes(wire.finishReason.toLowerCase())) return true;
+  if (wire.finishReason && ['length', 'max_tokens', 'max_new_tokens'].includes(wire.finishReason.toLowerCase()))
+    return true;
   const usage = wire.usage;
   if (!usage) return false;
   if (maxTokens !== undefined && usage.completion_tokens >= maxTokens) return true;
@@ -158,7 +160,12 @@ function wasCutOff(wire: WireAssistant, maxTokens: number | undefined, contextLe
 }
 
 /** What a cancelled generation hands back: the text streamed so far, never run. */
-export function abortedResult(messages: ChatMessage[], tools: ToolSpec[], partial: string, started: number): GenerateResult {
+export function abortedResult(
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+  partial: string,
+  started: number,
+): GenerateResult {
   return {
     message: { role: 'assistant', content: partial },
     finishReason: 'aborted',
@@ -170,7 +177,9 @@ export function abortedResult(messages: ChatMessage[], tools: ToolSpec[], partia
 }
 
 /** A server's arguments as upstream Leaf reads them (text that is not a JSON object is {}), with the text kept. */
-function decodeArguments(raw: string | Record<string, unknown> | null | undefined): Pick<ToolCall, 'arguments' | 'argumentsText'> {
+function decodeArguments(
+  raw: string | Record<string, unknown> | null | undefined,
+): Pick<ToolCall, 'arguments' | 'argumentsText'> {
   if (raw === null || raw === undefined) return { arguments: {} };
   if (typeof raw !== 'string') return { arguments: raw };
   let value: unknown;
@@ -179,7 +188,8 @@ function decodeArguments(raw: string | Record<string, unknown> | null | undefine
   } catch {
     return { arguments: {}, argumentsText: raw };
   }
-  const args = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const args =
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
   return { arguments: args, argumentsText: raw };
 }
 

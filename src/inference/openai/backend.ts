@@ -95,7 +95,11 @@ export class OpenAIBackend implements ModelBackend {
     });
     this.retries = {
       transport: this.transport,
-      policy: { ...DEFAULT_RETRY_POLICY, ...opts.retry, maxRetries: opts.maxRetries ?? DEFAULT_RETRY_POLICY.maxRetries },
+      policy: {
+        ...DEFAULT_RETRY_POLICY,
+        ...opts.retry,
+        maxRetries: opts.maxRetries ?? DEFAULT_RETRY_POLICY.maxRetries,
+      },
       sleep: opts.sleep ?? defaultSleep,
       random: opts.random ?? Math.random,
       onRetry: opts.onRetry,
@@ -109,7 +113,9 @@ export class OpenAIBackend implements ModelBackend {
 
   /** The usable context: the smaller of the operator's setting and the server's, whichever are known. */
   get contextLength(): number | undefined {
-    const known = [this.opts.contextLength, this.serverContextLength].filter((n): n is number => typeof n === 'number' && n > 0);
+    const known = [this.opts.contextLength, this.serverContextLength].filter(
+      (n): n is number => typeof n === 'number' && n > 0,
+    );
     return known.length ? Math.min(...known) : undefined;
   }
 
@@ -118,7 +124,11 @@ export class OpenAIBackend implements ModelBackend {
   }
 
   info(): BackendInfo {
-    const info: BackendInfo = { backend: 'openai', model: this.opts.model, device: `remote ${this.transport.displayUrl}` };
+    const info: BackendInfo = {
+      backend: 'openai',
+      model: this.opts.model,
+      device: `remote ${this.transport.displayUrl}`,
+    };
     if (this.contextLength) info.contextLength = this.contextLength;
     return info;
   }
@@ -147,7 +157,12 @@ export class OpenAIBackend implements ModelBackend {
           const wire = await withRetries(this.retries, {
             signal: options.signal,
             attempt: (signal) =>
-              this.transport.chatCompletion(call.body(maxTokens, this.autoToolChoice), signal, call.stream, call.onDelta),
+              this.transport.chatCompletion(
+                call.body(maxTokens, this.autoToolChoice),
+                signal,
+                call.stream,
+                call.onDelta,
+              ),
             deliveredOutput: () => call.partial.length > 0,
             onRetry: options.onRetry,
           });
@@ -170,20 +185,32 @@ export class OpenAIBackend implements ModelBackend {
   async ping(signal?: AbortSignal): Promise<PingResult> {
     const shown = this.transport.displayUrl;
     const r = await this.transport.request('GET', `${this.transport.urls.baseUrl}/models`, undefined, signal);
-    if (r.error !== undefined) return { ok: false, models: [], message: this.transport.clean(`cannot reach ${shown}: ${r.error}`) };
+    if (r.error !== undefined)
+      return { ok: false, models: [], message: this.transport.clean(`cannot reach ${shown}: ${r.error}`) };
     if (r.status < 200 || r.status >= 300) {
-      return { ok: false, models: [], message: this.transport.clean(describeHttpError(shown, r.status, r.statusText, r.text)) };
+      return {
+        ok: false,
+        models: [],
+        message: this.transport.clean(describeHttpError(shown, r.status, r.statusText, r.text)),
+      };
     }
     const list = ModelListSchema.safeParse(r.json);
-    if (!list.success) return { ok: false, models: [], message: `${shown}/models did not return an OpenAI model list.` };
+    if (!list.success)
+      return { ok: false, models: [], message: `${shown}/models did not return an OpenAI model list.` };
     const models = list.data.data.map((m) => m.id);
     const model = this.opts.model;
     const ours = list.data.data.find((m) => m.id === model || m.aliases?.includes(model));
     if (!ours) {
       const llamacpp = list.data.data.some((m) => m.owned_by === 'llamacpp');
-      const fix = llamacpp ? `start llama-server with --alias ${model}, or set FROGNANO_OPENAI_MODEL` : 'set FROGNANO_OPENAI_MODEL';
+      const fix = llamacpp
+        ? `start llama-server with --alias ${model}, or set FROGNANO_OPENAI_MODEL`
+        : 'set FROGNANO_OPENAI_MODEL';
       const served = models.join(', ') || 'nothing';
-      return { ok: false, models, message: `${shown} is up but does not serve "${model}" (it serves: ${served}); ${fix}.` };
+      return {
+        ok: false,
+        models,
+        message: `${shown} is up but does not serve "${model}" (it serves: ${served}); ${fix}.`,
+      };
     }
     this.learnContextLength(ours.max_model_len ?? ours.meta?.n_ctx ?? undefined);
     const ctx = this.serverContextLength ? `, context ${this.serverContextLength} tokens` : '';

@@ -41,7 +41,13 @@ export async function probeToolCalls(
   const url = `${transport.urls.baseUrl}/chat/completions`;
   const shown = transport.displayUrl;
   const messages = [{ role: 'user', content: 'Call report_status with ready=true.' }];
-  const base = { model, messages, tools: PROBE_TOOLS, temperature: 0, chat_template_kwargs: { enable_thinking: false } };
+  const base = {
+    model,
+    messages,
+    tools: PROBE_TOOLS,
+    temperature: 0,
+    chat_template_kwargs: { enable_thinking: false },
+  };
   const auto = await transport.request('POST', url, { ...base, tool_choice: 'auto', max_tokens: 1 }, signal);
   if (auto.error !== undefined) return { ok: false, message: transport.clean(`cannot reach ${shown}: ${auto.error}`) };
   if (auto.status >= 400) {
@@ -54,18 +60,33 @@ export async function probeToolCalls(
   const parsed = CompletionSchema.safeParse(required.json);
   if (required.error !== undefined || required.status >= 400 || !parsed.success) {
     const why =
-      required.error ?? (required.status >= 400 ? `${required.status}: ${errorDetail(required.text)}` : excerpt(required.text, 120));
-    return { ok: false, message: transport.clean(`${shown} did not answer a tool_choice "required" request with a chat completion (${why}).`) };
+      required.error ??
+      (required.status >= 400 ? `${required.status}: ${errorDetail(required.text)}` : excerpt(required.text, 120));
+    return {
+      ok: false,
+      message: transport.clean(
+        `${shown} did not answer a tool_choice "required" request with a chat completion (${why}).`,
+      ),
+    };
   }
   const call = parsed.data.choices[0]!.message.tool_calls?.[0];
   if (!call) {
-    return { ok: false, message: `${shown} answered without tool_calls: start vLLM with ${VLLM_TOOL_FLAGS}, or llama-server with --jinja.` };
+    return {
+      ok: false,
+      message: `${shown} answered without tool_calls: start vLLM with ${VLLM_TOOL_FLAGS}, or llama-server with --jinja.`,
+    };
   }
-  return { ok: true, message: `answers with parsed tool calls (${call.function.name}, finish_reason ${parsed.data.choices[0]!.finish_reason}).` };
+  return {
+    ok: true,
+    message: `answers with parsed tool calls (${call.function.name}, finish_reason ${parsed.data.choices[0]!.finish_reason}).`,
+  };
 }
 
 /** llama.cpp's context length from /props, for servers whose /v1/models does not say it. */
-export async function propsContextLength(transport: ServerTransport, signal?: AbortSignal): Promise<number | undefined> {
+export async function propsContextLength(
+  transport: ServerTransport,
+  signal?: AbortSignal,
+): Promise<number | undefined> {
   const props = z
     .object({ default_generation_settings: z.object({ n_ctx: z.number() }) })
     .safeParse((await transport.request('GET', `${transport.urls.rootUrl}/props`, undefined, signal)).json);

@@ -84,7 +84,11 @@ export function chooseMaxTokens(
   const room = ctx - prompt.tokens;
   const counted = `${prompt.tokens}${prompt.exact ? '' : ' estimated'} tokens`;
   if (room <= 0) {
-    throw new ContextOverflowError(`the prompt (${counted}) fills the model's ${ctx}-token context`, prompt.tokens, ctx);
+    throw new ContextOverflowError(
+      `the prompt (${counted}) fills the model's ${ctx}-token context`,
+      prompt.tokens,
+      ctx,
+    );
   }
   if (cap !== undefined) {
     if (cap <= room) return { maxTokens: cap };

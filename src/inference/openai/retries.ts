@@ -72,10 +72,14 @@ export async function withRetries<T>(ctx: RetryContext, call: RetryCall<T>): Pro
       retry--;
       continue;
     }
-    if (call.deliveredOutput()) throw transport.error(`${verdict.reason} (after part of the answer was streamed)`, true);
+    if (call.deliveredOutput())
+      throw transport.error(`${verdict.reason} (after part of the answer was streamed)`, true);
     const elapsedMs = performance.now() - started;
     if (retry >= policy.maxRetries || elapsedMs >= policy.maxRetryWindowMs) {
-      throw transport.error(`${verdict.reason} (gave up after ${retry + 1} attempts in ${formatSeconds(elapsedMs)})`, true);
+      throw transport.error(
+        `${verdict.reason} (gave up after ${retry + 1} attempts in ${formatSeconds(elapsedMs)})`,
+        true,
+      );
     }
     const delayMs = verdict.waitMs ?? backoffDelayMs(retry, policy, ctx.random);
     const reason = transport.clean(verdict.reason);
@@ -120,7 +124,9 @@ function classifyStatus(e: HttpStatusError, ctx: RetryContext, state: FailureSta
   if (!isRetryableStatus(e.status)) return { kind: 'fail', error: transport.error(e.message, false) };
   const repeated = state.previous500 === e.message;
   if (e.status === 500 && (isDeterministicServerError(body) || repeated)) {
-    const why = repeated ? ' (the same error twice: not retried further)' : ' (a rejection of the request: not retried)';
+    const why = repeated
+      ? ' (the same error twice: not retried further)'
+      : ' (a rejection of the request: not retried)';
     return { kind: 'fail', error: transport.error(`${e.message}${why}`, false) };
   }
   state.previous500 = e.status === 500 ? e.message : undefined;

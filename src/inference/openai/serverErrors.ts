@@ -134,7 +134,8 @@ export function isAutoToolChoiceRejection(body: ErrorBody): boolean {
  * the same request gets the same answer, so it is not retried.
  */
 export function isDeterministicServerError(body: ErrorBody): boolean {
-  if (body.type && /^(BadRequestError|invalid_request_error|ValidationError|not_supported_error)$/i.test(body.type)) return true;
+  if (body.type && /^(BadRequestError|invalid_request_error|ValidationError|not_supported_error)$/i.test(body.type))
+    return true;
   return /validation error|ValidationError|is not valid under|must be (?:a|an|one of|at least|less|greater)|unsupported|not supported|template|failed to (?:parse|format)/i.test(
     body.message ?? '',
   );

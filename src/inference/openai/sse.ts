@@ -3,7 +3,10 @@
  * Follows the SSE rules that matter for vLLM/SGLang/llama.cpp: events end at a blank line, several
  * `data:` lines join with "\n", `:` lines are comments (keep-alives), CRLF and LF both end a line.
  */
-export async function* readSseData(body: ReadableStream<Uint8Array>, maxEventBytes = 8 * 1024 * 1024): AsyncGenerator<string> {
+export async function* readSseData(
+  body: ReadableStream<Uint8Array>,
+  maxEventBytes = 8 * 1024 * 1024,
+): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffer = '';
   let data: string[] = [];

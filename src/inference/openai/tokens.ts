@@ -46,7 +46,9 @@ export class PromptTokenCounter {
   async count(messages: ChatMessage[], tools: ToolSpec[], templateKwargs: unknown): Promise<PromptCount> {
     const wireMessages = messages.map(toWireMessage);
     const wireTools = tools.length ? tools : undefined;
-    const key = createHash('sha256').update(JSON.stringify([wireMessages, wireTools, templateKwargs])).digest('hex');
+    const key = createHash('sha256')
+      .update(JSON.stringify([wireMessages, wireTools, templateKwargs]))
+      .digest('hex');
     if (this.last?.key === key) return this.last.count;
     const count = (await this.serverCount(wireMessages, wireTools, templateKwargs)) ?? {
       tokens: overestimatePromptTokens(messages, tools),
@@ -86,12 +88,19 @@ export class PromptTokenCounter {
       vllmAbsent = r.error === undefined && r.status >= 200 && r.status < 500;
     }
     if (this.tokenizer === undefined || this.tokenizer === 'llamacpp') {
-      const applied = await this.request('POST', `${this.rootUrl}/apply-template`, { messages, tools, chat_template_kwargs: templateKwargs });
+      const applied = await this.request('POST', `${this.rootUrl}/apply-template`, {
+        messages,
+        tools,
+        chat_template_kwargs: templateKwargs,
+      });
       const prompt = z.object({ prompt: z.string() }).safeParse(applied.json);
       if (prompt.success) {
         const tokens = z
           .object({ tokens: z.array(z.unknown()) })
-          .safeParse((await this.request('POST', `${this.rootUrl}/tokenize`, { content: prompt.data.prompt, add_special: true })).json);
+          .safeParse(
+            (await this.request('POST', `${this.rootUrl}/tokenize`, { content: prompt.data.prompt, add_special: true }))
+              .json,
+          );
         if (tokens.success) {
           this.tokenizer = 'llamacpp';
           return { tokens: tokens.data.tokens.length, exact: true };

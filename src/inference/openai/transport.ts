@@ -109,7 +109,8 @@ export class ServerTransport {
   /** Removes the api key (even if a server echoes it) and anything secret-shaped. */
   clean(text: string): string {
     let out = text;
-    for (const secret of [this.opts.apiKey, this.urls.basicAuth]) if (secret) out = out.split(secret).join('[REDACTED]');
+    for (const secret of [this.opts.apiKey, this.urls.basicAuth])
+      if (secret) out = out.split(secret).join('[REDACTED]');
     return redact(out);
   }
 

@@ -20,7 +20,9 @@ function splitCredentials(url: string): { url: string; basicAuth?: string } {
   try {
     const u = new URL(url);
     if (!u.username && !u.password) return { url };
-    const basicAuth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
+    const basicAuth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString(
+      'base64',
+    );
     u.username = '';
     u.password = '';
     return { url: u.toString().replace(/\/+$/, ''), basicAuth };

@@ -98,7 +98,11 @@ export function wireFromCompletion(c: z.infer<typeof CompletionSchema>): WireAss
   return {
     content: message.content ?? '',
     reasoning: message.reasoning_content ?? message.reasoning ?? '',
-    toolCalls: (message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
+    toolCalls: (message.tool_calls ?? []).map((t) => ({
+      id: t.id,
+      name: t.function.name,
+      arguments: t.function.arguments,
+    })),
     finishReason: finish_reason,
     usage: c.usage,
   };

@@ -17,14 +17,17 @@ export function lineDiff(before: string, after: string): DiffLine[] {
   const lengths = new Uint32Array((a.length + 1) * w);
   for (let i = a.length - 1; i >= 0; i--) {
     for (let j = b.length - 1; j >= 0; j--) {
-      lengths[i * w + j] = a[i] === b[j] ? lengths[(i + 1) * w + j + 1]! + 1 : Math.max(lengths[(i + 1) * w + j]!, lengths[i * w + j + 1]!);
+      lengths[i * w + j] =
+        a[i] === b[j]
+          ? lengths[(i + 1) * w + j + 1]! + 1
+          : Math.max(lengths[(i + 1) * w + j]!, lengths[i * w + j + 1]!);
     }
   }
   const out: DiffLine[] = [];
   let i = 0;
   let j = 0;
   while (i < a.length && j < b.length) {
-    if (a[i] === b[j]) out.push({ op: ' ', text: a[i++]! }), j++;
+    if (a[i] === b[j]) (out.push({ op: ' ', text: a[i++]! }), j++);
     else if (lengths[(i + 1) * w + j]! >= lengths[i * w + j + 1]!) out.push({ op: '-', text: a[i++]! });
     else out.push({ op: '+', text: b[j++]! });
   }
@@ -45,7 +48,15 @@ export function renderPatch(patch: string): string {
   return patch
     .split('\n')
     .map((line) => {
-      const cls = /^(diff |index |--- |\+\+\+ )/.test(line) ? 'hdr' : line.startsWith('@@') ? 'hunk' : line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : 'ctx';
+      const cls = /^(diff |index |--- |\+\+\+ )/.test(line)
+        ? 'hdr'
+        : line.startsWith('@@')
+          ? 'hunk'
+          : line.startsWith('+')
+            ? 'add'
+            : line.startsWith('-')
+              ? 'del'
+              : 'ctx';
       return `<span class="${cls}">${escapeHtml(line) || ' '}</span>`;
     })
     .join('');

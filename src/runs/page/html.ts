@@ -19,7 +19,10 @@ export function formatDuration(ms: number): string {
 }
 
 /** Text in a <pre>, folded into <details> when long, with its first line as the summary. */
-export function foldedPre(text: string, o: { label: string; cls?: string; maxLines?: number; maxChars?: number }): string {
+export function foldedPre(
+  text: string,
+  o: { label: string; cls?: string; maxLines?: number; maxChars?: number },
+): string {
   const lines = text.split('\n');
   const maxLines = o.maxLines ?? 30;
   const pre = `<pre class="${o.cls ?? 'out'}">${escapeHtml(text)}</pre>`;

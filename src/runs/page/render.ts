@@ -46,12 +46,22 @@ export function renderRunPage(p: RunPageInput): string {
 
 function renderHeader(p: RunPageInput): string {
   const { ref, summary } = p.round;
-  const gh = p.githubUrl ? `${p.githubUrl}/${encodeURIComponent(ref.owner)}/${encodeURIComponent(ref.repo)}` : undefined;
+  const gh = p.githubUrl
+    ? `${p.githubUrl}/${encodeURIComponent(ref.owner)}/${encodeURIComponent(ref.repo)}`
+    : undefined;
   const links = [
     gh ? `<a href="${gh}/issues/${ref.issueNumber}">issue #${ref.issueNumber}</a>` : `issue #${ref.issueNumber}`,
-    ...(summary.pullNumber ? [gh ? `<a href="${gh}/pull/${summary.pullNumber}">pull request #${summary.pullNumber}</a>` : `pull request #${summary.pullNumber}`] : []),
+    ...(summary.pullNumber
+      ? [
+          gh
+            ? `<a href="${gh}/pull/${summary.pullNumber}">pull request #${summary.pullNumber}</a>`
+            : `pull request #${summary.pullNumber}`,
+        ]
+      : []),
   ];
-  const user = p.user ? `<p class="user">${escapeHtml(p.user.login)} · <a href="${p.user.signOutHref}">sign out</a></p>` : '';
+  const user = p.user
+    ? `<p class="user">${escapeHtml(p.user.login)} · <a href="${p.user.signOutHref}">sign out</a></p>`
+    : '';
   const t = p.round.trajectory;
   return [
     `<header class="run">${user}<p class="crumbs">${escapeHtml(ref.owner)}/${escapeHtml(ref.repo)} · ${links.join(' · ')}</p>`,
@@ -86,13 +96,17 @@ function renderRoundNav(p: RunPageInput): string {
 
 function renderTask(r: StoredRound): string {
   const task = r.trajectory.frognano.task;
-  const context = (task.context ?? []).map((s) => `<h3>${escapeHtml(s.heading)}</h3>${foldedPre(s.text, { label: s.heading, cls: 'prose' })}`);
+  const context = (task.context ?? []).map(
+    (s) => `<h3>${escapeHtml(s.heading)}</h3>${foldedPre(s.text, { label: s.heading, cls: 'prose' })}`,
+  );
   return `<details class="task"><summary>Task given to the model</summary><h3>${escapeHtml(task.title)}</h3><pre class="prose">${escapeHtml(task.body)}</pre>${context.join('')}</details>`;
 }
 
 function renderOutcome(r: StoredRound): string {
   const t = r.trajectory;
-  const final = t.final_message.trim() ? `<section id="final"><h2>Final message</h2><pre class="prose">${escapeHtml(t.final_message)}</pre></section>` : '';
+  const final = t.final_message.trim()
+    ? `<section id="final"><h2>Final message</h2><pre class="prose">${escapeHtml(t.final_message)}</pre></section>`
+    : '';
   const patch = r.patch.trim()
     ? `<pre class="diff patch">${renderPatch(r.patch)}</pre>`
     : '<p class="none">This round left no patch.</p>';
@@ -105,5 +119,7 @@ function renderOutcome(r: StoredRound): string {
 
 function testVerdict(x: StoredRound['tests'][number]): string {
   if (x.timedOut) return '<span class="verdict fail">timed out</span>';
-  return x.exitCode === 0 ? '<span class="verdict pass">passed</span>' : `<span class="verdict fail">failed (exit ${x.exitCode ?? 'killed'})</span>`;
+  return x.exitCode === 0
+    ? '<span class="verdict pass">passed</span>'
+    : `<span class="verdict fail">failed (exit ${x.exitCode ?? 'killed'})</span>`;
 }

@@ -19,10 +19,16 @@ export function renderTimeline(t: Trajectory): string {
       `<span class="meta">${timing}</span></div>`,
     ];
     if (step.assistant.reasoning_content?.trim()) {
-      parts.push(`<details class="reasoning"><summary>Reasoning</summary><pre class="prose">${escapeHtml(step.assistant.reasoning_content)}</pre></details>`);
+      parts.push(
+        `<details class="reasoning"><summary>Reasoning</summary><pre class="prose">${escapeHtml(step.assistant.reasoning_content)}</pre></details>`,
+      );
     }
-    if (step.assistant.content?.trim()) parts.push(`<pre class="prose said">${escapeHtml(step.assistant.content)}</pre>`);
-    for (const e of facts.parse_errors) parts.push(`<p class="warn">Tool-call markup that did not parse: <code>${escapeHtml(e.slice(0, 500))}</code></p>`);
+    if (step.assistant.content?.trim())
+      parts.push(`<pre class="prose said">${escapeHtml(step.assistant.content)}</pre>`);
+    for (const e of facts.parse_errors)
+      parts.push(
+        `<p class="warn">Tool-call markup that did not parse: <code>${escapeHtml(e.slice(0, 500))}</code></p>`,
+      );
     calls.forEach((call, k) => {
       const obs = step.observations[k]?.observation ?? '';
       const of = facts.observations[k];
@@ -39,7 +45,12 @@ function renderCall(call: TrajectoryToolCall, observation: string, fact?: { isEr
   const name = call.function.name;
   const head = `<div class="call-head"><span class="tool">${escapeHtml(name)}</span> ${callTitle(name, args)}${fact ? `<span class="meta">${formatDuration(fact.ms)}</span>` : ''}</div>`;
   const body = [head, callBody(name, args, call.function.arguments)];
-  body.push(foldedPre(observation, { label: fact?.isError ? 'Error output' : 'Output', cls: fact?.isError ? 'out err' : 'out' }));
+  body.push(
+    foldedPre(observation, {
+      label: fact?.isError ? 'Error output' : 'Output',
+      cls: fact?.isError ? 'out err' : 'out',
+    }),
+  );
   return `<div class="call${fact?.isError ? ' failed' : ''}">${body.join('')}</div>`;
 }
 
@@ -61,9 +72,14 @@ function callBody(name: string, args: Record<string, unknown>, raw: string): str
   }
   if (name === 'Write' && typeof args.content === 'string') {
     // A file's final newline ends its last line; it is not one more, empty line.
-    const lines = args.content.replace(/\n$/, '').split('\n').map((text) => ({ op: '+' as const, text }));
+    const lines = args.content
+      .replace(/\n$/, '')
+      .split('\n')
+      .map((text) => ({ op: '+' as const, text }));
     const pre = `<pre class="diff">${renderDiffLines(lines)}</pre>`;
-    return lines.length <= 30 ? pre : `<details class="fold"><summary>Written content · ${formatCount(lines.length)} lines</summary>${pre}</details>`;
+    return lines.length <= 30
+      ? pre
+      : `<details class="fold"><summary>Written content · ${formatCount(lines.length)} lines</summary>${pre}</details>`;
   }
   if (name === 'Bash' && typeof args.command === 'string') {
     return args.command.includes('\n') ? `<pre class="args">${escapeHtml(args.command)}</pre>` : '';
@@ -71,6 +87,7 @@ function callBody(name: string, args: Record<string, unknown>, raw: string): str
   const known = new Set(['file_path', 'pattern']);
   const rest = Object.entries(args).filter(([k]) => !known.has(k));
   if (rest.length === 0 && Object.keys(args).length > 0) return '';
-  if (Object.keys(args).length === 0) return raw.trim() && raw.trim() !== '{}' ? `<pre class="args">${escapeHtml(raw)}</pre>` : '';
+  if (Object.keys(args).length === 0)
+    return raw.trim() && raw.trim() !== '{}' ? `<pre class="args">${escapeHtml(raw)}</pre>` : '';
   return `<dl class="args">${rest.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(str(v))}</dd>`).join('')}</dl>`;
 }

@@ -23,7 +23,9 @@ export function renderTimelineBar(t: Trajectory): string {
     const seg = [
       `<a href="#step-${i + 1}"><title>Step ${i + 1} · model ${formatDuration(s.model)} · tools ${formatDuration(s.tools)}</title>`,
       `<rect class="seg-model" x="${x.toFixed(2)}" y="0" width="${Math.max(modelW, 0.5).toFixed(2)}" height="20"/>`,
-      w > modelW ? `<rect class="${s.failed ? 'seg-failed' : 'seg-tools'}" x="${(x + modelW).toFixed(2)}" y="0" width="${(w - modelW).toFixed(2)}" height="20"/>` : '',
+      w > modelW
+        ? `<rect class="${s.failed ? 'seg-failed' : 'seg-tools'}" x="${(x + modelW).toFixed(2)}" y="0" width="${(w - modelW).toFixed(2)}" height="20"/>`
+        : '',
       `<rect class="seg-gap" x="${(x + w - 0.3).toFixed(2)}" y="0" width="0.3" height="20"/></a>`,
     ].join('');
     x += w;

@@ -58,7 +58,12 @@ export function containerOptions(
   };
 }
 
-function hostConfig(cfg: DockerSandboxConfig, hostDir: string, owner: WorkspaceOwner, network: boolean): Docker.HostConfig {
+function hostConfig(
+  cfg: DockerSandboxConfig,
+  hostDir: string,
+  owner: WorkspaceOwner,
+  network: boolean,
+): Docker.HostConfig {
   const mb = 1024 * 1024;
   return {
     // With network: the engine's default bridge (the internet, not the runner's loopback services).

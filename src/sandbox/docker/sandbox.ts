@@ -167,7 +167,15 @@ export class DockerSandbox implements Sandbox {
       exec = await container.exec({
         // Root (holding only CAP_KILL) starts the command as the sandbox user and, once it returns, kills what it
         // left behind; nothing the command does can stop or fool it (see exec-wrapper.sh).
-        Cmd: ['bash', '-c', execWrapperProgram(), 'sandbox', String(this.job.owner.uid), String(this.job.owner.gid), ...argv],
+        Cmd: [
+          'bash',
+          '-c',
+          execWrapperProgram(),
+          'sandbox',
+          String(this.job.owner.uid),
+          String(this.job.owner.gid),
+          ...argv,
+        ],
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         WorkingDir: CONTAINER_WORKDIR,
         User: '0:0',
@@ -262,7 +270,9 @@ export class DockerSandbox implements Sandbox {
     const e = err as DockerError;
     if (this.job.expired) return this.job.timeLimitError();
     if (e.statusCode === 404 || e.statusCode === 409) {
-      return new Error(`sandbox container ${this.container.id.slice(0, 12)} is no longer running: ${e.json?.message ?? e.message}`);
+      return new Error(
+        `sandbox container ${this.container.id.slice(0, 12)} is no longer running: ${e.json?.message ?? e.message}`,
+      );
     }
     if (engineUnreachable(e)) return new SandboxUnavailableError(`Docker engine not reachable (${e.code})`);
     return err instanceof Error ? err : new Error(String(err));

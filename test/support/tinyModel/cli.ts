@@ -11,7 +11,9 @@ import { buildTinyModel, DEFAULT_TINY_CONFIG, type TinyModelConfig } from './bui
 function parseCliArgs(argv: string[]): { outDir: string; overrides: Partial<TinyModelConfig> } {
   const [outDir, ...rest] = argv;
   if (!outDir || outDir.startsWith('--')) {
-    throw new Error('usage: tsx test/support/tinyModel/cli.ts <outDir> [--hidden N] [--layers N] [--heads N] [--merges N] [--mrope] [--split-embedding] [--external-data]');
+    throw new Error(
+      'usage: tsx test/support/tinyModel/cli.ts <outDir> [--hidden N] [--layers N] [--heads N] [--merges N] [--mrope] [--split-embedding] [--external-data]',
+    );
   }
   const overrides: Partial<TinyModelConfig> = {};
   for (let i = 0; i < rest.length; i++) {
@@ -31,7 +33,9 @@ function parseCliArgs(argv: string[]): { outDir: string; overrides: Partial<Tiny
       case '--layers': {
         // Qwen3.5 pattern: three linear-attention layers, then one full-attention layer.
         const n = num();
-        overrides.layerTypes = Array.from({ length: n }, (_, j) => (j % 4 === 3 || n === 1 ? 'full_attention' : 'linear_attention'));
+        overrides.layerTypes = Array.from({ length: n }, (_, j) =>
+          j % 4 === 3 || n === 1 ? 'full_attention' : 'linear_attention',
+        );
         break;
       }
       case '--heads': {

@@ -4,7 +4,18 @@
  * RMSNorm -> SiLU MLP -> residual] x N -> RMSNorm -> LM head, with the Qwen3.5 export's inputs and outputs.
  */
 import type { TinyModelConfig } from './config.js';
-import { BOOL, F32, GraphWriter, I64, onnx, prng, valueInfo, type Dim, type GraphProto, type ValueInfoProto } from './onnxWriter.js';
+import {
+  BOOL,
+  F32,
+  GraphWriter,
+  I64,
+  onnx,
+  prng,
+  valueInfo,
+  type Dim,
+  type GraphProto,
+  type ValueInfoProto,
+} from './onnxWriter.js';
 
 export function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: GraphProto; embed?: GraphProto } {
   const g = new GraphWriter();
@@ -62,7 +73,12 @@ export function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: 
   if (cfg.splitEmbedding) {
     x = 'inputs_embeds';
     const e = new GraphWriter();
-    e.o('Gather', [e.weight('model.embed_tokens.weight', [vocabSize, H], embWeights), 'input_ids'], { axis: 0 }, 'inputs_embeds');
+    e.o(
+      'Gather',
+      [e.weight('model.embed_tokens.weight', [vocabSize, H], embWeights), 'input_ids'],
+      { axis: 0 },
+      'inputs_embeds',
+    );
     embed = onnx.GraphProto.create({
       name: 'tiny_embed_tokens',
       node: e.nodes,
@@ -126,7 +142,10 @@ export function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: 
       const kAll = g.o('Concat', [pastK, k], { axis: 2 }, `present.${i}.key`);
       const vAll = g.o('Concat', [pastV, v], { axis: 2 }, `present.${i}.value`);
       const scores = g.o('Add', [
-        g.o('Mul', [g.o('MatMul', [q, g.o('Transpose', [kAll], { perm: [0, 1, 3, 2] })]), g.f32([1 / Math.sqrt(D)], [])]),
+        g.o('Mul', [
+          g.o('MatMul', [q, g.o('Transpose', [kAll], { perm: [0, 1, 3, 2] })]),
+          g.f32([1 / Math.sqrt(D)], []),
+        ]),
         additiveMask,
       ]);
       const attn = g.o('MatMul', [g.o('Softmax', [scores], { axis: -1 }), vAll]); // [B,nH,S,D]
@@ -153,11 +172,17 @@ export function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: 
       const convW = g.weight(`${p}.linear_attn.conv1d.weight`, [convDim, 1, K], uniform(convDim * K, Math.sqrt(1 / K)));
       const conv = silu(g.o('Conv', [window, convW], { group: convDim, kernel_shape: [K] })); // [B,C,S]
       const act = g.o('Transpose', [conv], { perm: [0, 2, 1] });
-      const [qf, kf, vf] = g.op('Split', [act, g.i64([nL * Dk, nL * Dk, nL * Dv])], { axis: 2 }, 3) as [string, string, string];
+      const [qf, kf, vf] = g.op('Split', [act, g.i64([nL * Dk, nL * Dk, nL * Dv])], { axis: 2 }, 3) as [
+        string,
+        string,
+        string,
+      ];
       const l2norm = (t: string) =>
         g.o('Div', [
           t,
-          g.o('Sqrt', [g.o('Add', [g.o('ReduceSum', [g.o('Mul', [t, t]), g.i64([-1])], { keepdims: 1 }), g.f32([1e-6], [])])]),
+          g.o('Sqrt', [
+            g.o('Add', [g.o('ReduceSum', [g.o('Mul', [t, t]), g.i64([-1])], { keepdims: 1 }), g.f32([1e-6], [])]),
+          ]),
         ]);
       const q = l2norm(g.o('Reshape', [qf, g.i64([0, 0, nL, Dk])]));
       const k = l2norm(g.o('Reshape', [kf, g.i64([0, 0, nL, Dk])]));
@@ -168,7 +193,11 @@ export function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: 
       // Scan over time: state = decay * state + k^T v ; out = q . state.
       const body = new GraphWriter(`${p}.scan.`);
       const [st, qt, kt, vt, gt] = ['state_in', 'q_t', 'k_t', 'v_t', 'g_t'].map((n) => `${p}.scan.${n}`) as [
-        string, string, string, string, string,
+        string,
+        string,
+        string,
+        string,
+        string,
       ];
       const outer = (vals: number[]) => g.i64(vals); // outer-scope constants are visible inside the body
       const kv = body.o('Mul', [body.o('Unsqueeze', [kt, outer([3])]), body.o('Unsqueeze', [vt, outer([2])])]);
@@ -203,7 +232,10 @@ export function buildGraph(cfg: TinyModelConfig, vocabSize: number): { decoder: 
     const h2 = rmsNorm(x, `${p}.post_attention_layernorm.weight`, H);
     const gate = silu(g.o('MatMul', [h2, linear(`${p}.mlp.gate_proj.weight`, H, cfg.intermediateSize)]));
     const up = g.o('MatMul', [h2, linear(`${p}.mlp.up_proj.weight`, H, cfg.intermediateSize)]);
-    x = g.o('Add', [x, g.o('MatMul', [g.o('Mul', [gate, up]), linear(`${p}.mlp.down_proj.weight`, cfg.intermediateSize, H)])]);
+    x = g.o('Add', [
+      x,
+      g.o('MatMul', [g.o('Mul', [gate, up]), linear(`${p}.mlp.down_proj.weight`, cfg.intermediateSize, H)]),
+    ]);
   });
 
   let final = rmsNorm(x, 'model.norm.weight', H);
