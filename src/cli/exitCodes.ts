@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+
 /**
  * Exit codes of `frognano` (documented in `frognano --help` and docs/cli.md), and the error type that
  * carries one up to main() so every failure ends with one clear line and the right code.
@@ -45,3 +47,16 @@ export class UsageError extends CliError {
 }
 
 export const setupError = (message: string, hint?: string) => new CliError(message, EXIT.SETUP, hint);
+
+/**
+ * Reads a file the user named on the command line; a failure is a setup error that names the file (as `what`
+ * describes it), its errno code, and what to do (`hint`, by code).
+ */
+export async function readNamedFile(file: string, what: string, hint: (code?: string) => string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw setupError(`cannot read ${what}${file}${code ? ` (${code})` : ''}`, hint(code));
+  }
+}

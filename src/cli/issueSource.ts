@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { Octokit } from '@octokit/rest';
 import { visibleText } from '../github/untrusted.js';
 import { clampIssueBody } from '../queue/schema.js';
-import { CliError, setupError } from './exitCodes.js';
+import { CliError, readNamedFile, setupError } from './exitCodes.js';
 
 export interface IssueTask {
   title: string;
@@ -36,16 +35,7 @@ export function taskFromText(text: string): IssueTask {
 }
 
 export async function taskFromFile(file: string): Promise<IssueTask> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw setupError(
-      `cannot read the issue file ${file}${code ? ` (${code})` : ''}`,
-      'check the path given to --issue-file',
-    );
-  }
+  const text = await readNamedFile(file, 'the issue file ', () => 'check the path given to --issue-file');
   return taskFromText(text);
 }
 

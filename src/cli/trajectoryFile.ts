@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { TrajectoryFileSchema, trajectoryFromFile, type Trajectory } from '../leaf/trajectory.js';
-import { setupError } from './exitCodes.js';
+import { readNamedFile, setupError } from './exitCodes.js';
 
 /** "steps[3].observations[0].is_error: expected boolean, received string" — at most `max` issues. */
 export function describeIssues(error: z.ZodError, max = 8): string[] {
@@ -17,16 +16,9 @@ function formatPath(path: PropertyKey[]): string {
 
 /** Reads and validates a trajectory file; every failure is a setup error naming the file and the problem. */
 export async function loadTrajectoryFile(file: string): Promise<Trajectory> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw setupError(
-      `cannot read ${file}${code ? ` (${code})` : ''}`,
-      code === 'EISDIR' ? 'give the trajectory.json file inside the output directory' : 'check the path',
-    );
-  }
+  const text = await readNamedFile(file, '', (code) =>
+    code === 'EISDIR' ? 'give the trajectory.json file inside the output directory' : 'check the path',
+  );
   let json: unknown;
   try {
     json = JSON.parse(text);

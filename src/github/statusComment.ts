@@ -136,6 +136,17 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
   return lines.join('\n');
 }
 
+/** The model's summary, fenced as untrusted text; nothing when it gave none. */
+function summaryLines(summary: string | undefined): string[] {
+  if (!summary) return [];
+  return [
+    '',
+    "The model's summary (its own words, unreviewed):",
+    '',
+    untrustedBlock(redact(summary), MAX_SUMMARY_CHARS),
+  ];
+}
+
 /** The body for an issue's attempt (and a round's running state). */
 function attemptLines(state: StatusState, meta: StatusMeta): string[] {
   const attempt = meta.attempt && meta.attempt > 1 ? ` (attempt ${meta.attempt})` : '';
@@ -168,13 +179,7 @@ function attemptLines(state: StatusState, meta: StatusMeta): string[] {
     case 'pull_request': {
       lines.push(`### ✅ frognano: draft pull request #${state.number} opened${attempt}`);
       lines.push('', `Proposed change: ${state.url}`);
-      if (state.summary)
-        lines.push(
-          '',
-          "The model's summary (its own words, unreviewed):",
-          '',
-          untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS),
-        );
+      lines.push(...summaryLines(state.summary));
       lines.push(
         '',
         'The pull request is a **draft** written by a model: review the diff and the test results before approving. Nothing merges without a human.',
@@ -253,13 +258,7 @@ function roundLines(state: Exclude<StatusState, { kind: 'running' }>, round: num
         '',
         'New commits are on this pull request. The approval check waits for a fresh approval of the new head.',
       ];
-      if (state.summary)
-        out.push(
-          '',
-          "The model's summary (its own words, unreviewed):",
-          '',
-          untrustedBlock(redact(state.summary), MAX_SUMMARY_CHARS),
-        );
+      out.push(...summaryLines(state.summary));
       return [...out, '', ROUND_HINT];
     }
     case 'no_patch': {

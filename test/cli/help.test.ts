@@ -56,7 +56,9 @@ describe('CLI help names only environment variables the code reads', () => {
     }
     expect(isRead('FROGNANO_ENDPOINT')).toBe(false);
     expect(isRead('FROGNANO_SANDBOX_*')).toBe(true);
-    expect(isRead('FROGNANO_MODEL_*')).toBe(false);
+    // FROGNANO_MODEL_* became a family (MODEL_DIR, MODEL_SLOTS); FROGNANO_QUOTAS_FILE is still a family of one.
+    expect(isRead('FROGNANO_MODEL_*')).toBe(true);
+    expect(isRead('FROGNANO_QUOTAS_*')).toBe(false);
   });
 
   test('every NAME_WITH_UNDERSCORES in the help texts is read', () => {
