@@ -42,7 +42,7 @@ export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3
     config = redisConfigFromEnv(env);
   } catch (err) {
     return [
-      check.fail('Redis', (err as Error).message, 'fix the REDIS_* settings (README, Configuration reference: Queue)'),
+      check.fail('Redis', (err as Error).message, 'fix the REDIS_* settings (docs/configuration.md, Queue)'),
     ];
   }
   const shown = describeRedisTarget(config.target);
