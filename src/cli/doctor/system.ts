@@ -41,9 +41,7 @@ export async function checkRedisAndRunners(env: NodeJS.ProcessEnv, timeoutMs = 3
   try {
     config = redisConfigFromEnv(env);
   } catch (err) {
-    return [
-      check.fail('Redis', (err as Error).message, 'fix the REDIS_* settings (docs/configuration.md, Queue)'),
-    ];
+    return [check.fail('Redis', (err as Error).message, 'fix the REDIS_* settings (docs/configuration.md, Queue)')];
   }
   const shown = describeRedisTarget(config.target);
   let client: Redis;
