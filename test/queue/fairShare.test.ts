@@ -2,10 +2,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/g
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
-import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
+import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
 import { followUpJob, issueJob } from '../support/tenantJobs.js';
-import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
+import { FairShare, HOLD_MS } from '../../src/queue/fairShare/dispatcher.js';
 import { fairShareBacklog } from '../../src/queue/fairShare/backlog.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -113,6 +113,22 @@ describe('fair share order', () => {
     slots = 10;
     expect((await fair.dispatch()).map((m) => m.jobId)).toEqual([second, third]);
     expect((await queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([third]);
+  });
+});
+
+describe('recovery', () => {
+  test('a held job that never got in line (the app stopped between the two steps) is lined up once', async () => {
+    const names = await add([data('acme', 'x')]);
+    // What fair.enqueue() does before HOLD: the job is added held, and the app dies before it joins its line.
+    const { job } = await enqueueJob(queue, data('beta', 'y'), { delayMs: HOLD_MS });
+    expect(await fair.position(job.id!)).toBeUndefined();
+    expect(await fair.lineUpStranded()).toBe(1);
+    expect(await fair.lineUpStranded()).toBe(0); // in line already: not twice
+    expect(await fair.position(job.id!)).toBe(2);
+    slots = 10;
+    const moved = (await fair.dispatch()).map((m) => m.jobId);
+    expect(moved).toEqual([...names.keys(), job.id]);
+    expect(await fair.lineUpStranded()).toBe(0); // promoted jobs are not delayed any more
   });
 });
 

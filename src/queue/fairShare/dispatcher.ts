@@ -19,6 +19,9 @@ export const HOLD_MS = 30 * 24 * 3600 * 1000;
 /** A pick not promoted within this long (its dispatcher died between the two steps) is promoted by the next. */
 const STALE_PICK_MS = 30_000;
 const SNAPSHOT_JOBS_PER_REPO = 1000;
+/** How often a dispatcher looks for held jobs that never got in line, and how many it looks at. */
+const STRANDED_SWEEP_MS = 60_000;
+const STRANDED_SWEEP_JOBS = 1000;
 
 /** FROGNANO_FAIR_SHARE=off turns the fair share off (jobs go straight into the queue); app and runners read it. */
 export function fairShareEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -56,6 +59,7 @@ export class FairShare {
   private running: Promise<void> | null = null;
   private again = false;
   private recoveredAt = 0;
+  private sweptAt = 0;
   private pendingWeights: ReadonlyMap<string, number> | null = null;
 
   /** `redis`: a plain connection (no ioredis keyPrefix: keys are built inside Lua) to the queue's Redis. */
@@ -137,6 +141,7 @@ export class FairShare {
     await this.storePendingWeights();
     // Off the hot path (a freed slot waits on every round trip here): a dead dispatcher's picks are rare.
     if (Date.now() - this.recoveredAt > STALE_PICK_MS / 6) await this.promoteStalePicks(redis);
+    if (Date.now() - this.sweptAt > STRANDED_SWEEP_MS) await this.lineUpStranded();
     const slots = this.opts.slots ? String(await this.opts.slots()) : '';
     const moved: Dispatched[] = [];
     for (let next = await this.pickOne(slots); next; next = await this.pickOne(slots)) moved.push(next);
@@ -221,6 +226,20 @@ export class FairShare {
       if ((await this.queue.getJobState(jobId)) === 'delayed') throw err;
     }
     await redis.zrem(this.dispatchingKey(), jobId);
+  }
+
+  /**
+   * Held jobs that never got in line (the app stopped between adding the job and HOLD) are put in line, instead of
+   * waiting out HOLD_MS. HOLD passes over a job already in line or picked. Returns how many it lined up.
+   */
+  async lineUpStranded(): Promise<number> {
+    this.sweptAt = Date.now();
+    let lined = 0;
+    for (const job of await this.queue.getDelayed(0, STRANDED_SWEEP_JOBS - 1)) {
+      if (!job?.id || job.opts.delay !== HOLD_MS) continue;
+      if (await this.hold(job.data, job.id)) lined++;
+    }
+    return lined;
   }
 
   private async promoteStalePicks(redis: Redis): Promise<void> {

@@ -52,6 +52,7 @@ end
 export const HOLD = `${ACTIVATE}
 local root, class, inst, repo, jobId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('HEXISTS', root .. ':where', jobId) == 1 then return 0 end
+if redis.call('ZSCORE', root .. ':dispatching', jobId) then return 0 end
 local c = root .. ':' .. class
 local seq = redis.call('INCR', root .. ':seq')
 redis.call('ZADD', c .. ':jobs:' .. repo, seq, jobId)
