@@ -83,7 +83,8 @@ export function envNamesReadByCode(): Set<string> {
       const rel = path.join(dir, e.name);
       if (e.isDirectory()) walk(rel);
       else if (e.name.endsWith('.ts'))
-        for (const m of read(rel).matchAll(/\b(FROGNANO_[A-Z0-9_]+|REDIS_URL)\b/g)) names.add(m[1]);
+        for (const m of read(rel).matchAll(/\b(FROGNANO_[A-Z0-9_]+|REDIS_URL)\b|\benv\.([A-Z][A-Z0-9_]*[A-Z0-9])\b/g))
+          names.add(m[1] ?? m[2]!);
     }
   };
   for (const d of ['src', 'runner']) walk(d);
