@@ -21,6 +21,7 @@ import {
   MAX_FAILING_CHECKS,
   recordCiRound,
   releaseCiFailure,
+  answeringText,
 } from '../queue/ciFix.js';
 import { pullRequestKey } from '../queue/followUps.js';
 import { capText, humanHeadText, predatesText } from './ciFixMessages.js';
@@ -127,7 +128,7 @@ async function startRound(deps: HandlerDeps, d: Delivery, f: Failure, config: Re
     source: 'ci',
     feedback: '',
     ciFix,
-    answering: `Answering failing CI: ${answeredChecks(ciFix)}.`,
+    answering: answeringText(ciFix),
     deliveryId: d.id,
   });
   if (decision.action === 'queued') await recordCiRound(deps.redis, key, decision.round, streak + 1);

@@ -8,6 +8,7 @@ import {
   type StatusState,
 } from '../github/statusComment.js';
 import type { IssueKey } from '../queue/attempts.js';
+import { answeringText } from '../queue/ciFix.js';
 import { jobIdFor, type JobData } from '../queue/schema.js';
 import type { HandlerDeps, Log } from './deps.js';
 import { positionForNewJob } from './enqueue.js';
@@ -59,7 +60,9 @@ export async function refreshStatus(
     if (!job) return null;
     const state = await statusOfJob(queue, redis, job, deps.fairShare);
     if (!state || !appOwns(state)) return null;
-    return { state, meta: metaFor(deps, key, attempt, job.data.triggeredBy.login, !!job.data.followUp) };
+    const meta = metaFor(deps, key, attempt, job.data.triggeredBy.login, !!job.data.followUp);
+    // A CI-fix round keeps saying which failing checks it answers, whoever rewrites the comment.
+    return { state, meta: job.data.ciFix ? { ...meta, answering: answeringText(job.data.ciFix) } : meta };
   });
   if (res?.url) return res.url;
   const id = res?.id ?? (await cachedStatusCommentId(redis, key));

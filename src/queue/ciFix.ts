@@ -44,6 +44,11 @@ export function answeredChecks(ci: Pick<CiFix, 'checks' | 'omitted'>, max = 5): 
   return `${names.slice(0, max).join(', ')}${more > 0 ? ` (and ${more} more)` : ''}`;
 }
 
+/** The status comment's line for a CI-fix round: no person asked for it, failing CI did. */
+export function answeringText(ci: Pick<CiFix, 'checks' | 'omitted'>): string {
+  return `Answering failing CI: ${answeredChecks(ci)}.`;
+}
+
 /**
  * One round per (pull request head, set of failing checks): the several events of one CI run, redeliveries and a
  * second app replica all land on the same key; the first claim wins.

@@ -3,7 +3,7 @@ import { createInstallationAccess } from '../github/client.js';
 import { postComment } from '../github/comments.js';
 import type { ChecksOctokit } from '../github/checkRuns.js';
 import type { CiFix } from '../queue/ciFix.js';
-import { answeredChecks, claimCiNote } from '../queue/ciFix.js';
+import { answeringText, claimCiNote } from '../queue/ciFix.js';
 import { pullRequestKey } from '../queue/followUps.js';
 import { errorText } from '../util/errors.js';
 import { readCiReport, type CiReport } from './ciReport.js';
@@ -31,7 +31,7 @@ export const ciFixRound: RoundVariant<CiFixData, CiCheckout> = {
   }),
   statusTarget: (data) => {
     const target = followUpRound.statusTarget(data);
-    return { ...target, meta: { ...target.meta, answering: `Answering failing CI: ${answeredChecks(data.ciFix)}.` } };
+    return { ...target, meta: { ...target.meta, answering: answeringText(data.ciFix) } };
   },
   texts: (data) => ({
     ...followUpRound.texts(data),

@@ -36,6 +36,8 @@ interface Fake {
   /** GitHub fails the next head-commit read (500). */
   failCommit?: boolean;
   comments: string[];
+  /** Bodies of edited comments (the status comment rewritten in place). */
+  edits: string[];
   labels: string[][];
   calls: string[];
 }
@@ -113,7 +115,10 @@ function fakeGitHub(): void {
       ];
     })
     .patch(/\/issues\/comments\/\d+$/)
-    .reply(200, { id: 5001, html_url: 'https://github.com/x#issuecomment-5001' })
+    .reply((_uri, body) => {
+      gh.edits.push((body as { body: string }).body);
+      return [200, { id: 5001, html_url: 'https://github.com/x#issuecomment-5001' }];
+    })
     .post(`${REPO}/labels`)
     .reply(201, {})
     .post(`${REPO}/issues/${PR}/labels`)
@@ -176,6 +181,7 @@ beforeEach(async () => {
     config: null,
     prHead: HEAD,
     comments: [],
+    edits: [],
     labels: [],
     calls: [],
   };
@@ -208,6 +214,24 @@ describe('CI finished on the bot pull request', () => {
     expect(gh.comments).toHaveLength(1);
     expect(gh.comments[0]).toContain('frognano: round 1 queued');
     expect(gh.comments[0]).toContain('Answering failing CI: `test`.');
+  });
+
+  test('the queued CI round keeps saying what it answers when /frognano status rewrites the comment', async () => {
+    await receive(h.probot, 'check_run', checkRunEvent());
+    expect(gh.comments[0]).toContain('Answering failing CI: `test`.');
+    const p = commentPayload('/frognano status', { issueNumber: PR, commentId: 73 });
+    p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
+    nock(API)
+      .persist()
+      .get(`${REPO}/pulls/${PR}`)
+      .reply(200, () => pullRequest())
+      .post(/\/reactions$/)
+      .reply(201, {});
+    nockPermission('Codertocat', 'write').persist();
+    await receive(h.probot, 'issue_comment', p);
+    const rewritten = gh.edits.filter((b) => b.includes('frognano: round 1 queued'));
+    expect(rewritten.length).toBeGreaterThan(0);
+    for (const body of rewritten) expect(body).toContain('Answering failing CI: `test`.');
   });
 
   test('a delivery that fails half-way lets its redelivery start the round', async () => {
