@@ -11,7 +11,7 @@ import {
 } from '../../src/queue/queue.js';
 import { QUEUE_NAME, jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { currentAttempt, labelAttempt, nextAttempt } from '../../src/queue/attempts.js';
-import { claimOnce, withRedisLock } from '../../src/queue/lock.js';
+import { claimOnce, LockBusyError, withRedisLock } from '../../src/queue/lock.js';
 import { queuePrefixFromEnv } from '../../src/queue/connection.js';
 import { runnerConfigFromEnv } from '../../src/runner/config.js';
 
@@ -163,6 +163,27 @@ describe('locks and claims', () => {
     expect(events[0]!.endsWith(':in')).toBe(true);
     expect(events[1]).toBe(events[0]!.replace(':in', ':out'));
     expect(await redis.exists('lock1')).toBe(0); // released
+  });
+
+  test('withRedisLock: a holder slower than the lock life keeps it; a waiter never runs without it', async () => {
+    const events: string[] = [];
+    const slow = withRedisLock(
+      redis,
+      'lock2',
+      async () => {
+        events.push('slow:in');
+        await new Promise((r) => setTimeout(r, 700)); // more than twice the 200 ms life: renewed meanwhile
+        events.push('slow:out');
+      },
+      200,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const patient = withRedisLock(redis, 'lock2', async () => void events.push('patient:in'), 200, 2_000);
+    const impatient = withRedisLock(redis, 'lock2', async () => void events.push('impatient:in'), 200, 300);
+    await expect(impatient).rejects.toBeInstanceOf(LockBusyError);
+    await Promise.all([slow, patient]);
+    expect(events).toEqual(['slow:in', 'slow:out', 'patient:in']);
+    expect(await redis.exists('lock2')).toBe(0);
   });
 });
 
