@@ -3,12 +3,18 @@ import nock from 'nock';
 import type { Redis } from 'ioredis';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import type { CiFix } from '../../src/queue/ciFix.js';
-import { createRedisConnection } from '../../src/queue/connection.js';
 import { jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import {
+  captureLogs,
+  fakeInstallationToken,
+  jobData,
+  runnerContext,
+  uniqueOwner,
+  useRedisAndNock,
+} from './fixtures.js';
 import { API, recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
@@ -28,16 +34,7 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
   let logs: ReturnType<typeof captureLogs>;
   let gh: ReturnType<typeof recordGitHub>;
 
-  beforeAll(() => {
-    redis = createRedisConnection(process.env.REDIS_URL);
-    if (!nock.isActive()) nock.activate();
-    nock.disableNetConnect();
-  });
-  afterAll(async () => {
-    nock.enableNetConnect();
-    nock.restore();
-    await redis.quit();
-  });
+  useRedisAndNock((r) => (redis = r));
   afterEach(async () => {
     nock.cleanAll();
     await remote?.cleanup();

@@ -1,13 +1,19 @@
 import nock from 'nock';
 import type { Redis } from 'ioredis';
 import { ReplayBackend } from '../../src/inference/replay.js';
-import { createRedisConnection } from '../../src/queue/connection.js';
 import { jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { HOSTILE_FINAL_MESSAGE, liveClosingReferences } from '../github/closingReferences.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import {
+  captureLogs,
+  fakeInstallationToken,
+  jobData,
+  runnerContext,
+  uniqueOwner,
+  useRedisAndNock,
+} from './fixtures.js';
 import { recordGitHub, type RecordedCall } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
@@ -44,16 +50,7 @@ describe('a hostile final message closes no issue (runner)', () => {
   let owner: string;
   let ctx: RunnerContext & { cleanup(): Promise<void> };
 
-  beforeAll(() => {
-    redis = createRedisConnection(process.env.REDIS_URL);
-    if (!nock.isActive()) nock.activate();
-    nock.disableNetConnect();
-  });
-  afterAll(async () => {
-    nock.enableNetConnect();
-    nock.restore();
-    await redis.quit();
-  });
+  useRedisAndNock((r) => (redis = r));
   afterEach(async () => {
     nock.cleanAll();
     await remote?.cleanup();

@@ -9,12 +9,18 @@ import type {
   ToolSpec,
 } from '../../src/inference/types.js';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
-import { createRedisConnection } from '../../src/queue/connection.js';
 import { jobIdFor, type FollowUp, type JobData } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import {
+  captureLogs,
+  fakeInstallationToken,
+  jobData,
+  runnerContext,
+  uniqueOwner,
+  useRedisAndNock,
+} from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
@@ -54,16 +60,7 @@ describe('follow-up round on the bot pull request (runner)', () => {
   let gh: ReturnType<typeof recordGitHub>;
   let pr: ReturnType<typeof recordPullRequest>;
 
-  beforeAll(() => {
-    redis = createRedisConnection(process.env.REDIS_URL);
-    if (!nock.isActive()) nock.activate();
-    nock.disableNetConnect();
-  });
-  afterAll(async () => {
-    nock.enableNetConnect();
-    nock.restore();
-    await redis.quit();
-  });
+  useRedisAndNock((r) => (redis = r));
   afterEach(async () => {
     nock.cleanAll();
     await remote?.cleanup();

@@ -4,14 +4,20 @@ import path from 'node:path';
 import nock from 'nock';
 import type { Redis } from 'ioredis';
 import { ReplayBackend } from '../../src/inference/replay.js';
-import { createRedisConnection } from '../../src/queue/connection.js';
 import { jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { trajectoryStoreFromEnv } from '../../src/runs/config.js';
 import type { TrajectoryStore } from '../../src/runs/trajectoryStore.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import {
+  captureLogs,
+  fakeInstallationToken,
+  jobData,
+  runnerContext,
+  uniqueOwner,
+  useRedisAndNock,
+} from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
@@ -36,16 +42,7 @@ describe('run pages from the runner', () => {
   let store: TrajectoryStore;
   let ctx: RunnerContext & { cleanup(): Promise<void> };
 
-  beforeAll(() => {
-    redis = createRedisConnection(process.env.REDIS_URL);
-    if (!nock.isActive()) nock.activate();
-    nock.disableNetConnect();
-  });
-  afterAll(async () => {
-    nock.enableNetConnect();
-    nock.restore();
-    await redis.quit();
-  });
+  useRedisAndNock((r) => (redis = r));
   beforeEach(async () => {
     storeDir = await mkdtemp(path.join(os.tmpdir(), 'fn-runs-'));
     store = trajectoryStoreFromEnv({ FROGNANO_TRAJECTORY_STORE: storeDir });
