@@ -6,14 +6,8 @@ import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { HOSTILE_FINAL_MESSAGE, liveClosingReferences } from '../github/closingReferences.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import {
-  captureLogs,
-  fakeInstallationToken,
-  jobData,
-  runnerContext,
-  uniqueOwner,
-  useRedisAndNock,
-} from './fixtures.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { useRedisAndNock } from './redisAndNock.js';
 import { recordGitHub, type RecordedCall } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 

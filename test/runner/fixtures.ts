@@ -4,8 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
-import nock from 'nock';
-import { createRedisConnection } from '../../src/queue/connection.js';
 import { createInstallationAccess } from '../../src/github/client.js';
 import type { ModelBackend } from '../../src/inference/types.js';
 import { createLogger } from '../../src/ops/logger.js';
@@ -124,23 +122,4 @@ export async function waitForFinish(queue: { getJob(id: string): Promise<any> },
     if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish in ${timeoutMs} ms (state ${state})`);
     await new Promise((r) => setTimeout(r, 200));
   }
-}
-
-/**
- * A runner test file's real Redis and nock (GitHub's REST API only, no other network), set up before its tests and
- * taken down after them; `use` receives the connection.
- */
-export function useRedisAndNock(use: (redis: Redis) => void): void {
-  let redis: Redis;
-  beforeAll(() => {
-    redis = createRedisConnection(process.env.REDIS_URL);
-    use(redis);
-    if (!nock.isActive()) nock.activate();
-    nock.disableNetConnect();
-  });
-  afterAll(async () => {
-    nock.enableNetConnect();
-    nock.restore();
-    await redis.quit();
-  });
 }

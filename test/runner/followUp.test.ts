@@ -13,14 +13,8 @@ import { jobIdFor, type FollowUp, type JobData } from '../../src/queue/schema.js
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import {
-  captureLogs,
-  fakeInstallationToken,
-  jobData,
-  runnerContext,
-  uniqueOwner,
-  useRedisAndNock,
-} from './fixtures.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { useRedisAndNock } from './redisAndNock.js';
 import { recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 

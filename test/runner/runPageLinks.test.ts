@@ -10,14 +10,8 @@ import type { RunnerContext } from '../../src/runner/types.js';
 import { trajectoryStoreFromEnv } from '../../src/runs/config.js';
 import type { TrajectoryStore } from '../../src/runs/trajectoryStore.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import {
-  captureLogs,
-  fakeInstallationToken,
-  jobData,
-  runnerContext,
-  uniqueOwner,
-  useRedisAndNock,
-} from './fixtures.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { useRedisAndNock } from './redisAndNock.js';
 import { recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
