@@ -1,3 +1,4 @@
+import { clipCounted } from '../util/clip.js';
 import { codeFence } from '../leaf/text.js';
 
 /**
@@ -123,16 +124,12 @@ export function defang(text: string): string {
     .replace(/-->/g, `--${ZWSP}>`);
 }
 
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}\n… [${text.length - max} more characters]`;
-}
-
 /**
  * Untrusted text as a block of the bot's Markdown: defanged, cut to `maxChars`, inside a code fence longer
  * than any backtick run in it, so it can add no heading, list, link, image, HTML or `</details>` of its own.
  */
 export function untrustedBlock(text: string, maxChars: number): string {
-  return codeFence(defang(clip(text.replace(/\r\n?/g, '\n').trim(), maxChars)), 'text');
+  return codeFence(defang(clipCounted(text.replace(/\r\n?/g, '\n').trim(), maxChars)), 'text');
 }
 
 /**
