@@ -11,6 +11,8 @@ const LAYERS = [
   { queue: ['src/queue/'], sandbox: ['src/sandbox/'], ops: ['src/ops/'] },
   { inference: ['src/inference/'] },
   { leaf: ['src/leaf/'] },
+  // verify: the verdict on a change, measured in fresh sandboxes (runs the leaf workspace; published by github, runner).
+  { verify: ['src/verify/'] },
   // runs: storing and rendering trajectories for the run pages (reads the leaf format; used by app, runner, cli).
   { github: ['src/github/'], runs: ['src/runs/'] },
   { app: ['src/app/'], runner: ['src/runner/', 'runner/'], cli: ['src/cli/', 'bin/'] },
