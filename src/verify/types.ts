@@ -130,3 +130,43 @@ export interface Verdict {
   exitCodesOnly: boolean;
   durationMs: number;
 }
+
+/** Where verification stores base results so follow-up, CI-fix and retry rounds do not measure the base twice. */
+export interface BaseResultCache {
+  get(key: string): Promise<VerifySide | undefined>;
+  set(key: string, side: VerifySide): Promise<void>;
+}
+
+/** What the verifier is told to do (src/verify/index.ts `verifyChange(options): Promise<Verdict>`). */
+export interface VerifyOptions {
+  /**
+   * The runner's pristine clone at the base commit (a host path the bot made, never one the model chose). It is
+   * copied for each sandbox, never changed.
+   */
+  repoDir: string;
+  baseCommit: string;
+  /** `git diff --binary` of the change against `baseCommit` (what will be published). */
+  patch: string;
+  setupCommands: string[];
+  testCommands: string[];
+  /** The repository's `setup.network` (set-up commands only; tests and scans never have network). */
+  setupNetwork: boolean;
+  /** Report files to read after each test command (`verify.reports` globs, repository-relative). */
+  reportGlobs: string[];
+  /** Opens a fresh sandbox on a workspace directory (same image, limits and user as the model's round). */
+  sandboxFactory: (workspaceDir: string) => Promise<import('../sandbox/types.js').Sandbox>;
+  /** Identifies the image/sandbox in cache keys (the docker image reference, or `bwrap`). */
+  environmentKey: string;
+  /** Scans of what the patch adds. */
+  security: boolean;
+  secrets: boolean;
+  /** Upper bound for the whole verification (both sides and scans). */
+  timeoutMs: number;
+  /** Per set-up and per test command (the repository's limits, as in the model's round). */
+  setupTimeoutMs: number;
+  testTimeoutMs: number;
+  cache?: BaseResultCache;
+  signal?: AbortSignal;
+  /** Progress for the status comment ("verifying: base set-up", …). */
+  onProgress?: (detail: string) => void;
+}
