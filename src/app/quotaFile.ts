@@ -1,4 +1,4 @@
-import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { QuotasFileSchema, type QuotasConfig } from '../queue/quotas/schema.js';
@@ -30,25 +30,41 @@ export interface QuotasFileWatch {
 
 /**
  * Reads the file now (throwing if it is missing or wrong: the app should not start with quotas it cannot read),
- * then polls its mtime: fs.watch misses the symlink swap a Kubernetes ConfigMap update does.
+ * then polls its stat: fs.watch misses the symlink swap a Kubernetes ConfigMap update does. The baseline is the stat
+ * taken just before the first read (fs.watchFile takes its own later, so an edit right after start was missed).
  */
 export function watchQuotasFile(
   path: string,
   o: { onChange?: (cfg: QuotasConfig) => void; onError?: (err: Error) => void; intervalMs?: number } = {},
 ): QuotasFileWatch {
+  let seen = statSync(path);
   let cfg = parseQuotasFile(readFileSync(path, 'utf8'), path);
-  const listener = (cur: Stats, prev: Stats) => {
-    if (cur.mtimeMs === prev.mtimeMs && cur.size === prev.size && cur.ino === prev.ino) return;
+  const poll = () => {
+    let now: Stats;
+    try {
+      now = statSync(path);
+    } catch (err) {
+      o.onError?.(err as Error);
+      return;
+    }
+    if (sameFile(now, seen)) return;
     try {
       const text = readFileSync(path, 'utf8');
-      // An empty read while the app runs is most likely a write in progress (truncate, then write): wait for more.
+      // An empty read while the app runs is most likely a write in progress (truncate, then write): look again.
       if (!text.trim()) return;
+      seen = now;
       cfg = parseQuotasFile(text, path);
       o.onChange?.(cfg);
     } catch (err) {
+      seen = now;
       o.onError?.(err as Error);
     }
   };
-  watchFile(path, { interval: o.intervalMs ?? 2000, persistent: false }, listener);
-  return { current: () => cfg, stop: () => unwatchFile(path, listener) };
+  const timer = setInterval(poll, o.intervalMs ?? 2000);
+  timer.unref();
+  return { current: () => cfg, stop: () => clearInterval(timer) };
+}
+
+function sameFile(a: Stats, b: Stats): boolean {
+  return a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.size === b.size && a.ino === b.ino;
 }
