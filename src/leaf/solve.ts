@@ -1,14 +1,14 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+export { COMMAND_OUTPUT_TAIL_CHARS, type CommandResult } from './botCommands.js';
 import type { ModelBackend } from '../inference/types.js';
 import type { Sandbox } from '../sandbox/types.js';
-import { redact } from '../util/redact.js';
+import { runBotCommand, runSetupCommands, type CommandResult } from './botCommands.js';
 import { safeListener, type LeafEvent } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
 import { runLeaf } from './loop.js';
 import type { Sampling } from './sampling.js';
 import { computePatch, type ChangedFile } from './patch.js';
-import { tail } from './text.js';
 import {
   redactDeep,
   renderTrajectoryMarkdown,
@@ -17,19 +17,6 @@ import {
   type Trajectory,
 } from './trajectory.js';
 import { prepareWorkspace } from './workspace.js';
-
-/** How much of a setup/test command's output is kept (the end, where failures are reported). */
-export const COMMAND_OUTPUT_TAIL_CHARS = 4_000;
-
-export interface CommandResult {
-  command: string;
-  /** null when the command was killed (timeout, cancel). */
-  exitCode: number | null;
-  timedOut: boolean;
-  /** Last COMMAND_OUTPUT_TAIL_CHARS of stdout then stderr, secrets scrubbed. */
-  outputTail: string;
-  durationMs: number;
-}
 
 export interface SolveOptions {
   /** A git checkout; copied, never modified. */
@@ -72,34 +59,6 @@ export interface SolveResult {
   patchPath?: string;
 }
 
-async function runCommand(
-  sandbox: Sandbox,
-  phase: 'setup' | 'test',
-  command: string,
-  timeoutMs: number,
-  emit: (e: LeafEvent) => void,
-  signal?: AbortSignal,
-  network = false,
-): Promise<CommandResult> {
-  emit({ type: 'command_start', phase, command });
-  // A clean shell: nothing the model left in HOME or /tmp (a ~/.bash_profile, a PATH shim) changes what runs.
-  const r = await sandbox.exec(command, { timeoutMs, signal, maxOutputBytes: 1024 * 1024, network, clean: true });
-  emit({ type: 'command_end', phase, command, exitCode: r.exitCode, timedOut: r.timedOut, durationMs: r.durationMs });
-  const output = [r.stdout, r.stderr].filter((s) => s.trim()).join('\n');
-  return {
-    command,
-    exitCode: r.exitCode,
-    timedOut: r.timedOut,
-    outputTail: redact(tail(output, COMMAND_OUTPUT_TAIL_CHARS)),
-    durationMs: r.durationMs,
-  };
-}
-
-function describeFailure(kind: string, r: CommandResult): string {
-  const status = r.timedOut ? 'timed out' : `failed with exit code ${r.exitCode ?? 'unknown'}`;
-  return `Note: the ${kind} command \`${r.command}\` ${status}. Last output:\n${tail(r.outputTail, 1_500)}`;
-}
-
 /**
  * One job, start to end: copy the repository, open a sandbox on the copy, run the setup commands, let
  * the model work (the Leaf loop), compute the patch inside the sandbox, run the test commands, write
@@ -114,22 +73,12 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
   try {
     sandbox = await opts.sandboxFactory(ws.repoDir);
 
-    const setupResults: CommandResult[] = [];
-    const notes: string[] = [];
-    for (const command of opts.setupCommands ?? []) {
-      if (opts.signal?.aborted) break;
-      const r = await runCommand(
-        sandbox,
-        'setup',
-        command,
-        limits.setupTimeoutMs,
-        emit,
-        opts.signal,
-        opts.setupNetwork === true,
-      );
-      setupResults.push(r);
-      if (r.exitCode !== 0) notes.push(describeFailure('setup', r));
-    }
+    const { results: setupResults, notes } = await runSetupCommands(sandbox, opts.setupCommands ?? [], {
+      timeoutMs: limits.setupTimeoutMs,
+      emit,
+      signal: opts.signal,
+      network: opts.setupNetwork === true,
+    });
 
     const trajectory = await runLeaf({
       sandbox,
@@ -165,7 +114,9 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       trajectory.output_patch = patch;
       for (const command of opts.testCommands ?? []) {
         if (opts.signal?.aborted) break;
-        testResults.push(await runCommand(sandbox, 'test', command, limits.testTimeoutMs, emit, opts.signal));
+        testResults.push(
+          await runBotCommand(sandbox, 'test', command, { timeoutMs: limits.testTimeoutMs, emit, signal: opts.signal }),
+        );
       }
     }
 
