@@ -87,6 +87,7 @@ async function main(): Promise<void> {
       metrics,
       trajectoryStore: trajectoryStoreFromEnv(process.env),
       publicUrl: publicUrlFromEnv(process.env),
+      verifyOff: cfg.verify === 'off',
     },
   });
   // The log names the public name the issues and pull requests see, beside the hostname (in every line).

@@ -10,6 +10,51 @@ const MAX_CONFIG_BYTES = 64 * 1024;
 const command = z.string().min(1).max(4000);
 const glob = z.string().min(1).max(500);
 
+/** A report file glob: repository-relative (no leading `/` or `-`, no `..`); read inside the sandbox only. */
+const reportGlob = glob.regex(/^(?![/-])(?!.*(^|\/)\.\.(\/|$))[^\0\\:]+$/, 'not a repository-relative glob');
+
+/** `verify.timeoutMinutes` when unset: both sides' set-up and tests, and the scans. */
+export const DEFAULT_VERIFY_TIMEOUT_MINUTES = 30;
+
+/**
+ * `verify`: the verdict on every change the bot publishes, measured in fresh sandboxes (docs/configuration.md).
+ * `enabled` left unset means on when the repository has test commands.
+ */
+export const VerifyConfigSchema = z
+  .object({
+    enabled: z.boolean().optional(),
+    /** Static analysis of what the patch adds (offline, in the sandbox). */
+    security: z.boolean().default(true),
+    /** A secrets scan of the lines the patch adds. */
+    secrets: z.boolean().default(true),
+    timeoutMinutes: z
+      .number()
+      .positive()
+      .max(6 * 60)
+      .default(DEFAULT_VERIFY_TIMEOUT_MINUTES),
+    /** Report files (JUnit XML and the like) the test commands write, as repository-relative globs. */
+    reports: z.array(reportGlob).max(50).default([]),
+    /** A failing verdict: `repair` starts a round that answers it; `report` only publishes it. */
+    onFailure: z.enum(['repair', 'report']).default('repair'),
+    /** Repair rounds in a row per pull request; then it is labelled `frognano:needs-human`. */
+    maxRepairRounds: z.number().int().min(0).max(5).default(1),
+  })
+  .strict()
+  .default({
+    security: true,
+    secrets: true,
+    timeoutMinutes: DEFAULT_VERIFY_TIMEOUT_MINUTES,
+    reports: [],
+    onFailure: 'repair',
+    maxRepairRounds: 1,
+  });
+export type VerifyConfig = z.infer<typeof VerifyConfigSchema>;
+
+/** Whether a round verifies its change: `verify.enabled`, or, unset, whether there are test commands. */
+export function verifyEnabled(cfg: Pick<RepoConfig, 'verify' | 'testCommands'>): boolean {
+  return cfg.verify.enabled ?? cfg.testCommands.length > 0;
+}
+
 /**
  * `.github/frognano.yml`. Every field is optional; unknown keys are errors so a typo
  * (`maxTurn:`) is reported instead of silently ignored.
@@ -77,6 +122,7 @@ export const RepoConfigSchema = z
       })
       .strict()
       .default({ enabled: true, maxRounds: 3 }),
+    verify: VerifyConfigSchema,
     approval: z
       .object({
         /**

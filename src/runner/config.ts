@@ -36,6 +36,12 @@ export const RunnerConfigSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'must be 1-63 letters, digits, dots, dashes or underscores')
     .optional(),
+  /** Verification of every published change in fresh sandboxes (issue #26); `off` for runners that cannot afford it. */
+  verify: z
+    .string()
+    .transform((v) => v.toLowerCase())
+    .pipe(z.enum(['on', 'off'], { message: 'must be on or off' }))
+    .default('on'),
 });
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
   /** FROGNANO_TEMPERATURE, FROGNANO_TOP_P, FROGNANO_TOP_K, FROGNANO_MIN_P, FROGNANO_REPETITION_PENALTY, FROGNANO_SEED,
@@ -48,7 +54,7 @@ export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
  * FROGNANO_QUEUE_PREFIX, FROGNANO_CONCURRENCY, FROGNANO_WORK_DIR, FROGNANO_TRAJECTORY_DIR, FROGNANO_BOT_NAME,
  * FROGNANO_BOT_EMAIL, FROGNANO_MAX_TURNS, FROGNANO_WALL_TIME_MINUTES, FROGNANO_SHUTDOWN_GRACE_SECONDS,
  * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT,
- * FROGNANO_RUNNER_NAME, and the
+ * FROGNANO_RUNNER_NAME, FROGNANO_VERIFY, and the
  * sampling overrides (see RunnerConfig.sampling).
  * Errors name the variable, never its value (it may be the private key).
  */
@@ -89,6 +95,7 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     maxStalledCount: 'FROGNANO_MAX_STALLED_COUNT',
     opsPort: 'FROGNANO_OPS_PORT',
     runnerName: 'FROGNANO_RUNNER_NAME',
+    verify: 'FROGNANO_VERIFY',
   };
   const input: Record<string, unknown> = {};
   for (const [key, envName] of Object.entries(names)) {

@@ -56,6 +56,8 @@ export interface RunnerContext {
   trajectoryStore?: TrajectoryStore;
   /** The app's public base URL (FROGNANO_PUBLIC_URL): the run pages are linked only when it is set. */
   publicUrl?: string;
+  /** FROGNANO_VERIFY=off: this runner publishes changes without verifying them (and the pull request says so). */
+  verifyOff?: boolean;
 }
 
 /** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */

@@ -1,7 +1,13 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultRepoConfig, loadRepoConfig, parseRepoConfig, RepoConfigError } from '../../src/github/repoConfig.js';
+import {
+  defaultRepoConfig,
+  loadRepoConfig,
+  parseRepoConfig,
+  RepoConfigError,
+  verifyEnabled,
+} from '../../src/github/repoConfig.js';
 
 describe('.github/frognano.yml', () => {
   it('parses a full config', () => {
@@ -32,6 +38,14 @@ allowWorkflowChanges: true
       followUp: { maxRounds: 5 },
       ciFix: { enabled: true, maxRounds: 3 },
       approval: { allowTriggerApproval: false },
+      verify: {
+        security: true,
+        secrets: true,
+        timeoutMinutes: 30,
+        reports: [],
+        onFailure: 'repair',
+        maxRepairRounds: 1,
+      },
     });
   });
 
@@ -133,5 +147,41 @@ instructionsFile: docs/bot.md
     expect(parseRepoConfig('ciFix:\n  enabled: false\n').ciFix).toEqual({ enabled: false, maxRounds: 3 });
     expect(parseRepoConfig('ciFix:\n  maxRounds: 1\n').ciFix).toEqual({ enabled: true, maxRounds: 1 });
     expect(() => parseRepoConfig('ciFix:\n  maxRounds: -1\n')).toThrow(RepoConfigError);
+  });
+
+  it('reads verify: on when there are test commands, with every setting documented', () => {
+    expect(verifyEnabled(defaultRepoConfig())).toBe(false);
+    expect(verifyEnabled(parseRepoConfig('testCommands: [make test]\n'))).toBe(true);
+    expect(verifyEnabled(parseRepoConfig('testCommands: [make test]\nverify:\n  enabled: false\n'))).toBe(false);
+    // Scans alone, for a repository without tests.
+    expect(verifyEnabled(parseRepoConfig('verify:\n  enabled: true\n'))).toBe(true);
+    const cfg = parseRepoConfig(`
+verify:
+  security: false
+  secrets: false
+  timeoutMinutes: 12
+  reports: ['build/test-results/**/*.xml', junit.xml]
+  onFailure: report
+  maxRepairRounds: 0
+`);
+    expect(cfg.verify).toEqual({
+      security: false,
+      secrets: false,
+      timeoutMinutes: 12,
+      reports: ['build/test-results/**/*.xml', 'junit.xml'],
+      onFailure: 'report',
+      maxRepairRounds: 0,
+    });
+  });
+
+  it.each([
+    ['verify:\n  onFailure: fix\n', /`verify\.onFailure`/],
+    ['verify:\n  maxRepairRounds: 9\n', /`verify\.maxRepairRounds`/],
+    ['verify:\n  timeoutMinutes: 0\n', /`verify\.timeoutMinutes`/],
+    ['verify:\n  enable: true\n', /`verify\.enable`: unknown setting/],
+    ["verify:\n  reports: ['../outside.xml']\n", /`verify\.reports\.0`: not a repository-relative glob/],
+    ["verify:\n  reports: ['/etc/passwd']\n", /`verify\.reports\.0`: not a repository-relative glob/],
+  ])('refuses %j', (text, msg) => {
+    expect(() => parseRepoConfig(text)).toThrow(msg);
   });
 });

@@ -17,6 +17,15 @@ describe('runnerConfigFromEnv', () => {
     expect(c.runnerName).toBeUndefined(); // registerRunner then names it runner-<hash of the hostname>
   });
 
+  it('verifies by default; FROGNANO_VERIFY=off turns it off, anything else is an error naming the variable', () => {
+    expect(runnerConfigFromEnv(base).verify).toBe('on');
+    expect(runnerConfigFromEnv({ ...base, FROGNANO_VERIFY: 'OFF' }).verify).toBe('off');
+    expect(runnerConfigFromEnv({ ...base, FROGNANO_VERIFY: 'on' }).verify).toBe('on');
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_VERIFY: 'sometimes' })).toThrow(
+      'runner configuration: FROGNANO_VERIFY must be on or off',
+    );
+  });
+
   it("reads the runner's public name", () => {
     expect(runnerConfigFromEnv({ ...base, FROGNANO_RUNNER_NAME: 'gpu-east-1' }).runnerName).toBe('gpu-east-1');
   });
