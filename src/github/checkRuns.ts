@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { APPROVAL_CHECK_NAME } from './checks.js';
+import { VERIFICATION_CHECK_NAME } from './verification.js';
 
 /**
  * The checks on a commit as CI left them: check runs (GitHub Actions jobs and other apps) and commit statuses
- * (third-party CI). The bot's own approval check never counts: it waits for a human by design.
+ * (third-party CI). The bot's own checks never count: approval waits for a human, verification has its repair round.
  */
 export interface ChecksOctokit {
   request(route: string, params?: Record<string, unknown>): Promise<{ data: unknown }>;
@@ -68,7 +69,8 @@ export async function listCheckRuns(
     runs.push(...list.check_runs);
     if (list.check_runs.length < PAGE || runs.length >= list.total_count) break;
   }
-  return runs.filter((r) => r.name !== APPROVAL_CHECK_NAME);
+  // The bot's own checks are not CI: the approval waits for a human, the verification verdict has its repair round.
+  return runs.filter((r) => r.name !== APPROVAL_CHECK_NAME && r.name !== VERIFICATION_CHECK_NAME);
 }
 
 /** The commit statuses on `sha`, latest per context (GitHub's combined status). */
