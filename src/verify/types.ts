@@ -78,7 +78,11 @@ export interface TestChange {
 /** A test file the patch touched, and what happened to the tests in it. */
 export interface TestFileChange {
   file: string;
-  change: 'added' | 'modified' | 'deleted';
+  /**
+   * `unchanged`: the patch did not touch this file, yet tests in it are gone or skipped on the patch (a changed
+   * conftest, configuration or code that skips them): they are named here all the same.
+   */
+  change: 'added' | 'modified' | 'deleted' | 'unchanged';
   /** Tests present on base and gone on the patch. */
   removedTests: string[];
   /** Tests that ran on base and are skipped on the patch. */
@@ -87,7 +91,7 @@ export interface TestFileChange {
    * Tests whose result the patch's edit of the file changed: on the patched code, the base's version of the test
    * and the patch's version give different results (measured, when Verdict.baseTestsOnPatch ran).
    */
-  changedTests?: string[];
+  changedTests: string[];
 }
 
 /** A finding of a scanner on a line the patch added. */
