@@ -33,7 +33,7 @@ const KEEP_CONFIG =
   /^(core\.(repositoryformatversion|filemode|bare|symlinks|ignorecase|precomposeunicode|logallrefupdates)|extensions\..+)$/i;
 
 /** git on the host, with no system/global config and no hooks, so a hostile repo cannot run anything. */
-async function hostGit(
+export async function hostGit(
   args: string[],
   cwd: string,
   home: string,
@@ -73,7 +73,7 @@ async function sanitizeConfig(file: string, home: string): Promise<void> {
 }
 
 /** Strips one git directory (the main one or a submodule's under .git/modules). */
-async function sanitizeGitDir(gitDir: string, home: string): Promise<void> {
+export async function sanitizeGitDir(gitDir: string, home: string): Promise<void> {
   await sanitizeConfig(path.join(gitDir, 'config'), home);
   await fs.rm(path.join(gitDir, 'config.worktree'), { force: true });
   await fs.rm(path.join(gitDir, 'hooks'), { recursive: true, force: true });

@@ -21,7 +21,15 @@ export interface TestCaseResult {
 }
 
 /** Where the per-test results of one command came from; `exit_code` means none could be read. */
-export type TestSource = 'junit' | 'pytest-log' | 'unittest-log' | 'go-json' | 'jest-json' | 'cargo-log' | 'exit_code';
+export type TestSource =
+  | 'junit'
+  | 'pytest-log'
+  | 'unittest-log'
+  | 'go-json'
+  | 'jest-json'
+  | 'jest-log'
+  | 'cargo-log'
+  | 'exit_code';
 
 /** One of the bot's own commands (set-up or test) run in a verification sandbox. */
 export interface VerifyCommandRun {
@@ -59,6 +67,8 @@ export interface TestChange {
   command: string;
   base?: TestCaseResult['status'] | 'absent';
   patched?: TestCaseResult['status'] | 'absent';
+  /** When the base's test files also ran against the patched code (Verdict.baseTestsOnPatch): the status there. */
+  baseTestsOnPatch?: TestCaseResult['status'] | 'absent';
   file?: string;
   line?: number;
   /** Failure message on the patched side (regressions, still failing), clipped. */
@@ -68,11 +78,20 @@ export interface TestChange {
 /** A test file the patch touched, and what happened to the tests in it. */
 export interface TestFileChange {
   file: string;
-  change: 'added' | 'modified' | 'deleted';
+  /**
+   * `unchanged`: the patch did not touch this file, yet tests in it are gone or skipped on the patch (a changed
+   * conftest, configuration or code that skips them): they are named here all the same.
+   */
+  change: 'added' | 'modified' | 'deleted' | 'unchanged';
   /** Tests present on base and gone on the patch. */
   removedTests: string[];
   /** Tests that ran on base and are skipped on the patch. */
   newlySkipped: string[];
+  /**
+   * Tests whose result the patch's edit of the file changed: on the patched code, the base's version of the test
+   * and the patch's version give different results (measured, when Verdict.baseTestsOnPatch ran).
+   */
+  changedTests: string[];
 }
 
 /** A finding of a scanner on a line the patch added. */
@@ -160,6 +179,18 @@ export interface VerifyOptions {
   /** Scans of what the patch adds. */
   security: boolean;
   secrets: boolean;
+  /**
+   * Identity of the repository in base-result cache keys: `<installationId>/<owner>/<repo>` on a runner, the
+   * repository's real path (or its remote) for the CLI.
+   */
+  repository: string;
+  /**
+   * The task the patch answers (issue title and body as the model read it). A test that passed on base and is gone
+   * or skipped on the patch is a regression unless this text names it (docs/verification.md, "Removed tests").
+   */
+  task?: string;
+  /** How many sides run at once (default 2: base and patched together). */
+  concurrency?: number;
   /** Upper bound for the whole verification (both sides and scans). */
   timeoutMs: number;
   /** Per set-up and per test command (the repository's limits, as in the model's round). */
