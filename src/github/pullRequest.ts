@@ -90,6 +90,8 @@ export interface PullRequestBodyInput {
   renderTrajectory?: (maxChars: number) => string;
   /** The round's page (runPageUrl): linked, and the trajectory here shrinks to a summary of the steps. */
   runPageUrl?: string;
+  /** The Verification section (src/github/verification.ts), in place of the Tests section when the round verified. */
+  verification?: string[];
 }
 
 /** The pull request description; always within GitHub's 65,536-character limit (the trajectory shrinks to fit). */
@@ -105,7 +107,7 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
     '',
     ...summarySection(i.summary),
     ...filesSection(i.files),
-    ...testsSection(i.tests),
+    ...(i.verification ?? testsSection(i.tests)),
   );
 
   parts.push('## Run', '');

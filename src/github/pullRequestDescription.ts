@@ -42,6 +42,8 @@ export interface CurrentPullRequest {
   baseBranch: string;
   /** The latest round's test runs. */
   tests: TestRun[];
+  /** The latest round's Verification section (src/github/verification.ts), in place of its Tests section. */
+  verification?: string[];
 }
 
 const SUMMARY = /^## Summary[ \t]*$/m;
@@ -49,7 +51,7 @@ const SUMMARY = /^## Summary[ \t]*$/m;
 const AFTER_SECTIONS = /^## Run[ \t]*$|^<!-- frognano:history -->$|^<details><summary>Trajectory/m;
 
 /**
- * Rewrites the Summary, Files changed and Tests sections of a description the bot wrote; everything else (the run
+ * Rewrites the Summary, Files changed and Tests (or Verification) sections of a description the bot wrote; everything else (the run
  * details, the trajectory, the history, what a maintainer added) stays. A description whose sections are gone (a
  * maintainer rewrote it) is left as it is.
  */
@@ -65,7 +67,7 @@ export function describeCurrentState(body: string, now: CurrentPullRequest): str
       `_From follow-up round ${now.round}, the latest; earlier rounds are in the run history._`,
     ),
     ...filesSection(now.files, filesNote(now)),
-    ...testsSection(now.tests, `_Run by the agent in follow-up round ${now.round}._`),
+    ...(now.verification ?? testsSection(now.tests, `_Run by the agent in follow-up round ${now.round}._`)),
   ];
   const tail = body.slice(end);
   return `${body.slice(0, start)}${sections.join('\n')}${tail.startsWith('\n') || tail === '' ? '' : '\n'}${tail}`;

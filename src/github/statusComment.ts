@@ -13,7 +13,14 @@ export type StatusState =
   | { kind: 'queued'; position?: number }
   /** `detail` is the runner's latest step and may quote the model (a tool call); `note` is the bot's own words. */
   | { kind: 'running'; runner?: string; turn?: number; maxTurns?: number; detail?: string; note?: string }
-  | { kind: 'pull_request'; url: string; number: number; summary?: string }
+  | {
+      kind: 'pull_request';
+      url: string;
+      number: number;
+      summary?: string;
+      /** One line on the verdict (src/github/verification.ts verificationStatusLine; already neutralised). */
+      verification?: string;
+    }
   | { kind: 'no_patch'; reason: string }
   | { kind: 'failed'; reason: string }
   | { kind: 'cancelled'; by?: string };
@@ -179,6 +186,7 @@ function attemptLines(state: StatusState, meta: StatusMeta): string[] {
     case 'pull_request': {
       lines.push(`### ✅ frognano: draft pull request #${state.number} opened${attempt}`);
       lines.push('', `Proposed change: ${state.url}`);
+      if (state.verification) lines.push('', state.verification);
       lines.push(...summaryLines(state.summary));
       lines.push(
         '',
@@ -258,6 +266,7 @@ function roundLines(state: Exclude<StatusState, { kind: 'running' }>, round: num
         '',
         'New commits are on this pull request. The approval check waits for a fresh approval of the new head.',
       ];
+      if (state.verification) out.push('', state.verification);
       out.push(...summaryLines(state.summary));
       return [...out, '', ROUND_HINT];
     }

@@ -146,7 +146,7 @@ const MAX_PROGRESS_TEXT = 500;
  */
 export const RunnerProgressSchema = z.object({
   runner: z.string(),
-  phase: z.enum(['starting', 'cloning', 'solving', 'publishing']),
+  phase: z.enum(['starting', 'cloning', 'solving', 'verifying', 'publishing']),
   turn: z.number().int().positive().optional(),
   maxTurns: z.number().int().positive().optional(),
   detail: z.string().optional(),

@@ -17,6 +17,7 @@ import { twoPersonRule } from './approval.js';
 import { commitMessage } from './commitMessage.js';
 import { throwIfAborted } from './jobSupport.js';
 import { publishPartialWork } from './partialWork.js';
+import { verificationSection } from '../github/verification.js';
 import { publicFailure } from './publicFailure.js';
 import type { CheckedChange, Checkout, LiveRun, RoundTexts, RoundVariant } from './roundVariant.js';
 import { authFor, cloneBranch, dropClone, loadConfig, rethrowAs } from './roundSteps.js';
@@ -107,7 +108,7 @@ async function openPullRequest(run: LiveRun, checkout: BaseCheckout, change: Che
     detailsUrl: run.page?.url,
   });
   log.info({ pr: pr.url, branch, files: change.files.length }, 'draft pull request opened');
-  return { url: pr.url, number: pr.number, branch };
+  return { url: pr.url, number: pr.number, branch, headSha };
 }
 
 /** Same attempt = same branch: a job handed back and run again replaces its own earlier push. */
@@ -126,7 +127,7 @@ async function pushNewBranch(run: LiveRun, checkout: BaseCheckout, change: Check
   return { branch, headSha };
 }
 
-function pullRequestBody(run: LiveRun, { solved, files, facts }: CheckedChange): string {
+function pullRequestBody(run: LiveRun, { solved, files, facts, verification }: CheckedChange): string {
   const t = solved.trajectory;
   const timedOut = (what: string, results: { command: string; timedOut?: boolean }[]) =>
     results.filter((r) => r.timedOut).map((r) => `${what} command \`${r.command.slice(0, 100)}\` timed out`);
@@ -145,5 +146,6 @@ function pullRequestBody(run: LiveRun, { solved, files, facts }: CheckedChange):
     jobId: run.jobId,
     renderTrajectory: (max) => redact(renderTrajectoryMarkdown(t, max)),
     runPageUrl: run.page?.url,
+    ...(verification ? { verification: verificationSection(verification, solved.testResults) } : {}),
   });
 }

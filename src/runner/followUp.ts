@@ -121,7 +121,9 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
   const files = change.files;
   const result = `${files.length} file${files.length === 1 ? '' : 's'} changed${summaryLine(files)}`;
   const summary = redact(change.solved.trajectory.final_message);
-  await describeRound(run, { headSha: pushed, result, pushed: { summary, tests: change.solved.testResults } });
+  const tests = change.solved.testResults;
+  const verification = change.verification;
+  await describeRound(run, { headSha: pushed, result, pushed: { summary, tests, verification } });
   const notApprovableBy = twoPersonRule(checkout.config, data);
   await createApprovalCheck(octokit, {
     owner: data.owner,
@@ -140,7 +142,7 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
     );
   }
   log.info({ head: pushed, files: files.length }, 'follow-up pushed');
-  return { url: checkout.prUrl, number: f.pullNumber, branch: f.headBranch };
+  return { url: checkout.prUrl, number: f.pullNumber, branch: f.headBranch, headSha: pushed };
 }
 
 /**

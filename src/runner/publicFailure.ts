@@ -38,6 +38,8 @@ export function duringPhase(phase: string | undefined): string {
       return 'while preparing the repository';
     case 'solving':
       return 'while the model was working';
+    case 'verifying':
+      return 'while verifying the change';
     case 'publishing':
       return 'while publishing the change';
     default:

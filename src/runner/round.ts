@@ -14,6 +14,7 @@ import type {
   Checkout,
   JobRun,
   LiveRun,
+  Published,
   RoundEnd,
   RoundVariant,
   RunFacts,
@@ -21,13 +22,16 @@ import type {
 } from './roundVariant.js';
 import { reserveRunPage, storeRunPage } from './runPage.js';
 import { applyAndCheck, judgeRun, openAccess, phase, refreshAccess, setStatus, solveInSandbox } from './roundSteps.js';
+import { publishVerification, verifyStep } from './verifyStep.js';
+import { verificationStatusLine } from '../github/verification.js';
 import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 
 const SAFE_ID = /[^A-Za-z0-9._-]+/g;
+const VERIFYING = 'Verifying the change in fresh sandboxes (base and base + change).';
 
 /**
  * One round of a job, whatever its kind: access -> prepare the repository -> solve in the sandbox -> judge the run
- * -> apply and check -> fresh access -> publish -> report. The status comment always ends as pull_request /
+ * -> apply and check -> verify -> fresh access -> publish (and the verification check run) -> report. The status comment always ends as pull_request /
  * no_patch / cancelled / failed (or queued again when the runner shuts down), whatever throws.
  */
 export async function runRound<D extends JobData, C extends Checkout>(
@@ -82,8 +86,11 @@ async function roundSteps<D extends JobData, C extends Checkout>(
   if (judged) return judged;
   const change = await phase(live, 'publishing', texts.publishing, () => applyAndCheck(ran));
   if ('outcome' in change) return change;
+  if (variant.verifies !== false)
+    change.verification = await phase(live, 'verifying', VERIFYING, () => verifyStep(live, checkout, change));
   await refreshAccess(live);
   const published = await variant.publish(live, checkout, change);
+  await publishVerification(live, published, change.verification);
   return report(change, published);
 }
 
@@ -135,16 +142,32 @@ function stopped(run: LiveRun, s: Stopped): RoundEnd {
   return { outcome: s.stop, reason: s.reason, facts: notStarted(run, 'not_started') };
 }
 
-function report(change: CheckedChange, published: { url: string; number: number; branch: string }): RoundEnd {
+function report(change: CheckedChange, published: Published): RoundEnd {
   const summary = clip(redact(change.solved.trajectory.final_message), 1500);
-  return { outcome: 'pull_request', ...published, summary, facts: change.facts };
+  const { url, number, branch } = published;
+  const verification = change.verification ? verificationStatusLine(change.verification) : undefined;
+  return {
+    outcome: 'pull_request',
+    url,
+    number,
+    branch,
+    summary,
+    facts: change.facts,
+    ...(verification ? { verification } : {}),
+  };
 }
 
 /** The status comment a round ends with. The app maps a job result back to the same state (src/app/jobStatus.ts). */
 export function statusFor(end: RoundEnd): StatusState {
   switch (end.outcome) {
     case 'pull_request':
-      return { kind: 'pull_request', url: end.url, number: end.number, summary: end.summary };
+      return {
+        kind: 'pull_request',
+        url: end.url,
+        number: end.number,
+        summary: end.summary,
+        ...(end.verification ? { verification: end.verification } : {}),
+      };
     case 'no_patch':
       return { kind: 'no_patch', reason: end.reason };
     case 'refused':

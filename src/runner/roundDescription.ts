@@ -8,6 +8,8 @@ import {
   type HistoryEntry,
 } from '../github/followUpPullRequest.js';
 import type { TestRun } from '../github/pullRequest.js';
+import { verificationSection } from '../github/verification.js';
+import type { VerificationOutcome } from '../verify/outcome.js';
 import { describeCurrentState, diffAgainstBase, summaryLineOf } from '../github/pullRequestDescription.js';
 import { asksOf, type FollowUp, type JobData } from '../queue/schema.js';
 import type { LiveRun } from './roundVariant.js';
@@ -18,7 +20,7 @@ type FollowUpRun = LiveRun<JobData & { followUp: FollowUp }>;
 export interface RoundRecord {
   headSha: string | null;
   result: string;
-  pushed?: { summary: string; tests: TestRun[] };
+  pushed?: { summary: string; tests: TestRun[]; verification?: VerificationOutcome };
 }
 
 /**
@@ -40,8 +42,18 @@ export async function describeRound(run: FollowUpRun, record: RoundRecord): Prom
       run.log.warn({ err }, 'could not compare the pull request with its base; its description keeps its sections');
       return null;
     });
-    const { summary, tests } = record.pushed;
-    if (diff) body = describeCurrentState(body, { round: f.round, summary, ...diff, baseBranch: pr.base.ref, tests });
+    const { summary, tests, verification } = record.pushed;
+    const note = `_Round ${f.round}; the agent's own run is what the model saw._`;
+    const section = verification ? { verification: verificationSection(verification, tests, note) } : {};
+    if (diff)
+      body = describeCurrentState(body, {
+        round: f.round,
+        summary,
+        ...diff,
+        baseBranch: pr.base.ref,
+        tests,
+        ...section,
+      });
   }
   const entry: HistoryEntry = {
     round: roundName(data),

@@ -9,6 +9,7 @@ import type { JobData } from '../queue/schema.js';
 import type { RoundKind } from '../runs/record.js';
 import type { ProgressReporter } from './progress.js';
 import type { RunnerContext } from './types.js';
+import type { VerificationOutcome } from '../verify/outcome.js';
 
 /** One round of a job as it runs (src/runner/round.ts owns its lifecycle). */
 export interface JobRun<D extends JobData = JobData> {
@@ -60,7 +61,16 @@ export interface RunFacts {
 
 /** How a round ended without throwing; statusFor and resultFor (round.ts) derive the comment and the job result. */
 export type RoundEnd =
-  | { outcome: 'pull_request'; url: string; number: number; branch: string; summary: string; facts: RunFacts }
+  | {
+      outcome: 'pull_request';
+      url: string;
+      number: number;
+      branch: string;
+      summary: string;
+      facts: RunFacts;
+      /** The status comment's verification line (src/github/verification.ts verificationStatusLine). */
+      verification?: string;
+    }
   | { outcome: 'no_patch' | 'refused'; reason: string; facts: RunFacts }
   | { outcome: 'cancelled'; by?: string; facts: RunFacts };
 
@@ -69,6 +79,8 @@ export interface CheckedChange {
   solved: SolveResult;
   files: NumstatEntry[];
   facts: RunFacts;
+  /** The verify step's outcome (src/runner/verifyStep.ts); absent for a variant that does not verify. */
+  verification?: VerificationOutcome;
 }
 
 /** Where a round published: the pull request and its branch. */
@@ -76,6 +88,8 @@ export interface Published {
   url: string;
   number: number;
   branch: string;
+  /** The commit pushed (the verification check run goes on it). */
+  headSha?: string;
 }
 
 /** Texts a kind of round shows when it ends without publishing, or cannot publish. */
@@ -116,4 +130,6 @@ export interface RoundVariant<D extends JobData = JobData, C extends Checkout = 
   nothingPublished?(run: LiveRun<D>, note: string): Promise<void>;
   /** Publishes the checked change on `checkout`; says where. */
   publish(run: LiveRun<D>, checkout: C, change: CheckedChange): Promise<Published>;
+  /** `false`: the change is published without the verify step (an eval round grades on its own). Default: verify. */
+  verifies?: false;
 }

@@ -9,6 +9,7 @@ import type { Sampling } from '../leaf/sampling.js';
 import type { FrognanoMetrics } from '../ops/metrics.js';
 import type { SandboxConfig } from '../sandbox/config.js';
 import type { Sandbox } from '../sandbox/types.js';
+import type { BaseResultCache, Verdict, VerifyOptions } from '../verify/types.js';
 
 /** What every job flow of the runner shares: its context, the job it is handed, how it fails or stops. */
 
@@ -58,6 +59,13 @@ export interface RunnerContext {
   publicUrl?: string;
   /** FROGNANO_VERIFY=off: this runner publishes changes without verifying them (and the pull request says so). */
   verifyOff?: boolean;
+  /**
+   * The verifier (src/verify/index.ts verifyChange), for runner/main.ts to pass. Absent: no verify step (the
+   * description keeps its Tests section, as before).
+   */
+  verifyChange?: (options: VerifyOptions) => Promise<Verdict>;
+  /** Where base results are kept between rounds (Redis). */
+  verifyCache?: BaseResultCache;
 }
 
 /** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */

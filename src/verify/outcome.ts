@@ -70,6 +70,7 @@ const ChangeSchema = z.object({
   command: z.string(),
   base: z.union([status, z.literal('absent')]).optional(),
   patched: z.union([status, z.literal('absent')]).optional(),
+  baseTestsOnPatch: z.union([status, z.literal('absent')]).optional(),
   file: z.string().optional(),
   line: z.number().optional(),
   message: z.string().optional(),
@@ -86,9 +87,10 @@ const VerdictSchema = z.object({
   testFiles: z.array(
     z.object({
       file: z.string(),
-      change: z.enum(['added', 'modified', 'deleted']),
+      change: z.enum(['added', 'modified', 'deleted', 'unchanged']),
       removedTests: z.array(z.string()),
       newlySkipped: z.array(z.string()),
+      changedTests: z.array(z.string()).default([]),
     }),
   ),
   baseTestsOnPatch: SideSchema.optional(),
