@@ -102,7 +102,7 @@ describe('the verify step', () => {
       },
     });
     const out = await verifyStep(run, checkout('testCommands: [t]\n'), {} as never);
-    expect(out.state).toBe('not_run');
+    expect(out?.state).toBe('not_run');
     expect(out).toMatchObject({ reason: expect.stringContaining('job job-1') });
     expect(JSON.stringify(out)).not.toContain('/var/lib');
   });
