@@ -67,6 +67,11 @@ function headerPaths(rest: string): [string, string] {
   return split < 0 ? [rest, rest] : [stripPrefix(rest.slice(0, split), 'a/'), rest.slice(split + 3)];
 }
 
+/** The path of a `---`/`+++` line: git ends it with a tab when the name has a space. */
+function markerPath(line: string, prefix: 'a/' | 'b/'): string {
+  return stripPrefix(unquote(line.slice(4).replace(/\t$/, '')), prefix);
+}
+
 function applyExtendedHeader(file: PatchFile, line: string): void {
   if (line.startsWith('new file mode')) file.change = 'added';
   else if (line.startsWith('deleted file mode')) file.change = 'deleted';
@@ -74,9 +79,9 @@ function applyExtendedHeader(file: PatchFile, line: string): void {
     file.change = 'renamed';
     file.oldPath = unquote(line.slice('rename from '.length));
   } else if (line.startsWith('rename to ')) file.path = unquote(line.slice('rename to '.length));
-  else if (line.startsWith('+++ ') && line !== '+++ /dev/null') file.path = stripPrefix(unquote(line.slice(4)), 'b/');
+  else if (line.startsWith('+++ ') && line !== '+++ /dev/null') file.path = markerPath(line, 'b/');
   else if (line.startsWith('--- ') && line !== '--- /dev/null' && file.change !== 'renamed') {
-    const old = stripPrefix(unquote(line.slice(4)), 'a/');
+    const old = markerPath(line, 'a/');
     if (file.change === 'deleted') file.path = old;
   }
 }

@@ -21,7 +21,7 @@ const WORD = /\w+/g;
 
 /**
  * Whether the task text names a test: its full id, or its last name part (`test_b` of `tests/a.py::test_b[1]`, the
- * title of a jest test) as a whole word. Names shorter than 4 characters never match (too easy to hit by chance).
+ * title of a jest test) as a whole word. Names shorter than 5 characters (`test`) never match (too easy to hit by chance).
  */
 export function taskNames(task: string | undefined): (id: string) => boolean {
   if (!task) return () => false;
@@ -34,7 +34,7 @@ export function taskNames(task: string | undefined): (id: string) => boolean {
         .replace(/\[.*\]$/, '')
         .split('.')
         .pop() ?? last;
-    return bare.length >= 4 && (words.has(bare) || (last.includes(' ') && task.includes(last)));
+    return bare.length >= 5 && (words.has(bare) || (last.includes(' ') && task.includes(last)));
   };
 }
 

@@ -8,7 +8,8 @@ import type { TestCollector } from './limits.js';
  * `expected failure` counts as skipped, `unexpected success` as failed (unittest itself fails the run on it).
  */
 const HEAD = /^(\w+) \(([\w.]+)\)(.*)$/;
-const RESULT = / \.\.\. (ok|FAIL|ERROR|skipped(?: .*)?|expected failure|unexpected success)$/;
+// Output the test printed without a newline sits between ` ... ` and the word (`... printedok`).
+const RESULT = / \.\.\. .*?(ok|FAIL|ERROR|skipped(?: .*)?|expected failure|unexpected success)$/;
 const LONE_RESULT = /^(ok|FAIL|ERROR|skipped(?: .*)?|expected failure|unexpected success)$/;
 
 function statusOf(word: string): TestCaseResult['status'] {
