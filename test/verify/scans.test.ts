@@ -165,6 +165,72 @@ describe.each(sides)('scanChange on %s', (_name, factory) => {
   );
 });
 
+describe('the secrets rules', () => {
+  const u = (n: number) => alnum(n).toUpperCase();
+  const KEYS: [string, string][] = [
+    ['github-fine-grained-token', `token: ${'github' + '_pat_' + alnum(22) + '_' + alnum(59)}`],
+    ['gitlab-token', `GITLAB = '${'glp' + 'at-' + alnum(20)}'`],
+    ['slack-token', `slack ${'xo' + 'xb-' + '1234567890-' + alnum(24)}`],
+    ['slack-webhook', `hook=${'https://hooks.slack' + '.com/services/T' + u(8) + '/B' + u(8) + '/' + alnum(24)}`],
+    ['stripe-key', `stripe.api = "${'s' + 'k_live_' + alnum(24)}"`],
+    ['google-api-key', `maps: ${'AI' + 'za' + alnum(35)}`],
+    ['private-key', '-----BEGIN ' + 'RSA PRIVATE KEY-----'],
+    ['jwt', `auth ${'ey' + 'J' + alnum(20) + '.ey' + 'J' + alnum(20) + '.' + alnum(20)}`],
+    ['high-entropy-secret', `db_password = "${alnum(24)}"`],
+  ];
+  const CLEAN = [
+    'api_key = os.environ["API_KEY"]',
+    `token = "${'x'.repeat(24)}"`,
+    'password = "changeme-changeme-changeme"',
+    'secret_name = "aaaaaaaaaaaaaaaaaaaaaaaa"',
+    'description = "a perfectly ordinary sentence"',
+  ];
+  const maybe = it;
+
+  maybe(
+    'flag every well-known format on its line, masked, and leave placeholders and clean lines alone',
+    async () => {
+      const repoDir = mkdtempSync(path.join(os.tmpdir(), 'fn-scan-keys-'));
+      const git = (...args: string[]) =>
+        execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: repoDir, encoding: 'utf8' });
+      try {
+        git('init', '-q');
+        writeFileSync(path.join(repoDir, 'README.md'), 'x\n');
+        git('add', '-A');
+        git('commit', '-qm', 'base');
+        const baseCommit = git('rev-parse', 'HEAD').trim();
+        const lines = KEYS.flatMap(([, line]) => [line, CLEAN.shift() ?? 'ok = 1']);
+        writeFileSync(path.join(repoDir, 'settings.txt'), lines.join('\n') + '\n');
+        git('add', '-A');
+        const patch = git('diff', '--binary', '--cached', 'HEAD');
+        const r = await scanChange({
+          repoDir,
+          baseCommit,
+          patch,
+          sandboxFactory: bwrapFactory,
+          security: false,
+          secrets: true,
+          timeoutMs: 60_000,
+        });
+        expect(r.scans).toEqual([
+          { tool: 'secrets', ran: true, files: 1 },
+          { tool: 'bandit', ran: false, reason: 'disabled (verify.security is off)' },
+        ]);
+        expect(r.findings.map((f) => `${f.rule}:${f.line}`)).toEqual(KEYS.map(([rule], i) => `${rule}:${2 * i + 1}`));
+        const all = JSON.stringify(r);
+        for (const [, line] of KEYS.slice(0, -1)) {
+          const value = /([A-Za-z0-9_./:-]{20,})/.exec(line.replace('-----BEGIN ', ''))?.[1];
+          if (value) expect(all).not.toContain(value.slice(-16));
+        }
+        expect(redact(all)).toBe(all);
+      } finally {
+        rmSync(repoDir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
+});
+
 const itDocker = docker ? it : it.skip;
 describe('scanChange in an image without bandit', () => {
   const image = `fn-scan-test-nobandit:${randomUUID().slice(0, 8)}`;
