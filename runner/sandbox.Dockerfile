@@ -10,7 +10,7 @@ FROM ${BASE}
 # What a model's commands usually need to build and test a repository. No network at run time, so whatever a
 # project needs beyond this must be in a derived image (set FROGNANO_SANDBOX_IMAGE to it). Any image must keep
 # bash, coreutils and util-linux (setsid): every command runs through them. `frognano doctor` checks that.
-ARG PACKAGES="bash ca-certificates git make patch procps python3 python3-pytest python3-venv build-essential nodejs npm"
+ARG PACKAGES="bash ca-certificates git make patch procps python3 python3-bandit python3-pytest python3-venv build-essential nodejs npm"
 RUN if [ -n "$PACKAGES" ]; then \
       apt-get update && apt-get install -y --no-install-recommends $PACKAGES && rm -rf /var/lib/apt/lists/*; \
     fi

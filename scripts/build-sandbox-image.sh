@@ -15,7 +15,7 @@ SUITE=bookworm
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Keep in step with PACKAGES in runner/sandbox.Dockerfile (nodejs/npm and build-essential left out: they triple the
 # build time and no test needs them).
-INCLUDE="bash,ca-certificates,git,make,patch,procps,passwd,python3,python3-pytest,python3-venv"
+INCLUDE="bash,ca-certificates,git,make,patch,procps,passwd,python3,python3-bandit,python3-pytest,python3-venv"
 CACHE="${FROGNANO_CACHE_DIR:-.frognano/cache}"
 KEY="$(printf '%s' "$SUITE $INCLUDE" | sha256sum | cut -c1-12)"
 ROOTFS_TAR="$CACHE/sandbox-rootfs-$SUITE-$KEY.tar"
