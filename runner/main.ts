@@ -17,6 +17,7 @@ import { createRedisConnection } from '../src/queue/connection.js';
 import type { ModelBackend } from '../src/inference/types.js';
 import { botKeyPrefix, setBotKeyPrefix } from '../src/queue/keys.js';
 import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
+import { GitMirrorCache } from '../src/github/gitMirror.js';
 import { runnerConfigFromEnv, type RunnerConfig } from '../src/runner/config.js';
 import {
   checkRunnerSandbox,
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
       sandbox,
       workDir: cfg.workDir,
       trajectoryDir: cfg.trajectoryDir,
+      gitCache: gitCacheFor(cfg),
       identity: { name: cfg.botName, email: cfg.botEmail },
       runnerDescription,
       logger: log,
@@ -98,6 +100,11 @@ async function main(): Promise<void> {
   const stop = stopOnSignal(cfg, { runner, registration, backend, ops, connections });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+function gitCacheFor(cfg: RunnerConfig): GitMirrorCache | undefined {
+  if (!cfg.gitCacheDir || cfg.gitCacheGb <= 0) return undefined;
+  return new GitMirrorCache({ dir: cfg.gitCacheDir, maxBytes: Math.round(cfg.gitCacheGb * 1024 ** 3) });
 }
 
 async function prepareDirectories(cfg: RunnerConfig): Promise<void> {

@@ -21,6 +21,10 @@ export const RunnerConfigSchema = z.object({
   concurrency: z.coerce.number().int().min(1).max(64).default(1),
   workDir: z.string().default(path.join(os.tmpdir(), 'frognano-runner')),
   trajectoryDir: z.string().default(path.join(os.homedir(), '.frognano', 'trajectories')),
+  /** Bare mirrors per installation and repository (docs/warm-starts.md); default: beside the work dir. */
+  gitCacheDir: z.string().optional(),
+  /** Disk budget of the git mirrors; 0 turns the mirror off (every round clones from the remote). */
+  gitCacheGb: z.coerce.number().min(0).default(20),
   botName: z.string().min(1).default(DEFAULT_BOT_IDENTITY.name),
   botEmail: z.string().min(3).default(DEFAULT_BOT_IDENTITY.email),
   maxTurns: z.coerce.number().int().min(1).max(1000).optional(),
@@ -51,7 +55,8 @@ export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
 
 /**
  * APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH), GHE_HOST / FROGNANO_GITHUB_API_URL, FROGNANO_GIT_BASE_URL, REDIS_URL,
- * FROGNANO_QUEUE_PREFIX, FROGNANO_CONCURRENCY, FROGNANO_WORK_DIR, FROGNANO_TRAJECTORY_DIR, FROGNANO_BOT_NAME,
+ * FROGNANO_QUEUE_PREFIX, FROGNANO_CONCURRENCY, FROGNANO_WORK_DIR, FROGNANO_TRAJECTORY_DIR, FROGNANO_GIT_CACHE_DIR,
+ * FROGNANO_GIT_CACHE_GB, FROGNANO_BOT_NAME,
  * FROGNANO_BOT_EMAIL, FROGNANO_MAX_TURNS, FROGNANO_WALL_TIME_MINUTES, FROGNANO_SHUTDOWN_GRACE_SECONDS,
  * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT,
  * FROGNANO_RUNNER_NAME, FROGNANO_VERIFY, and the
@@ -85,6 +90,8 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     concurrency: 'FROGNANO_CONCURRENCY',
     workDir: 'FROGNANO_WORK_DIR',
     trajectoryDir: 'FROGNANO_TRAJECTORY_DIR',
+    gitCacheDir: 'FROGNANO_GIT_CACHE_DIR',
+    gitCacheGb: 'FROGNANO_GIT_CACHE_GB',
     botName: 'FROGNANO_BOT_NAME',
     botEmail: 'FROGNANO_BOT_EMAIL',
     maxTurns: 'FROGNANO_MAX_TURNS',
@@ -121,5 +128,6 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
   } catch (e) {
     throw new Error(`runner configuration: ${(e as Error).message}`);
   }
-  return { ...parsed.data, sampling };
+  const gitCacheDir = parsed.data.gitCacheDir ?? path.join(path.dirname(parsed.data.workDir), 'frognano-git-cache');
+  return { ...parsed.data, gitCacheDir, sampling };
 }

@@ -5,7 +5,6 @@ import { getPullRequest, labelAwaitingReview, labelNeedsHuman, requestReview } f
 import {
   applyPatch,
   BOT_BRANCH_PREFIX,
-  cloneRepo,
   commitStagedOnHead,
   DEFAULT_BOT_IDENTITY,
   isNonFastForward,
@@ -21,7 +20,7 @@ import { roundSubject } from './roundLabels.js';
 import { throwIfAborted } from './jobSupport.js';
 import { publicFailure, whereToLook } from './publicFailure.js';
 import type { CheckedChange, Checkout, LiveRun, RoundVariant, Stopped } from './roundVariant.js';
-import { authFor, cloneBranch, loadConfig } from './roundSteps.js';
+import { authFor, cloneBranch, cloneForRound, loadConfig } from './roundSteps.js';
 import { describeRound } from './roundDescription.js';
 import { feedbackSection } from './taskContext.js';
 import { JobFailure } from './types.js';
@@ -189,17 +188,7 @@ async function reapplyOnNewHead(run: FollowUpRun, patch: string): Promise<CloneR
   const { data, ctx, signal } = run;
   const branch = data.followUp.headBranch;
   try {
-    const dest = path.join(run.jobDir, 'head-again');
-    const auth = authFor(run);
-    const again = await cloneRepo({
-      owner: data.owner,
-      repo: data.repo,
-      auth,
-      dest,
-      branch,
-      timeoutMs: ctx.gitTimeoutMs,
-      signal,
-    });
+    const again = await cloneForRound(run, branch, 'head-again');
     await applyPatch(again.dir, patch, { timeoutMs: ctx.gitTimeoutMs });
     return again;
   } catch (e) {

@@ -80,10 +80,13 @@ export function authFor(run: LiveRun): GitAuth {
   return { baseUrl: run.ctx.gitBaseUrl, token: run.access.token };
 }
 
-/** Clones `branch` into `<jobDir>/<dest>`; a failure names the branch (`fromConfig`: the repo's config named it). */
-export function cloneBranch(run: LiveRun, branch: string, dest: string, fromConfig = false): Promise<CloneResult> {
+/**
+ * Clones `branch` into `<jobDir>/<dest>` through the runner's git mirror when it has one (src/github/gitMirror.ts);
+ * the job's token goes the same way either way. Every round kind's clone comes through here.
+ */
+export function cloneForRound(run: LiveRun, branch: string, dest: string): Promise<CloneResult> {
   const { data, ctx, signal } = run;
-  return cloneRepo({
+  const o = {
     owner: data.owner,
     repo: data.repo,
     auth: authFor(run),
@@ -91,7 +94,19 @@ export function cloneBranch(run: LiveRun, branch: string, dest: string, fromConf
     branch,
     timeoutMs: ctx.gitTimeoutMs,
     signal,
-  }).catch(rethrowAs(run, publicFailure.clone(run.jobId, branch, fromConfig), 'clone'));
+  };
+  if (!ctx.gitCache) return cloneRepo(o);
+  return ctx.gitCache.clone({ ...o, installationId: data.installationId }).then((r) => {
+    run.log.info({ branch, mirror: r.mirror }, 'cloned through the git mirror');
+    return r;
+  });
+}
+
+/** Clones `branch` into `<jobDir>/<dest>`; a failure names the branch (`fromConfig`: the repo's config named it). */
+export function cloneBranch(run: LiveRun, branch: string, dest: string, fromConfig = false): Promise<CloneResult> {
+  return cloneForRound(run, branch, dest).catch(
+    rethrowAs(run, publicFailure.clone(run.jobId, branch, fromConfig), 'clone'),
+  );
 }
 
 /** The repository's `.github/frognano.yml` on `branch`; a broken one fails the round, saying how to go on. */

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppCredentials, InstallationAccess } from '../github/client.js';
 import type { Identity } from '../github/git.js';
+import type { GitMirrorCache } from '../github/gitMirror.js';
 import type { ModelBackend } from '../inference/types.js';
 import type { Sampling } from '../leaf/sampling.js';
 import type { FrognanoMetrics } from '../ops/metrics.js';
@@ -47,6 +48,8 @@ export interface RunnerContext {
   /** Overrides of upstream Leaf's eval sampling (FROGNANO_TEMPERATURE ...; src/leaf/sampling.ts). */
   sampling?: Partial<Sampling>;
   gitTimeoutMs?: number;
+  /** Bare mirrors per installation and repository: every round's clone goes through it (none: straight clones). */
+  gitCache?: GitMirrorCache;
   /** Tests shorten these. */
   progressIntervals?: { jobEveryMs?: number; commentEveryMs?: number };
   /** Swappable for tests that exercise the real thing through a different door (never a fake GitHub). */

@@ -402,6 +402,8 @@ export class BwrapSandbox implements Sandbox {
       signal: ac.signal,
       maxOutputBytes: options.maxOutputBytes ?? this.cfg.maxOutputBytes,
       stdin: options.stdin,
+      stdinStream: options.stdinStream,
+      stdoutSink: options.stdoutSink,
     });
     this.running.set(ac, run);
     const stopWatch = this.job.watch(() => ac.abort());

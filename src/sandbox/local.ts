@@ -64,6 +64,8 @@ export class LocalSandbox implements Sandbox {
       signal: options.signal,
       maxOutputBytes: options.maxOutputBytes,
       stdin: options.stdin,
+      stdinStream: options.stdinStream,
+      stdoutSink: options.stdoutSink,
     });
   }
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import type { ExecResult } from './types.js';
 
 export interface RunProcessOptions {
@@ -9,6 +10,10 @@ export interface RunProcessOptions {
   signal?: AbortSignal;
   maxOutputBytes?: number;
   stdin?: string;
+  /** Binary stdin, piped as is (instead of `stdin`). */
+  stdinStream?: Readable;
+  /** Binary stdout: written here, capped at maxOutputBytes (instead of captured). */
+  stdoutSink?: Writable;
   /** Pipes opened after stdin, stdout and stderr (fds 3, 4, ...), handed to onSpawn (bwrap's --info-fd/--block-fd). */
   extraPipes?: number;
   onSpawn?: (child: ChildProcess) => void;
@@ -21,7 +26,7 @@ export class CappedBuffer {
   private chunks: Buffer[] = [];
   private size = 0;
   dropped = 0;
-  constructor(private readonly cap: number) {}
+  constructor(readonly cap: number) {}
   push(chunk: Buffer): void {
     const room = this.cap - this.size;
     if (room <= 0) {
@@ -36,6 +41,23 @@ export class CappedBuffer {
   text(): string {
     return Buffer.concat(this.chunks).toString('utf8');
   }
+}
+
+/**
+ * Writes `from` into `to` as it comes (with backpressure), at most `count`'s cap bytes; the rest is only counted
+ * (in `count.dropped`). `count` keeps no bytes of its own.
+ */
+export function pipeCapped(from: Readable, to: Writable, count: CappedBuffer): void {
+  let room = count.cap;
+  from.on('data', (c: Buffer) => {
+    const part = c.length > room ? c.subarray(0, Math.max(0, room)) : c;
+    room -= part.length;
+    count.dropped += c.length - part.length;
+    if (part.length > 0 && !to.write(part)) {
+      from.pause();
+      to.once('drain', () => from.resume());
+    }
+  });
 }
 
 /** The result of a command whose signal was aborted before it started (shared with the docker sandbox's exec). */
@@ -97,12 +119,16 @@ export function runProcess(argv: string[], opts: RunProcessOptions): Promise<Exe
     };
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout.on('data', (c: Buffer) => out.push(c));
+    if (opts.stdoutSink) pipeCapped(child.stdout, opts.stdoutSink, out);
+    else child.stdout.on('data', (c: Buffer) => out.push(c));
     child.stderr.on('data', (c: Buffer) => err.push(c));
     child.stdin.on('error', () => {
       /* the command may exit without reading stdin */
     });
-    child.stdin.end(opts.stdin ?? '');
+    if (opts.stdinStream) {
+      opts.stdinStream.on('error', killTree);
+      opts.stdinStream.pipe(child.stdin);
+    } else child.stdin.end(opts.stdin ?? '');
 
     child.on('error', (e) => {
       if (settled) return;

@@ -1,3 +1,5 @@
+import type { Readable, Writable } from 'node:stream';
+
 /**
  * The Sandbox is the only way the Leaf tools touch a repository: every implementation
  * (docker, bwrap, local) exposes the same operations so the agent loop never knows where it runs.
@@ -17,6 +19,16 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Data written to the command's stdin. */
   stdin?: string;
+  /**
+   * Binary stdin (a set-up snapshot going into a fresh sandbox): piped to the command as it comes, instead of
+   * `stdin`. The host never interprets the bytes.
+   */
+  stdinStream?: Readable;
+  /**
+   * Binary stdout (a set-up snapshot made inside the sandbox): every byte goes to this sink instead of `stdout`, up
+   * to maxOutputBytes; the rest is dropped and counted in stdoutTruncated (a caller treats that as a failure).
+   */
+  stdoutSink?: Writable;
   /**
    * Give this command network access (setup commands of a repository that opted in with `setup.network`; never
    * the model's commands). docker: a short-lived container on the engine's bridge with the same workspace and

@@ -26,6 +26,14 @@ describe('runnerConfigFromEnv', () => {
     );
   });
 
+  it('puts the git mirrors beside the work dir unless told, with a disk budget', () => {
+    const d = runnerConfigFromEnv({ ...base, FROGNANO_WORK_DIR: '/srv/frognano/work' });
+    expect(d).toMatchObject({ gitCacheDir: '/srv/frognano/frognano-git-cache', gitCacheGb: 20 });
+    const c = runnerConfigFromEnv({ ...base, FROGNANO_GIT_CACHE_DIR: '/cache/git', FROGNANO_GIT_CACHE_GB: '2.5' });
+    expect(c).toMatchObject({ gitCacheDir: '/cache/git', gitCacheGb: 2.5 });
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_GIT_CACHE_GB: '-1' })).toThrow(/FROGNANO_GIT_CACHE_GB/);
+  });
+
   it("reads the runner's public name", () => {
     expect(runnerConfigFromEnv({ ...base, FROGNANO_RUNNER_NAME: 'gpu-east-1' }).runnerName).toBe('gpu-east-1');
   });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { createInstallationAccess } from '../../src/github/client.js';
+import { GitMirrorCache } from '../../src/github/gitMirror.js';
 import type { ModelBackend } from '../../src/inference/types.js';
 import { createLogger } from '../../src/ops/logger.js';
 import type { JobData } from '../../src/queue/schema.js';
@@ -81,6 +82,8 @@ export async function runnerContext(o: {
     sandbox: SandboxConfigSchema.parse({ kind: 'bwrap', defaultTimeoutMs: 60_000 }),
     workDir: path.join(root, 'work'),
     trajectoryDir: path.join(root, 'trajectories'),
+    // As runner/main.ts builds it by default: every round's clone goes through the git mirror.
+    gitCache: new GitMirrorCache({ dir: path.join(root, 'git-cache'), maxBytes: 1024 ** 3 }),
     // As runner/main.ts builds it: the public name, never the hostname.
     runnerDescription: describeRunner({
       name: TEST_RUNNER_NAME,

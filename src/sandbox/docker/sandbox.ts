@@ -17,7 +17,7 @@ import {
   type DockerError,
 } from './engine.js';
 import { execWrapperProgram, sweepProgram, SWEEP_FAILED_EXIT } from './programs.js';
-import { execExitCode, rootExec, sink, waitForEnd } from './streams.js';
+import { cappedSink, execExitCode, rootExec, sink, waitForEnd } from './streams.js';
 
 /** After a kill, how long the exec's output stream may stay open (a setsid'd daemon holding it) before we stop reading. */
 const KILL_GRACE_MS = 3000;
@@ -160,7 +160,7 @@ export class DockerSandbox implements Sandbox {
     const env: Record<string, string> = { ...baseEnv(CONTAINER_HOME), ...options.env };
     // The root wrapper is a non-interactive bash: it would source BASH_ENV before anything else.
     delete env.BASH_ENV;
-    const hasStdin = options.stdin !== undefined;
+    const hasStdin = options.stdin !== undefined || options.stdinStream !== undefined;
     let exec: Docker.Exec;
     let stream: Duplex;
     try {
@@ -190,9 +190,16 @@ export class DockerSandbox implements Sandbox {
     }
     const out = new CappedBuffer(cap);
     const err = new CappedBuffer(cap);
-    this.docker.modem.demuxStream(stream, sink(out), sink(err));
+    this.docker.modem.demuxStream(
+      stream,
+      options.stdoutSink ? cappedSink(options.stdoutSink, out) : sink(out),
+      sink(err),
+    );
     const ended = waitForEnd(stream);
-    if (hasStdin) stream.end(options.stdin);
+    if (options.stdinStream) {
+      options.stdinStream.on('error', () => stream.destroy());
+      options.stdinStream.pipe(stream);
+    } else if (hasStdin) stream.end(options.stdin);
     return { exec, stream, out, err, ended };
   }
 

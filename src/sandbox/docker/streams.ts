@@ -13,6 +13,20 @@ export function sink(buf: CappedBuffer): Writable {
   });
 }
 
+/** A Writable that passes at most `count`'s cap bytes on to `to` (binary stdout) and counts the rest. */
+export function cappedSink(to: Writable, count: CappedBuffer): Writable {
+  let room = count.cap;
+  return new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      const part = chunk.length > room ? chunk.subarray(0, Math.max(0, room)) : chunk;
+      room -= part.length;
+      count.dropped += chunk.length - part.length;
+      if (part.length === 0 || to.write(part)) cb();
+      else to.once('drain', () => cb());
+    },
+  });
+}
+
 /**
  * The exit status of a finished exec, or null when the engine does not know it. The engine can close the stream a
  * moment before it records the exit code: poll briefly, then less often.
