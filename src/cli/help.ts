@@ -7,6 +7,7 @@ Usage:
   frognano doctor [options]
   frognano replay <trajectory.json> [--markdown]
   frognano view <trajectory.json> [--port N]
+  frognano model pull [--dir DIR]
   frognano <command> --help
 
 Commands:
@@ -14,6 +15,7 @@ Commands:
   doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, model, GitHub App credentials.
   replay   Print a trajectory written by solve (or by the runner) readably.
   view     Serve a trajectory as the app's run page, on 127.0.0.1, for a browser.
+  model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull).
 
 Exit codes:
   0    solve produced a patch / doctor: every required check passed
@@ -130,7 +132,29 @@ Examples:
   frognano view run/trajectory.json --port 8400
 `;
 
+export const MODEL_HELP = `Usage: frognano model pull [--dir DIR] [--repo OWNER/NAME] [--revision REV]
+
+Downloads the published FrogNano-4B weights (Hugging Face layout: safetensors, config, tokenizer, chat template)
+from the Hugging Face Hub into DIR. Resumable: an interrupted pull continues where it stopped (HTTP Range);
+every file is checked against the Hub's checksum (LFS sha256, git sha1 for small files) before it is kept.
+About 9.5 GB of disk.
+
+Options:
+  --dir DIR                Where the weights go (default models/FrogNano-4B-2609 under the current directory)
+  --repo OWNER/NAME        Hub repository (default microsoft/FrogNano-4B-2609)
+  --revision REV           Branch, tag or commit (default main)
+
+Environment:
+  HF_TOKEN                 Hugging Face token, sent as a bearer token (gated or private repositories)
+  HF_ENDPOINT              Hub address (default https://huggingface.co; a mirror)
+
+Examples:
+  frognano model pull
+  HF_ENDPOINT=https://hf-mirror.example frognano model pull --dir /models/FrogNano-4B-2609
+`;
+
 export const HELP: Record<string, string> = {
+  model: MODEL_HELP,
   solve: SOLVE_HELP,
   doctor: DOCTOR_HELP,
   replay: REPLAY_HELP,

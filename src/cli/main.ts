@@ -11,6 +11,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   doctor: async () => (await import('./commands/doctor.js')).doctorCommand,
   replay: async () => (await import('./commands/replay.js')).replayCommand,
   view: async () => (await import('./commands/view.js')).viewCommand,
+  model: async () => (await import('./commands/model.js')).modelCommand,
 };
 
 /** `frognano <command> ...` -> exit code. Never throws: every failure becomes a message and an exit code. */
