@@ -16,3 +16,10 @@ export {
 } from './allowlist.js';
 export { addressChecker, hostAddresses, type AddressCheck } from './addresses.js';
 export { dnsResolver, type ResolveHost } from './resolve.js';
+export {
+  effectiveEgressPolicy,
+  fleetSetupNetworkFromEnv,
+  type FleetSetupNetwork,
+  type RepoSetupNetwork,
+  type SetupNetworkMode,
+} from './policy.js';
