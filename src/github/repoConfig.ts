@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
+import { parseAllowEntry, type RepoSetupNetwork } from '../sandbox/egress/index.js';
 
 /** Where a repository configures the bot, relative to its root. */
 export const REPO_CONFIG_PATH = '.github/frognano.yml';
@@ -55,6 +56,29 @@ export function verifyEnabled(cfg: Pick<RepoConfig, 'verify' | 'testCommands'>):
   return cfg.verify.enabled ?? cfg.testCommands.length > 0;
 }
 
+const allowEntry = z
+  .string()
+  .max(300)
+  .refine((e) => {
+    try {
+      parseAllowEntry(e);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'an allow entry: host, *.host, host:port or https://host/path-prefix');
+const networkMode = z.enum(['off', 'registries', 'all']);
+
+/** `setup.network`: a boolean, a mode, or `{ mode, allow }`; always read as `{ mode, allow }`. */
+const setupNetwork = z
+  .union([
+    z.boolean().transform((on) => ({ mode: on ? 'registries' : 'off', allow: [] as string[] })),
+    networkMode.transform((mode) => ({ mode, allow: [] as string[] })),
+    z.object({ mode: networkMode.default('registries'), allow: z.array(allowEntry).max(100).default([]) }).strict(),
+  ])
+  .default({ mode: 'off', allow: [] })
+  .transform((n): RepoSetupNetwork => n as RepoSetupNetwork);
+
 /**
  * `.github/frognano.yml`. Every field is optional; unknown keys are errors so a typo
  * (`maxTurn:`) is reported instead of silently ignored.
@@ -99,11 +123,15 @@ export const RepoConfigSchema = z
     allowWorkflowChanges: z.boolean().default(false),
     setup: z
       .object({
-        /** Run `setupCommands` with network (installing dependencies); the agent's own commands never have it. */
-        network: z.boolean().default(false),
+        /**
+         * Run `setupCommands` with network (installing dependencies) through the egress proxy; the agent's own
+         * commands never have it. `true`/`registries`: the package registries, `all`: any public host,
+         * `{ allow: [...] }`: the registries and these entries (docs/configuration.md).
+         */
+        network: setupNetwork,
       })
       .strict()
-      .default({ network: false }),
+      .default({ network: { mode: 'off', allow: [] } }),
     /** After a run that changed files but ended at a limit or failed: push the work to a branch (no PR) and link it. */
     publishFailedAttempts: z.boolean().default(false),
     followUp: z

@@ -6,6 +6,7 @@ import { visibleText } from '../github/untrusted.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
 import type { TaskSection, Trajectory } from '../leaf/trajectory.js';
 import type { JobData } from '../queue/schema.js';
+import { effectiveEgressPolicy, fleetSetupNetworkFromEnv } from '../sandbox/egress/index.js';
 import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
 import { abortError, jobLimits, sandboxFor, scrubStoredTrajectory } from './jobSupport.js';
@@ -67,7 +68,8 @@ export async function solveForJob(o: {
     limits,
     sampling: ctx.sampling,
     setupCommands: config.setupCommands,
-    setupNetwork: config.setup.network,
+    // The repository's ask under the fleet's ceiling (FROGNANO_SETUP_NETWORK); undefined: no network at all.
+    setupNetwork: effectiveEgressPolicy(config.setup.network, fleetSetupNetworkFromEnv()) !== undefined,
     testCommands: config.testCommands,
     outDir: o.trajectoryDir,
     signal: o.signal,

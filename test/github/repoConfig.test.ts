@@ -33,7 +33,7 @@ allowWorkflowChanges: true
       limits: { maxTurns: 40, wallTimeMinutes: 30, maxFilesChanged: 5, maxLinesChanged: 200 },
       forbiddenPaths: ['secrets/**', '*.lock'],
       allowWorkflowChanges: true,
-      setup: { network: false },
+      setup: { network: { mode: 'off', allow: [] } },
       publishFailedAttempts: false,
       followUp: { maxRounds: 5 },
       ciFix: { enabled: true, maxRounds: 3 },
@@ -113,7 +113,7 @@ approval:
 instructionsFile: docs/bot.md
 `);
     expect(cfg).toMatchObject({
-      setup: { network: true },
+      setup: { network: { mode: 'registries', allow: [] } },
       publishFailedAttempts: true,
       followUp: { maxRounds: 2 },
       approval: { allowTriggerApproval: true },
@@ -123,7 +123,7 @@ instructionsFile: docs/bot.md
 
   it('defaults to no network, no partial pushes, five rounds and the two-person rule', () => {
     expect(defaultRepoConfig()).toMatchObject({
-      setup: { network: false },
+      setup: { network: { mode: 'off', allow: [] } },
       publishFailedAttempts: false,
       followUp: { maxRounds: 5 },
       approval: { allowTriggerApproval: false },

@@ -1,0 +1,25 @@
+export {
+  EgressProxy,
+  DEFAULT_EGRESS_CAPS,
+  type BlockedRequest,
+  type EgressCaps,
+  type EgressProxyOptions,
+} from './proxy.js';
+export {
+  REGISTRY_HOSTS,
+  admits,
+  normalizeHost,
+  parseAllowEntry,
+  registriesAllow,
+  type AllowEntry,
+  type EgressPolicy,
+} from './allowlist.js';
+export { addressChecker, hostAddresses, type AddressCheck } from './addresses.js';
+export { dnsResolver, type ResolveHost } from './resolve.js';
+export {
+  effectiveEgressPolicy,
+  fleetSetupNetworkFromEnv,
+  type FleetSetupNetwork,
+  type RepoSetupNetwork,
+  type SetupNetworkMode,
+} from './policy.js';
