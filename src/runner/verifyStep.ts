@@ -69,7 +69,7 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
     patch,
     setupCommands: cfg.setupCommands,
     testCommands: cfg.testCommands,
-    setupNetwork: cfg.setup.network,
+    setupNetwork: cfg.setup.network.mode !== 'off',
     reportGlobs: cfg.verify.reports,
     sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
     environmentKey: environmentKey(sandboxCfg),
