@@ -22,14 +22,7 @@ export interface TestCaseResult {
 
 /** Where the per-test results of one command came from; `exit_code` means none could be read. */
 export type TestSource =
-  | 'junit'
-  | 'pytest-log'
-  | 'unittest-log'
-  | 'go-json'
-  | 'jest-json'
-  | 'jest-log'
-  | 'cargo-log'
-  | 'exit_code';
+  'junit' | 'pytest-log' | 'unittest-log' | 'go-json' | 'jest-json' | 'jest-log' | 'cargo-log' | 'exit_code';
 
 /** One of the bot's own commands (set-up or test) run in a verification sandbox. */
 export interface VerifyCommandRun {
