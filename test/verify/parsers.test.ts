@@ -193,7 +193,7 @@ describe('parseTestRun', () => {
     const run = parseTestRun(evidence({ output: many, exitCode: 0 }));
     expect(run.tests).toHaveLength(MAX_TESTS_PER_COMMAND);
     expect(run.notes[0]).toMatch(/more than 20000 tests/);
-    const long = `FAILED t.py::test_${'x'.repeat(1000)} - ${'m'.repeat(5000)}\nPASSED t.py::test_${'x'.repeat(1000)}`;
+    const long = `PASSED t.py::test_${'x'.repeat(1000)}\nFAILED t.py::test_${'x'.repeat(1000)} - ${'m'.repeat(5000)}`;
     const [one] = parseTestRun(evidence({ output: long })).tests;
     expect(one.id).toHaveLength(MAX_TEST_ID_CHARS);
     expect(one.message).toHaveLength(MAX_MESSAGE_CHARS);
