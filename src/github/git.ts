@@ -126,22 +126,32 @@ export interface CloneResult {
 
 /** Shallow clone (`--depth 1`) of one branch. Errors read "could not clone owner/repo: ...". */
 export async function cloneRepo(o: CloneOptions): Promise<CloneResult> {
+  try {
+    return await cloneWith(o, ['--depth', '1']);
+  } catch (e) {
+    throw await cloneFailed(o, e);
+  }
+}
+
+/** `git clone` of one branch with `extra` options (shallow, or through a mirror), and what it checked out. */
+export async function cloneWith(o: CloneOptions, extra: string[]): Promise<CloneResult> {
   const url = remoteUrlFor(o.auth.baseUrl, o.owner, o.repo);
   const common = { timeoutMs: o.timeoutMs, signal: o.signal };
-  try {
-    await fs.mkdir(path.dirname(o.dest), { recursive: true });
-    const args = ['clone', '--depth', '1', '--single-branch', '--no-tags'];
-    if (o.branch) args.push('--branch', o.branch);
-    args.push('--', url, o.dest);
-    await git(args, { ...common, auth: o.auth });
-    const branch = (await git(['rev-parse', '--abbrev-ref', 'HEAD'], { ...common, cwd: o.dest })).trim();
-    const headSha = (await git(['rev-parse', 'HEAD'], { ...common, cwd: o.dest })).trim();
-    return { dir: o.dest, branch, headSha };
-  } catch (e) {
-    await fs.rm(o.dest, { recursive: true, force: true }).catch(() => undefined);
-    const msg = e instanceof Error ? e.message : String(e);
-    throw new GitError(`could not clone ${o.owner}/${o.repo}${o.branch ? ` (branch ${o.branch})` : ''}: ${msg}`);
-  }
+  await fs.mkdir(path.dirname(o.dest), { recursive: true });
+  const args = ['clone', ...extra, '--single-branch', '--no-tags'];
+  if (o.branch) args.push('--branch', o.branch);
+  args.push('--', url, o.dest);
+  await git(args, { ...common, auth: o.auth });
+  const branch = (await git(['rev-parse', '--abbrev-ref', 'HEAD'], { ...common, cwd: o.dest })).trim();
+  const headSha = (await git(['rev-parse', 'HEAD'], { ...common, cwd: o.dest })).trim();
+  return { dir: o.dest, branch, headSha };
+}
+
+/** The error a failed clone reads as ("could not clone owner/repo (branch b): ..."), the partial clone removed. */
+export async function cloneFailed(o: CloneOptions, e: unknown): Promise<GitError> {
+  await fs.rm(o.dest, { recursive: true, force: true }).catch(() => undefined);
+  const msg = e instanceof Error ? e.message : String(e);
+  return new GitError(`could not clone ${o.owner}/${o.repo}${o.branch ? ` (branch ${o.branch})` : ''}: ${msg}`);
 }
 
 export interface NumstatEntry {

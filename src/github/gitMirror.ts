@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { tryLockFile, unlockFile, withFileLock } from '../util/fileLock.js';
-import { git, GitError, remoteUrlFor, type CloneOptions, type CloneResult } from './git.js';
+import { cloneFailed, cloneWith, git, GitError, remoteUrlFor, type CloneOptions, type CloneResult } from './git.js';
 
 /**
  * A bare mirror per (installation, repository) on the runner, so a round's clone fetches only what changed.
@@ -63,9 +63,7 @@ export class GitMirrorCache {
         { timeoutMs: this.o.lockTimeoutMs },
       );
     } catch (e) {
-      await fs.rm(o.dest, { recursive: true, force: true }).catch(() => undefined);
-      const msg = e instanceof Error ? e.message : String(e);
-      throw new GitError(`could not clone ${o.owner}/${o.repo}${o.branch ? ` (branch ${o.branch})` : ''}: ${msg}`);
+      throw await cloneFailed(o, e);
     }
     await this.evict(mirror).catch(() => undefined);
     return result;
@@ -136,14 +134,7 @@ async function updateAndClone(mirror: string, o: MirrorCloneOptions): Promise<Cl
     auth: o.auth,
   });
   await fs.writeFile(path.join(mirror, LAST_USED), new Date().toISOString());
-  await fs.mkdir(path.dirname(o.dest), { recursive: true });
-  const args = ['clone', '--quiet', '--reference', mirror, '--dissociate', '--single-branch', '--no-tags'];
-  if (o.branch) args.push('--branch', o.branch);
-  args.push('--', url, o.dest);
-  await git(args, { ...common, auth: o.auth });
-  const branch = (await git(['rev-parse', '--abbrev-ref', 'HEAD'], { ...common, cwd: o.dest })).trim();
-  const headSha = (await git(['rev-parse', 'HEAD'], { ...common, cwd: o.dest })).trim();
-  return { dir: o.dest, branch, headSha };
+  return cloneWith(o, ['--quiet', '--reference', mirror, '--dissociate']);
 }
 
 /** The failure came from the mirror: git said so, or the mirror no longer passes a connectivity check. */
