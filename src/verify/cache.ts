@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
+import { VerifySideSchema } from './sideSchema.js';
 import type { BaseResultCache, VerifySide } from './types.js';
 
 /**
@@ -10,36 +10,10 @@ import type { BaseResultCache, VerifySide } from './types.js';
  * a corrupt or foreign entry is a miss, never a verdict.
  */
 
-const RunSchema = z.object({
-  command: z.string(),
-  exitCode: z.number().nullable(),
-  timedOut: z.boolean(),
-  durationMs: z.number(),
-  outputTail: z.string(),
-  tests: z.array(
-    z.object({
-      id: z.string(),
-      status: z.enum(['passed', 'failed', 'error', 'skipped']),
-      file: z.string().optional(),
-      line: z.number().optional(),
-      message: z.string().optional(),
-    }),
-  ),
-  source: z.string(),
-  notRun: z.string().optional(),
-});
-const SideSchema = z.object({
-  commit: z.string(),
-  setup: z.array(RunSchema),
-  tests: z.array(RunSchema),
-  setupReused: z.boolean().optional(),
-  notRun: z.string().optional(),
-});
-
 function parseSide(text: string | null | undefined): VerifySide | undefined {
   if (!text) return undefined;
   try {
-    const r = SideSchema.safeParse(JSON.parse(text));
+    const r = VerifySideSchema.safeParse(JSON.parse(text));
     return r.success ? (r.data as VerifySide) : undefined;
   } catch {
     return undefined;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TestStatusSchema as status, VerifySideSchema as SideSchema } from './sideSchema.js';
 import type { Verdict } from './types.js';
 
 /**
@@ -39,32 +40,6 @@ export function verificationLine(o: VerificationOutcome): string {
 
 // ---- the stored form (the run page reads it back; what another version wrote may not parse) ----
 
-const status = z.enum(['passed', 'failed', 'error', 'skipped']);
-const TestCaseSchema = z.object({
-  id: z.string(),
-  status,
-  file: z.string().optional(),
-  line: z.number().optional(),
-  message: z.string().optional(),
-});
-const CommandRunSchema = z.object({
-  command: z.string(),
-  exitCode: z.number().nullable(),
-  timedOut: z.boolean(),
-  durationMs: z.number(),
-  outputTail: z.string(),
-  tests: z.array(TestCaseSchema),
-  source: z.string(),
-  notRun: z.string().optional(),
-});
-const SideSchema = z.object({
-  commit: z.string(),
-  setup: z.array(CommandRunSchema),
-  tests: z.array(CommandRunSchema),
-  cached: z.boolean().optional(),
-  setupReused: z.boolean().optional(),
-  notRun: z.string().optional(),
-});
 const ChangeSchema = z.object({
   id: z.string(),
   command: z.string(),
