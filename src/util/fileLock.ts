@@ -1,4 +1,5 @@
 import { promises as fs } from 'node:fs';
+import { processAlive } from './processAlive.js';
 
 /**
  * A lock across the processes of one machine: a file created with O_EXCL that holds the owner's pid. A lock whose
@@ -15,16 +16,6 @@ export class LockTimeoutError extends Error {
   }
 }
 
-function alive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** One try: true when the lock file is now ours (a stale one is removed and retried once). */
 export async function tryLockFile(file: string): Promise<boolean> {
   for (let i = 0; i < 2; i++) {
@@ -36,7 +27,7 @@ export async function tryLockFile(file: string): Promise<boolean> {
     }
     const owner = Number((await fs.readFile(file, 'utf8').catch(() => '')).trim());
     // An empty file is a lock being written this instant: not stale.
-    if (!owner || alive(owner)) return false;
+    if (!owner || processAlive(owner)) return false;
     await fs.rm(file, { force: true });
   }
   return false;

@@ -13,16 +13,7 @@ import {
   SANDBOX_LABEL,
 } from './containerSpec.js';
 import { removeContainer } from './engine.js';
-
-function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { processAlive } from '../../util/processAlive.js';
 
 /**
  * Removes sandbox containers left behind: those older than maxAgeMs, and those made on this host by a runner
