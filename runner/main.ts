@@ -19,6 +19,7 @@ import { botKeyPrefix, setBotKeyPrefix } from '../src/queue/keys.js';
 import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
 import { GitMirrorCache } from '../src/github/gitMirror.js';
 import { runnerConfigFromEnv, type RunnerConfig } from '../src/runner/config.js';
+import { runnerVerifier } from '../src/runner/verifier.js';
 import {
   checkRunnerSandbox,
   reapStaleSandboxes,
@@ -90,6 +91,7 @@ async function main(): Promise<void> {
       trajectoryStore: trajectoryStoreFromEnv(process.env),
       publicUrl: publicUrlFromEnv(process.env),
       verifyOff: cfg.verify === 'off',
+      ...runnerVerifier(redis),
     },
   });
   // The log names the public name the issues and pull requests see, beside the hostname (in every line).

@@ -24,7 +24,7 @@ export async function verifyStep(
   change: CheckedChange,
 ): Promise<VerificationOutcome | undefined> {
   const cfg = checkout.config;
-  // A runner built without the verifier (until runner/main.ts passes verifyChange) publishes as before.
+  // A context without the verifier (some tests) publishes as before; runner/main.ts always passes it.
   const verify = run.ctx.verifyChange;
   if (!verify) return undefined;
   if (run.ctx.verifyOff) return { state: 'off', reason: OFF_ON_RUNNER };

@@ -2,6 +2,7 @@ import { restoreBaseTests, touchedTestFiles } from './baseTests.js';
 import { baseCacheKey } from './cacheKey.js';
 import { patchFiles } from './diffFiles.js';
 import { gradeVerdict } from './grade.js';
+import { scanChange, type ScanResult } from './scans/index.js';
 import { measureSide } from './sides.js';
 import type { Verdict, VerifyOptions, VerifySide } from './types.js';
 
@@ -58,7 +59,12 @@ export async function verifyChange(o: VerifyOptions): Promise<Verdict> {
     const afterPatch = restoreBaseTests(o.baseCommit, tests);
     tasks.push(() => measureSide({ label: 'base tests on the patch', patch: o.patch, afterPatch }, o, signal));
   }
-  const [base, patched, baseTestsOnPatch] = await limited(o.concurrency ?? 2, tasks);
+  // The scans open a sandbox of their own beside the sides: a small job (bandit on the patch's files) that should
+  // not wait for the test suites.
+  const [[base, patched, baseTestsOnPatch], scanned] = await Promise.all([
+    limited(o.concurrency ?? 2, tasks),
+    scans(o, signal, started),
+  ]);
   o.onProgress?.('verifying: grading');
   return gradeVerdict({
     base,
@@ -66,8 +72,22 @@ export async function verifyChange(o: VerifyOptions): Promise<Verdict> {
     baseTestsOnPatch,
     patchFiles: files,
     task: o.task,
-    findings: [],
-    scans: [],
+    findings: scanned.findings,
+    scans: scanned.scans,
     durationMs: Date.now() - started,
+  });
+}
+
+/** The security and secrets scans of what the patch adds, within what is left of the verification's budget. */
+function scans(o: VerifyOptions, signal: AbortSignal, started: number): Promise<ScanResult> {
+  return scanChange({
+    repoDir: o.repoDir,
+    baseCommit: o.baseCommit,
+    patch: o.patch,
+    sandboxFactory: o.sandboxFactory,
+    security: o.security,
+    secrets: o.secrets,
+    timeoutMs: Math.max(1, o.timeoutMs - (Date.now() - started)),
+    signal,
   });
 }

@@ -10,6 +10,7 @@ import type { ModelBackend } from '../../src/inference/types.js';
 import { createLogger } from '../../src/ops/logger.js';
 import type { JobData } from '../../src/queue/schema.js';
 import { SandboxConfigSchema } from '../../src/sandbox/index.js';
+import { runnerVerifier } from '../../src/runner/verifier.js';
 import { describeRunner, publicRunnerName } from '../../src/ops/runnerRegistry.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import type { BareRemote } from '../github/gitRepo.js';
@@ -70,6 +71,8 @@ export async function runnerContext(o: {
   remote: BareRemote;
   backend: ModelBackend;
   logger: RunnerContext['logger'];
+  /** The verify step as runner/main.ts wires it (verifyChange, base results cached in this Redis). */
+  verify?: boolean;
 }): Promise<RunnerContext & { cleanup(): Promise<void> }> {
   const root = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-runner-test-'));
   const app = { appId: 1, privateKey: PRIVATE_KEY };
@@ -96,6 +99,7 @@ export async function runnerContext(o: {
     progressIntervals: { jobEveryMs: 0, commentEveryMs: 0 },
     // The real token exchange (POST /app/installations/:id/access_tokens, answered by nock), minus retries.
     createAccess: (installationId, repo) => createInstallationAccess(app, { installationId, repo, retry: false }),
+    ...(o.verify ? runnerVerifier(o.redis) : {}),
     cleanup: () => fs.rm(root, { recursive: true, force: true }),
   };
 }

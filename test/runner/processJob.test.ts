@@ -317,7 +317,7 @@ describe('processJob', () => {
     expect(failedReason(other.statusBodies().at(-1)!)).toBe(text);
     expectNoInternals(other.statusBodies().at(-1)!);
     // The log keeps git's own account, under the job id.
-    expect(logs.lines.join('')).toMatch(/could not clone .*no-such-repo.*git clone failed/);
+    expect(logs.lines.join('')).toMatch(/could not clone .*no-such-repo.*git (clone|fetch) failed/);
     expect(logs.lines.join('')).toContain(`"jobId":"${owner}/${REPO}#7@1"`);
     await redis.del(`frognano:status:${owner.toLowerCase()}/no-such-repo#7`);
   });
