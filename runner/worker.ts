@@ -9,6 +9,7 @@ import { processJob } from '../src/runner/processJob.js';
 import { HandBackError, JobFailure, type AbortCause, type RunnerContext } from '../src/runner/types.js';
 import type { EnqueueRound } from '../src/queue/followUps.js';
 import { startNextRound } from '../src/runner/nextRound.js';
+import { startRepairRound } from '../src/runner/verifyRepair.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
 import { createHandOff } from './handOff.js';
 import { startJobUsage } from './jobUsage.js';
@@ -102,9 +103,10 @@ function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: Proces
     await o.registration?.setCurrentJob(id).catch(() => undefined);
     const started = Date.now();
     let handedBack = false;
+    let result: JobResult | undefined;
     const usage = startJobUsage(o.ctx, job.data);
     try {
-      const result = await processJob(job, usage.ctx, controller.signal);
+      result = await processJob(job, usage.ctx, controller.signal);
       o.ctx.metrics?.recordJobFinished({
         status: 'completed',
         outcome: result.outcome,
@@ -129,6 +131,9 @@ function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: Proces
     } finally {
       // A handed-back round has not ended: it runs again, and its end starts the next round.
       if (!handedBack) await startNextRound(queue, o.ctx, job.data, log.child({ jobId: id }), handOff.enqueue);
+      // After the asks: a round of theirs pushes a new head that is verified again, so no repair is queued then.
+      if (!handedBack)
+        await startRepairRound(queue, o.ctx, job.data, result, log.child({ jobId: id }), handOff.enqueue);
       await usage.end();
       await handOff.jobEnding(id);
       active.delete(id);

@@ -13,6 +13,7 @@ import { withRedisLock } from './lock.js';
 import { enqueueJob, isUnfinishedState, type EnqueueResult, type FrognanoJob, type FrognanoQueue } from './queue.js';
 import { JobDataSchema, jobIdFor, type JobData } from './schema.js';
 import { botKey } from './keys.js';
+import { automaticSource } from './verifyRepair.js';
 
 export type { FollowUpRequest } from './asks.js';
 
@@ -61,9 +62,9 @@ export async function enqueueFollowUp(
   JobDataSchema.parse({ ...req, followUp: { ...req.followUp, round: 1 } });
   return withRedisLock(redis, pullRequestLockKey(key), async () => {
     const busy = await unfinishedRound(queue, redis, key);
-    // A CI fix answers the failures of one head: it never waits for, or merges with, people's asks. The round that
-    // runs or waits will push a new head, and CI runs again on it.
-    if (req.followUp.source === 'ci') {
+    // A CI fix or a verification repair answers the failures of one head: it never waits for, or merges with,
+    // people's asks. The round that runs or waits will push a new head, which CI and verification see again.
+    if (automaticSource(req.followUp.source)) {
       if (busy !== null || (await readWaitingAsks(redis, key)).length > 0)
         return { kind: 'busy' as const, round: busy };
       return enqueueRound(redis, key, [req], enqueue, beforeEnqueue);

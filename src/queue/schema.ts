@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { issueSlug } from './attempts.js';
 import { CiFixSchema } from './ciFix.js';
+import { RepairRequestSchema, VerifyRepairSchema } from './verifyRepair.js';
 
 /** BullMQ queue name (DESIGN.md). */
 export const QUEUE_NAME = 'frognano';
@@ -38,7 +39,7 @@ export const MAX_WAITING_ASKS = 10;
  */
 export const AskSchema = z.object({
   author: z.object({ login, id: z.number().int().nonnegative().optional() }),
-  source: z.enum(['comment', 'review', 'ci']),
+  source: z.enum(['comment', 'review', 'ci', 'verify']),
   /** The review's or comment's text. */
   feedback: z.string().max(MAX_FEEDBACK_CHARS + 200),
   inlineComments: z.array(InlineCommentSchema).max(MAX_INLINE_COMMENTS).default([]),
@@ -68,7 +69,7 @@ export const FollowUpSchema = z.object({
   /** How many inline comments did not fit. */
   omittedComments: z.number().int().nonnegative().default(0),
   /** `ci`: an automatic round that answers failing checks on the head (the job's `ciFix`). */
-  source: z.enum(['comment', 'review', 'ci']),
+  source: z.enum(['comment', 'review', 'ci', 'verify']),
   reviewId: z.number().int().positive().optional(),
   /**
    * Every ask this round addresses, oldest first, when it merges asks that waited for it; the fields above then
@@ -104,7 +105,7 @@ export const JobDataSchema = z.object({
   triggeredBy: z.object({ login, id: z.number().int().nonnegative().optional() }),
   /** 1 for the first run; each `/frognano retry` adds one. */
   attempt: z.number().int().min(1).max(1000),
-  trigger: z.enum(['label', 'comment', 'review', 'ci']),
+  trigger: z.enum(['label', 'comment', 'review', 'ci', 'verify']),
   /** A writer's words for this attempt (`/frognano retry <guidance>`, `/frognano <guidance>`). */
   guidance: z
     .string()
@@ -114,6 +115,8 @@ export const JobDataSchema = z.object({
   followUp: FollowUpSchema.optional(),
   /** Set with `followUp` (source `ci`) when the round answers failing CI on the pull request's head. */
   ciFix: CiFixSchema.optional(),
+  /** Set with `followUp` (source `verify`) when the round answers a failing verification verdict. */
+  verifyRepair: VerifyRepairSchema.optional(),
   /** Comment that triggered the job (for reactions and replies). */
   commentId: z.number().int().positive().optional(),
   /** X-GitHub-Delivery of the webhook that created the job (for tracing redeliveries). */
@@ -133,6 +136,8 @@ export const JobResultSchema = z.object({
   turns: z.number().int().nonnegative(),
   elapsedSeconds: z.number().nonnegative(),
   trajectoryPath: z.string().optional(),
+  /** The published change's verdict failed and the repository asks for a repair round (src/runner/verifyRepair.ts). */
+  repair: RepairRequestSchema.optional(),
 });
 export type JobResult = z.infer<typeof JobResultSchema>;
 

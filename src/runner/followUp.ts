@@ -12,6 +12,7 @@ import {
   type CloneResult,
   type NumstatEntry,
 } from '../github/git.js';
+import { automaticSource } from '../queue/verifyRepair.js';
 import type { FollowUp, JobData } from '../queue/schema.js';
 import { redact } from '../util/redact.js';
 import { twoPersonRule } from './approval.js';
@@ -134,8 +135,8 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
     detailsUrl: run.page?.url,
   });
   await labelAwaitingReview(octokit, data.owner, data.repo, f.pullNumber);
-  // A CI-fix round has nobody who asked: no review request (the needs-review label stands).
-  if (f.source !== 'ci') {
+  // A CI-fix or repair round has nobody who asked: no review request (the needs-review label stands).
+  if (!automaticSource(f.source)) {
     await requestReview(octokit, data.owner, data.repo, f.pullNumber, data.triggeredBy.login).catch((err: unknown) =>
       log.warn({ err }, 'could not request a review'),
     );
@@ -154,8 +155,8 @@ async function commitAndPush(run: FollowUpRun, head: CloneResult, change: Checke
   const f = data.followUp;
   const subject = roundSubject(data);
   const finalMessage = change.solved.trajectory.final_message;
-  // No person asked for a CI fix: its commit credits nobody.
-  const askers = f.source === 'ci' ? [] : (f.asks?.map((a) => a.author) ?? [data.triggeredBy]);
+  // No person asked for a CI fix or a repair: its commit credits nobody.
+  const askers = automaticSource(f.source) ? [] : (f.asks?.map((a) => a.author) ?? [data.triggeredBy]);
   const message = withCoAuthors(commitMessage(subject, data.issueNumber, finalMessage), askers);
   const identity = ctx.identity ?? DEFAULT_BOT_IDENTITY;
   const branch = f.headBranch;

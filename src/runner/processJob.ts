@@ -4,6 +4,7 @@ import { ciFixRound } from './ciFix.js';
 import { firstAttempt } from './firstAttempt.js';
 import { followUpRound } from './followUp.js';
 import { runRound } from './round.js';
+import { verifyRepairRound } from './verifyRepair.js';
 import type { JobHandle, RunnerContext } from './types.js';
 
 /**
@@ -19,6 +20,10 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
   const data = parsed.data;
   if (data.followUp && data.ciFix) {
     return runRound(job, { ...data, followUp: data.followUp, ciFix: data.ciFix }, ciFixRound, ctx, signal);
+  }
+  if (data.followUp && data.verifyRepair) {
+    const repair = { ...data, followUp: data.followUp, verifyRepair: data.verifyRepair };
+    return runRound(job, repair, verifyRepairRound, ctx, signal);
   }
   if (data.followUp) return runRound(job, { ...data, followUp: data.followUp }, followUpRound, ctx, signal);
   return runRound(job, data, firstAttempt, ctx, signal);

@@ -23,6 +23,8 @@ import type {
 import { reserveRunPage, storeRunPage } from './runPage.js';
 import { applyAndCheck, judgeRun, openAccess, phase, refreshAccess, setStatus, solveInSandbox } from './roundSteps.js';
 import { publishVerification, verifyStep } from './verifyStep.js';
+import { repairAfter } from './verifyRepair.js';
+import type { RepairRequest } from '../queue/verifyRepair.js';
 import { verificationStatusLine } from '../github/verification.js';
 import { HandBackError, JobFailure, type AbortCause, type JobHandle, type RunnerContext } from './types.js';
 
@@ -91,7 +93,8 @@ async function roundSteps<D extends JobData, C extends Checkout>(
   await refreshAccess(live);
   const published = await variant.publish(live, checkout, change);
   await publishVerification(live, published, change.verification);
-  return report(change, published);
+  const repair = await repairAfter(live, checkout, change, published);
+  return report(change, published, repair);
 }
 
 function startRun<D extends JobData, C extends Checkout>(
@@ -142,7 +145,7 @@ function stopped(run: LiveRun, s: Stopped): RoundEnd {
   return { outcome: s.stop, reason: s.reason, facts: notStarted(run, 'not_started') };
 }
 
-function report(change: CheckedChange, published: Published): RoundEnd {
+function report(change: CheckedChange, published: Published, repair?: RepairRequest): RoundEnd {
   const summary = clip(redact(change.solved.trajectory.final_message), 1500);
   const { url, number, branch } = published;
   const verification = change.verification ? verificationStatusLine(change.verification) : undefined;
@@ -154,6 +157,7 @@ function report(change: CheckedChange, published: Published): RoundEnd {
     summary,
     facts: change.facts,
     ...(verification ? { verification } : {}),
+    ...(repair ? { repair } : {}),
   };
 }
 
@@ -187,6 +191,7 @@ export function resultFor(end: RoundEnd): JobResult {
         pullRequestNumber: end.number,
         branch: end.branch,
         ...end.facts,
+        ...(end.repair ? { repair: end.repair } : {}),
       };
     case 'no_patch':
     case 'refused':

@@ -1,3 +1,4 @@
+import { automaticSource } from '../queue/verifyRepair.js';
 import { roundName, roundTrigger } from './roundLabels.js';
 import { wholeRunUrl } from './runPage.js';
 import type { InstallationAccess } from '../github/client.js';
@@ -57,7 +58,7 @@ export async function describeRound(run: FollowUpRun, record: RoundRecord): Prom
   }
   const entry: HistoryEntry = {
     round: roundName(data),
-    trigger: f.source === 'ci' ? roundTrigger(data) : triggerOf(data),
+    trigger: automaticSource(f.source) ? roundTrigger(data) : triggerOf(data),
     headSha: record.headSha,
     result: record.result,
     url: run.page?.url,

@@ -10,6 +10,7 @@ import type { RoundKind } from '../runs/record.js';
 import type { ProgressReporter } from './progress.js';
 import type { RunnerContext } from './types.js';
 import type { VerificationOutcome } from '../verify/outcome.js';
+import type { RepairRequest } from '../queue/verifyRepair.js';
 
 /** One round of a job as it runs (src/runner/round.ts owns its lifecycle). */
 export interface JobRun<D extends JobData = JobData> {
@@ -70,6 +71,8 @@ export type RoundEnd =
       facts: RunFacts;
       /** The status comment's verification line (src/github/verification.ts verificationStatusLine). */
       verification?: string;
+      /** The repair round this round asks for (its verdict failed; src/runner/verifyRepair.ts). */
+      repair?: RepairRequest;
     }
   | { outcome: 'no_patch' | 'refused'; reason: string; facts: RunFacts }
   | { outcome: 'cancelled'; by?: string; facts: RunFacts };

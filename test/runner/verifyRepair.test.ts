@@ -1,0 +1,188 @@
+/**
+ * Verification-repair rounds (verify.onFailure: repair): the round the runner queues when the verdict on a published
+ * change failed, and what that round does, on real bwrap, real git, real Redis and BullMQ; GitHub's REST API by nock.
+ */
+import { promises as fs } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import nock from 'nock';
+import type { Redis } from 'ioredis';
+import pino from 'pino';
+import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
+import { createQueue } from '../../src/queue/queue.js';
+import { JobDataSchema, jobIdFor, type JobData } from '../../src/queue/schema.js';
+import type { RepairRequest } from '../../src/queue/verifyRepair.js';
+import { processJob } from '../../src/runner/processJob.js';
+import type { RunnerContext } from '../../src/runner/types.js';
+import { repairRequestData, startRepairRound } from '../../src/runner/verifyRepair.js';
+import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
+import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
+import { useRedisAndNock } from './redisAndNock.js';
+import { recordGitHub } from './githubRecorder.js';
+import { recordPullRequest } from './pullRequestRecorder.js';
+
+const REPO = 'calc';
+const BRANCH = 'frognano/issue-7';
+const CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n';
+const TESTS =
+  'import unittest\nfrom calc import add, sub\n\n\nclass TestCalc(unittest.TestCase):\n' +
+  '    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n' +
+  '    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n';
+const config = (verify = '') => `testCommands: ["python3 -m unittest -v"]\n${verify ? `verify:\n${verify}` : ''}`;
+const REPORT = 'The bot verified your change: 1 test still failing.\n\nStill failing:\n- test_calc.TestCalc.test_add';
+
+const FIX_ADD: ReplayTurn[] = [
+  {
+    content: '',
+    tool_calls: [
+      {
+        name: 'Edit',
+        arguments: {
+          file_path: 'calc.py',
+          old_string: 'add(a, b):\n    return a - b',
+          new_string: 'add(a, b):\n    return a + b',
+        },
+      },
+    ],
+  },
+  { content: 'add() adds now.', tool_calls: [] },
+];
+const NOTES_ONLY: ReplayTurn[] = [
+  { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'NOTES.md', content: 'looked at it\n' } }] },
+  { content: 'Wrote notes.', tool_calls: [] },
+];
+
+describe('verification-repair rounds', () => {
+  let redis: Redis;
+  let remote: BareRemote;
+  let owner: string;
+  let ctx: RunnerContext & { cleanup(): Promise<void> };
+  let gh: ReturnType<typeof recordGitHub>;
+
+  useRedisAndNock((r) => (redis = r));
+  afterEach(async () => {
+    nock.cleanAll();
+    await remote?.cleanup();
+    await ctx?.cleanup();
+  });
+
+  async function setup(turns: ReplayTurn[], yml: string) {
+    owner = uniqueOwner('vr');
+    const files = { 'calc.py': CALC, 'test_calc.py': TESTS, '.github/frognano.yml': yml };
+    remote = await makeBareRemote(owner, REPO, files, {
+      extraBranches: { [BRANCH]: { ...files, 'NOTES.md': 'first round\n' } },
+    });
+    const logs = captureLogs();
+    ctx = await runnerContext({
+      redis,
+      remote,
+      backend: ReplayBackend.fromTurns(turns),
+      logger: logs.logger,
+      verify: true,
+    });
+    recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
+    gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
+  }
+
+  const head = () => gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
+  const repairOf = (streak: number): RepairRequest => ({
+    pullNumber: 5,
+    headBranch: BRANCH,
+    baseBranch: 'main',
+    headSha: head(),
+    streak,
+    report: REPORT,
+  });
+  const runRepair = (streak: number) => {
+    const req = repairRequestData(jobData(owner, REPO), repairOf(streak));
+    const job: JobData = JobDataSchema.parse({ ...req, followUp: { ...req.followUp, round: 2 } });
+    return processJob(
+      { id: jobIdFor(job), data: job, updateProgress: async () => undefined },
+      ctx,
+      new AbortController().signal,
+    );
+  };
+
+  it('a first attempt whose verdict fails asks for a repair round with the measured report', async () => {
+    await setup(NOTES_ONLY, config());
+    const result = await processJob(
+      { id: `${owner}/${REPO}#7@1`, data: jobData(owner, REPO), updateProgress: async () => undefined },
+      ctx,
+      new AbortController().signal,
+    );
+    expect(result).toMatchObject({
+      outcome: 'pull_request',
+      repair: { pullNumber: 5, headBranch: BRANCH, baseBranch: 'main', streak: 1 },
+    });
+    expect(result.repair!.headSha).toMatch(/^[0-9a-f]{40}$/);
+    expect(result.repair!.report).toContain('Still failing');
+    expect(result.repair!.report).toContain('test_add');
+    expect(result.repair!.report).toContain('python3 -m unittest -v');
+  }, 180_000);
+
+  it('verify.onFailure: report publishes the verdict and asks for nothing', async () => {
+    await setup(NOTES_ONLY, config('  onFailure: report\n'));
+    const result = await processJob(
+      { id: `${owner}/${REPO}#7@1`, data: jobData(owner, REPO), updateProgress: async () => undefined },
+      ctx,
+      new AbortController().signal,
+    );
+    expect(result.outcome).toBe('pull_request');
+    expect(result.repair).toBeUndefined();
+  }, 180_000);
+
+  it('the repair round gets the report as its task, credits nobody, and a fix that passes asks for no more', async () => {
+    await setup(FIX_ADD, config());
+    const result = await runRepair(1);
+    expect(result.reason).toBeUndefined();
+    expect(result).toMatchObject({ outcome: 'pull_request', pullRequestNumber: 5 });
+    expect(result.repair).toBeUndefined();
+    const t = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
+    const sections = t.frognano.task.context as { heading: string; text: string }[];
+    expect(sections.find((s) => s.heading === 'Failing verification of your change')?.text).toBe(REPORT);
+    const message = gitIn(remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);
+    expect(message).toContain('address failing verification on #5');
+    expect(message).not.toContain('Co-authored-by');
+    expect(gh.find('POST', '/requested_reviewers')).toEqual([]);
+  }, 180_000);
+
+  it('a repair round that still fails at verify.maxRepairRounds labels the PR needs-human, once, and stops', async () => {
+    await setup(NOTES_ONLY, config());
+    const result = await runRepair(1);
+    expect(result.outcome).toBe('pull_request');
+    expect(result.repair).toBeUndefined();
+    const labels = gh.find('POST', '/issues/5/labels').map((c) => c.body);
+    expect(labels).toContainEqual({ labels: ['frognano:needs-human'] });
+    const comments = gh.find('POST', '/issues/5/comments').map((c) => String(c.body.body));
+    expect(comments.some((c) => c.includes('verify.maxRepairRounds') && c.includes('frognano:needs-human'))).toBe(true);
+  }, 180_000);
+
+  it('startRepairRound queues the repair as the pull request round, after the asks', async () => {
+    await setup(NOTES_ONLY, config());
+    const queue = createQueue(redis, { prefix: `fn-vr-${randomUUID().slice(0, 8)}` });
+    try {
+      const data = jobData(owner, REPO);
+      const result = {
+        outcome: 'pull_request' as const,
+        exitReason: 'agent',
+        turns: 2,
+        elapsedSeconds: 1,
+        repair: repairOf(1),
+      };
+      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' }));
+      const job = await queue.getJob(jobIdFor({ owner, repo: REPO, issueNumber: 5, attempt: 1 }));
+      expect(job?.data).toMatchObject({
+        trigger: 'verify',
+        triggeredBy: { login: 'frognano' },
+        followUp: { pullNumber: 5, source: 'verify', round: 1, headBranch: BRANCH },
+        verifyRepair: { streak: 1, report: REPORT },
+      });
+      // No repair without a request, and never a second one while the first is queued.
+      await startRepairRound(queue, ctx, data, { ...result, repair: undefined }, pino({ level: 'silent' }));
+      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' }));
+      expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  }, 60_000);
+});
