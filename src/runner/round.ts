@@ -90,6 +90,7 @@ async function roundSteps<D extends JobData, C extends Checkout>(
   if ('outcome' in change) return change;
   if (variant.verifies !== false)
     change.verification = await phase(live, 'verifying', VERIFYING, () => verifyStep(live, checkout, change));
+  if (live.page && change.verification) live.page.verification = change.verification;
   await refreshAccess(live);
   const published = await variant.publish(live, checkout, change);
   await publishVerification(live, published, change.verification);

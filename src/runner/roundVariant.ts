@@ -30,8 +30,11 @@ export interface JobRun<D extends JobData = JobData> {
   final?: StatusState;
   /** What the model did, once it has run (stored for the run page when the round ends). */
   solved?: SolveResult;
-  /** The round's run page, once drawn (src/runner/runPage.ts); `url` only when the app's public URL is known. */
-  page?: { round: number; kind: RoundKind; url?: string };
+  /**
+   * The round's run page, once drawn (src/runner/runPage.ts); `url` only when the app's public URL is known,
+   * `verification` once the verify step has an outcome (the page shows it).
+   */
+  page?: { round: number; kind: RoundKind; url?: string; verification?: VerificationOutcome };
 }
 
 /** A run once it has its token and its progress reporter. */

@@ -47,6 +47,7 @@ export async function storeRunPage(run: JobRun, solved: SolveResult, state: Stat
     issueTitle: run.data.title,
     tests: solved.testResults,
     patch: solved.patch,
+    verification: run.page.verification,
   });
   try {
     const bytes = await store.putRound(round);

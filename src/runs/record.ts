@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TrajectoryFileSchema, trajectoryFromFile, type Trajectory } from '../leaf/trajectory.js';
+import { VerificationOutcomeSchema, type VerificationOutcome } from '../verify/outcome.js';
 
 /**
  * One round of a run as the trajectory store keeps it: the Leaf trajectory (upstream's format) plus what the page
@@ -53,6 +54,8 @@ export interface StoredRound {
   /** The round's final patch (git diff). */
   patch: string;
   trajectory: Trajectory;
+  /** The verify step's outcome (src/runner/verifyStep.ts); absent for rounds stored before it, or that did not verify. */
+  verification?: VerificationOutcome;
 }
 
 const refSchema = z.object({
@@ -91,6 +94,8 @@ const storedRoundSchema = z.object({
   ),
   patch: z.string(),
   trajectory: TrajectoryFileSchema,
+  // A verdict another version wrote that does not parse costs the page its Verification section, never the round.
+  verification: VerificationOutcomeSchema.optional().catch(undefined),
 });
 
 /** A stored round read back; null when the bytes are not one (a damaged or foreign object). */
@@ -103,7 +108,12 @@ export function parseStoredRound(text: string): StoredRound | null {
   }
   const parsed = storedRoundSchema.safeParse(raw);
   if (!parsed.success) return null;
-  return { ...parsed.data, trajectory: trajectoryFromFile(parsed.data.trajectory) };
+  const { verification, ...rest } = parsed.data;
+  return {
+    ...rest,
+    trajectory: trajectoryFromFile(parsed.data.trajectory),
+    ...(verification ? { verification } : {}),
+  };
 }
 
 /** Tokens over a trajectory's steps (the `frognano` facts; zero for upstream's own files). */
@@ -148,6 +158,7 @@ export function storedRound(
     issueTitle?: string;
     tests?: RoundTest[];
     patch?: string;
+    verification?: VerificationOutcome;
   },
 ): StoredRound {
   return {
@@ -162,5 +173,6 @@ export function storedRound(
     })),
     patch: o.patch ?? t.output_patch,
     trajectory: t,
+    ...(o.verification ? { verification: o.verification } : {}),
   };
 }

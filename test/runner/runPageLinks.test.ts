@@ -7,6 +7,8 @@ import { ReplayBackend } from '../../src/inference/replay.js';
 import { jobIdFor, type JobData } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
+import { OFF_ON_RUNNER } from '../../src/runner/verifyStep.js';
+import type { Verdict } from '../../src/verify/types.js';
 import { trajectoryStoreFromEnv } from '../../src/runs/config.js';
 import type { TrajectoryStore } from '../../src/runs/trajectoryStore.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
@@ -117,6 +119,22 @@ describe('run pages from the runner', () => {
     expect(pr.body()).toContain(url);
     const check = gh.find('POST', '/check-runs')[0]!.body as { details_url: string };
     expect(check.details_url).toBe(url);
+  });
+
+  it("stores the verify step's outcome with the round, for the page's Verification section", async () => {
+    owner = uniqueOwner('rp');
+    remote = await makeBareRemote(owner, REPO, { 'hello.txt': 'hi\n' });
+    const base = await runnerContext({ redis, remote, backend: replay('hello\n'), logger: captureLogs().logger });
+    const never = async (): Promise<Verdict> => {
+      throw new Error('verification is off: the verifier is never called');
+    };
+    ctx = Object.assign(base, { trajectoryStore: store, publicUrl: PUBLIC, verifyOff: true, verifyChange: never });
+    recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
+    const result = await processJob(handle(jobData(owner, REPO)), ctx, new AbortController().signal);
+
+    expect(result).toMatchObject({ outcome: 'pull_request' });
+    const stored = await store.getRound({ owner, repo: REPO, issueNumber: 7, round: 0 });
+    expect(stored?.verification).toEqual({ state: 'off', reason: OFF_ON_RUNNER });
   });
 
   it('without a store nothing is linked and the round still publishes', async () => {

@@ -63,6 +63,17 @@ figure.bar figcaption{color:var(--muted);font-size:12px}
 figure.bar a:hover rect:not(.seg-gap){opacity:.7}
 .key{display:inline-block;width:10px;height:10px;border-radius:2px;margin-left:8px}
 .key.seg-model{background:var(--accent)}.key.seg-tools{background:var(--ok)}.key.seg-failed{background:var(--err)}
+#verification{border-bottom:1px solid var(--line);padding-bottom:8px}
+.badge{display:inline-block;border:1px solid currentColor;border-radius:2em;padding:0 8px;font-size:12px;font-weight:600}
+.badge-success{color:var(--ok)}.badge-failure{color:var(--err)}.badge-not-run{color:var(--warn)}.badge-neutral,.badge-off{color:var(--muted)}
+table.verify-runs{border-collapse:collapse;width:100%;margin:8px 0}
+table.verify-runs th,table.verify-runs td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+table.verify-runs th{background:var(--card);font-weight:600}
+ul.verify-list{padding-left:20px;margin:4px 0}ul.verify-list li{margin:2px 0}
+.where,.move{color:var(--muted);font-size:12px}
+pre.msg{max-height:160px}
+.sev{font-weight:600;font-size:12px}.sev-high{color:var(--err)}.sev-medium{color:var(--warn)}.sev-low{color:var(--muted)}
+.invisible{color:var(--err);font-size:11px}
 `;
 
 export const PAGE_JS = `

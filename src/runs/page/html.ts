@@ -30,3 +30,19 @@ export function foldedPre(
   const first = escapeHtml((lines.find((l) => l.trim()) ?? '').slice(0, 120));
   return `<details class="fold"><summary>${escapeHtml(o.label)} · ${formatCount(lines.length)} lines · <code>${first}</code></summary>${pre}</details>`;
 }
+
+/**
+ * Characters nobody sees (zero-width, bidi embeddings, overrides and isolates, the tag block): in a test name or a
+ * repository's message they can make one text read as another, so the page shows where they are. The same set as
+ * src/github/untrusted.ts, which this layer may not import.
+ */
+const INVISIBLE =
+  /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|\uDB40[\uDC00-\uDC7F]/g;
+
+/** escapeHtml, with every invisible character shown as its code point (`⟨U+202E⟩`). */
+export function escapeShown(text: string): string {
+  return escapeHtml(text).replace(INVISIBLE, (c) => {
+    const hex = c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+    return `<span class="invisible">⟨U+${hex}⟩</span>`;
+  });
+}

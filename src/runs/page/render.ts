@@ -4,6 +4,7 @@ import { renderPatch } from './diff.js';
 import { escapeHtml, foldedPre, formatCount, formatDuration } from './html.js';
 import { renderTimeline } from './steps.js';
 import { renderTimelineBar } from './timelineBar.js';
+import { renderVerification } from './verification.js';
 
 export interface RunPageInput {
   round: StoredRound;
@@ -33,7 +34,8 @@ export function renderRunPage(p: RunPageInput): string {
     `<link rel="stylesheet" href="${p.staticBase}/page.css"><script src="${p.staticBase}/page.js" defer></script>`,
     '</head><body>',
     renderHeader(p),
-    '<main>',
+    // Concatenated, not its own line: a round without verification renders byte for byte as before.
+    `<main>${renderVerification(p.round.verification)}`,
     '<div class="toolbar"><label>Filter steps <input type="search" id="filter" placeholder="text in a step" autocomplete="off"></label>',
     `<span class="hint">${formatCount(p.round.trajectory.steps.length)} steps · <kbd>j</kbd>/<kbd>k</kbd> next/previous · <kbd>/</kbd> filter</span></div>`,
     renderTimelineBar(p.round.trajectory),
