@@ -126,6 +126,46 @@ describe.each(factories)('verifyChange on %s', (name, factory) => {
     expect(v.conclusion).toBe('failure');
   }, 180_000);
 
+  it('a patch that skips the failing test instead of fixing the code is named as doing so, never fixed', async () => {
+    const repo = await makeRepo({ 'calc.py': CALC, 'test_calc.py': TESTS });
+    const skipped = TESTS.replace('    def test_add', "    @unittest.skip('flaky')\n    def test_add");
+    const patch = diffOf(repo, (d) => write(d, 'test_calc.py', skipped));
+    const v = await verifyChange(options(repo, factory, { patch }));
+    expect(v.fixed).toEqual([]);
+    expect(v.stillFailing.map((t) => t.id)).toEqual([expect.stringContaining('test_add')]);
+    const file = v.testFiles.find((f) => f.file === 'test_calc.py');
+    expect(file).toMatchObject({ change: 'modified' });
+    expect(file!.newlySkipped).toEqual([expect.stringContaining('test_add')]);
+    expect(v.baseTestsOnPatch).toBeDefined(); // the base's test file ran against the patched code too
+    expect(v.conclusion).toBe('failure');
+  }, 180_000);
+
+  it('security and secrets findings on exactly the added lines fail the verdict', async () => {
+    const repo = await makeRepo({ 'calc.py': CALC, 'test_calc.py': TESTS });
+    const risky = `${CALC.replace('return a - b', 'return a + b')}\n\ndef run(cmd):\n    import subprocess\n    return subprocess.call(cmd, shell=True)\n\n\nKEY = "AKIAQWERTYUIOPASDFGH"\n`;
+    const patch = diffOf(repo, (d) => write(d, 'calc.py', risky));
+    const v = await verifyChange(options(repo, factory, { patch, security: true, secrets: true }));
+    const lines = risky.split('\n');
+    const at = (text: string) => lines.findIndex((l) => l.includes(text)) + 1;
+    expect(v.fixed.map((t) => t.id)).toEqual([expect.stringContaining('test_add')]);
+    expect(v.scans.filter((s) => !s.ran)).toEqual([]);
+    expect(v.findings.map((f) => [f.kind, f.file, f.line])).toEqual(
+      expect.arrayContaining([
+        ['security', 'calc.py', at('shell=True')],
+        ['secret', 'calc.py', at('AKIA')],
+      ]),
+    );
+    expect(v.findings.every((f) => [at('shell=True'), at('AKIA')].includes(f.line))).toBe(true);
+    expect(JSON.stringify(v)).not.toContain('AKIAQWERTYUIOPASDFGH');
+    expect(v.scans.map((s) => [s.tool, s.ran])).toEqual(
+      expect.arrayContaining([
+        ['bandit', true],
+        ['secrets', true],
+      ]),
+    );
+    expect(v.conclusion).toBe('failure');
+  }, 180_000);
+
   it('a patch that does not apply is a patched side not run, never a throw; the base is cached once', async () => {
     const repo = await makeRepo({ 'calc.py': CALC, 'test_calc.py': TESTS });
     const cache = new FileBaseResultCache(path.join(await tempDir('fn-verify-cache-'), 'c'));

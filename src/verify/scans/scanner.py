@@ -86,6 +86,10 @@ def secrets_in_line(text):
     return found
 
 
+# Files of the patch that exist but could not be read: a scan that missed them must not read as "nothing found".
+UNREADABLE = set()
+
+
 def read_lines(path, max_bytes):
     """The lines of a regular file (a symlink or anything else is not read), or None."""
     try:
@@ -94,7 +98,10 @@ def read_lines(path, max_bytes):
             return None
         with open(path, "rb") as f:
             return f.read(max_bytes).decode("utf-8", "replace").split("\n")
+    except FileNotFoundError:
+        return None
     except OSError:
+        UNREADABLE.add(path)
         return None
 
 
@@ -213,6 +220,9 @@ def main():
             scans.append({"tool": "bandit", "ran": False, "reason": str(e)})
     if req["secrets"]:
         scans.append(scan_secrets(files, req, findings))
+    if UNREADABLE:
+        reason = "the scanner could not read %d of the patch's files in the sandbox" % len(UNREADABLE)
+        scans = [dict(s, ran=False, reason=reason) if s.get("ran") else s for s in scans]
     print(json.dumps({"scans": scans, "findings": findings[: req["maxFindings"]]}))
 
 
