@@ -90,24 +90,20 @@ describe.each(factories)('verifyChange on %s', (name, factory) => {
     expect(v.patched.tests[0].exitCode).toBe(0);
   }, 180_000);
 
-  // bwrap uses the host's /usr/bin/python3, which has no pytest on this machine; the docker image has it.
-  (name === 'docker' ? it : it.skip)(
-    'pytest: JUnit comes through PYTEST_ADDOPTS; a fix that breaks another test is a failure naming both',
-    async () => {
-      const repo = await makeRepo({ 'calc.py': CALC, 'test_calc.py': TESTS });
-      const patch = diffOf(repo, (d) =>
-        write(d, 'calc.py', 'def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n'),
-      );
-      const v = await verifyChange(
-        options(repo, factory, { patch, testCommands: ['python3 -m pytest -q -p no:cacheprovider'] }),
-      );
-      expect(v.patched.tests[0].source).toBe('junit');
-      expect(v.fixed.map((t) => t.id)).toEqual([expect.stringContaining('test_add')]);
-      expect(v.regressions.map((t) => t.id)).toEqual([expect.stringContaining('test_sub')]);
-      expect(v.conclusion).toBe('failure');
-    },
-    180_000,
-  );
+  // bwrap runs the host's /usr/bin/python3: .ci/run installs Debian's python3-pytest, as the image has it.
+  it('pytest: JUnit comes through PYTEST_ADDOPTS; a fix that breaks another test is a failure naming both', async () => {
+    const repo = await makeRepo({ 'calc.py': CALC, 'test_calc.py': TESTS });
+    const patch = diffOf(repo, (d) =>
+      write(d, 'calc.py', 'def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n'),
+    );
+    const v = await verifyChange(
+      options(repo, factory, { patch, testCommands: ['python3 -m pytest -q -p no:cacheprovider'] }),
+    );
+    expect(v.patched.tests[0].source).toBe('junit');
+    expect(v.fixed.map((t) => t.id)).toEqual([expect.stringContaining('test_add')]);
+    expect(v.regressions.map((t) => t.id)).toEqual([expect.stringContaining('test_sub')]);
+    expect(v.conclusion).toBe('failure');
+  }, 180_000);
 
   it('the ignored interpreter the model replaced is rebuilt by the set-up: the failing test still fails', async () => {
     const repo = await makeRepo({ '.gitignore': '.venv/\n', 'calc.py': CALC, 'test_calc.py': TESTS });
