@@ -46,11 +46,9 @@ describe('renderRunPage', () => {
     expect(html).toContain('<a class="round" data-round="0" href="/runs/octo/demo/12/0" aria-current="page">');
   });
 
-  it('renders a 100-step, 1 MB round in well under 200 ms, and the page weighs under 2 MB', () => {
-    page(); // warm up
-    const started = performance.now();
+  // Its render time is bench/trajectory-page.ts's figure, not a timed assertion (a loaded machine would flake it).
+  it('renders a 100-step, 1 MB round, and the page weighs under 2 MB', () => {
     const html = page();
-    expect(performance.now() - started).toBeLessThan(200);
     expect(Buffer.byteLength(html)).toBeLessThan(2 * 1024 * 1024);
   });
 
