@@ -69,6 +69,13 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
 }
 
+/**
+ * How long a SIGTERM may take: a clean stop normally takes well under a second, but with Redis down the queue's and
+ * the clients' closes wait for a reconnect that never comes; past this the process exits anyway (in time for
+ * Kubernetes' default 30 s grace and `docker compose stop`'s 10 s).
+ */
+const SHUTDOWN_DEADLINE_MS = 5_000;
+
 async function main(): Promise<void> {
   const server = await run(frognano, { log: logger.child({ name: 'app' }) });
   let stopping = false;
@@ -76,6 +83,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info(`${signal}: shutting down`);
+    setTimeout(() => {
+      logger.warn(`${signal}: shutdown took over ${SHUTDOWN_DEADLINE_MS / 1000} s (is Redis down?); exiting now`);
+      // Connections still retrying would keep the event loop alive: drop them without waiting.
+      for (const c of resources ? [resources.redis, resources.queueConnection] : []) c.disconnect();
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
     try {
       await server.stop();
       if (resources) {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createQueue, enqueueJob } from '../../src/queue/queue.js';
+import { kill9, startRedis, stopAll } from '../support/redisServers.js';
 
 /** The real `npm start` entry, run as a child process: setup mode without credentials, the full app with them. */
 const ROOT = process.cwd();
@@ -77,6 +78,16 @@ async function start(
     await new Promise((r) => setTimeout(r, 100));
   }
   return { base, output: () => out };
+}
+
+/** /readyz once it says ready (Redis connects after the server listens), within 20 s; the last answer otherwise. */
+async function readyz(base: string): Promise<Response> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const r = await fetch(`${base}/readyz`);
+    if (r.status === 200 || Date.now() > deadline) return r;
+    await new Promise((done) => setTimeout(done, 100));
+  }
 }
 
 /** Resident memory of the app process, from its own /metrics. */
@@ -170,7 +181,7 @@ describe('npm start (src/app/main.ts)', () => {
     });
 
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
-    const ready = await fetch(`${base}/readyz`);
+    const ready = await readyz(base);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({
       status: 'ready',
@@ -196,6 +207,42 @@ describe('npm start (src/app/main.ts)', () => {
     expect((await post('sha256=' + '0'.repeat(64))).status).toBe(400);
     expect(output()).toContain('frognano: triggering on label');
   }, 60_000);
+
+  test.each(['went away while it ran', 'was down from the start'])(
+    'SIGTERM ends the app within 10 s when Redis %s',
+    async (how) => {
+      tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
+      const keyPath = join(tmp, 'app.pem');
+      const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+      const redis = await startRedis();
+      if (how !== 'went away while it ran') await kill9(redis);
+      try {
+        const { base, output } = await start({
+          APP_ID: '12345',
+          PRIVATE_KEY_PATH: keyPath,
+          WEBHOOK_SECRET: 'main-test-secret',
+          REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+        });
+        if (how === 'went away while it ran') {
+          expect((await readyz(base)).status).toBe(200);
+          await kill9(redis);
+        }
+        const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
+        const started = Date.now();
+        child!.kill('SIGTERM');
+        const code = await Promise.race([
+          exited,
+          new Promise<'running'>((r) => setTimeout(() => r('running'), 10_000)),
+        ]);
+        expect({ code, output: code === 'running' ? output() : '' }).toEqual({ code: expect.any(Number), output: '' });
+        expect(Date.now() - started).toBeLessThan(10_000);
+      } finally {
+        await stopAll();
+      }
+    },
+    90_000,
+  );
 
   test('a webhook body over 25 MB is answered 413 without being buffered, declared or streamed', async () => {
     tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
