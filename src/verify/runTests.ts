@@ -30,8 +30,8 @@ function reportReaderScript(): string {
  * only the reader's JSON.
  */
 const WRAPPER = `r="$TMPDIR/frognano-reports"; mkdir -p "$r" || exit 125
-c=$FROGNANO_VERIFY_COMMAND s=$FROGNANO_REPORT_READER q=$FROGNANO_REPORT_REQUEST
-unset FROGNANO_VERIFY_COMMAND FROGNANO_REPORT_READER FROGNANO_REPORT_REQUEST
+c=$FN_VERIFY_COMMAND s=$FN_REPORT_READER q=$FN_REPORT_REQUEST
+unset FN_VERIFY_COMMAND FN_REPORT_READER FN_REPORT_REQUEST
 ( export PYTEST_ADDOPTS="\${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }--junitxml=$r/pytest-junit.xml"
   exec /bin/bash --noprofile --norc -c "$c" ) </dev/null 2>&1
 rc=$?
@@ -73,9 +73,9 @@ export async function runTestCommand(
     signal: o.signal,
     maxOutputBytes: MAX_TEST_OUTPUT_BYTES + REPORT_LIMITS.maxTotalBytes * 2,
     env: {
-      FROGNANO_VERIFY_COMMAND: command,
-      FROGNANO_REPORT_READER: reportReaderScript(),
-      FROGNANO_REPORT_REQUEST: request,
+      FN_VERIFY_COMMAND: command,
+      FN_REPORT_READER: reportReaderScript(),
+      FN_REPORT_REQUEST: request,
     },
   });
   const output = r.stdout.length > MAX_TEST_OUTPUT_BYTES ? r.stdout.slice(-MAX_TEST_OUTPUT_BYTES) : r.stdout;

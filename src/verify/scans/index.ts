@@ -145,9 +145,9 @@ async function runScanner(
     maxFileBytes: limits.maxFileBytes,
     maxFiles: limits.maxFiles,
   });
-  const r = await sb.exec('exec python3 -I -S -c "$FROGNANO_SCANNER"', {
+  const r = await sb.exec('exec python3 -I -S -c "$FN_SCANNER"', {
     clean: true,
-    env: { FROGNANO_SCANNER: scannerScript() },
+    env: { FN_SCANNER: scannerScript() },
     stdin: request,
     timeoutMs,
     signal: o.signal,
