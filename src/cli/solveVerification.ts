@@ -25,6 +25,7 @@ export interface SolveVerifyContext {
 /** Why solve does not verify this run, if it does not. */
 function offReason(r: SolveResult, c: SolveVerifyContext): string | undefined {
   if (c.noVerify) return 'turned off with --no-verify';
+  if (c.checks.verify.enabled === false) return '`verify.enabled` is false in .github/frognano.yml';
   if (c.checks.testCommands.length === 0) return 'no test commands (--test, or testCommands in .github/frognano.yml)';
   if (!r.patch.trim()) return 'no patch to verify';
   return undefined;
