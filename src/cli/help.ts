@@ -72,7 +72,7 @@ Checks (may be repeated; default: setupCommands and testCommands of the reposito
   --setup CMD              Command run before the model starts (e.g. "npm ci"), and in each verification sandbox
   --test CMD               Command run on the result: in the model's workspace (shown as what the model's workspace
                            said), then in the verification (the result; see frognano verify --help)
-  --no-verify              Do not verify the patch after the run
+  --no-verify              Do not verify the patch after the run (nor does verify.enabled: false)
 
 Verification (on by default when there are test commands and a patch): the patch is measured in fresh sandboxes
 on the base commit and on base + patch (set-up, tests, per-test results, scans of added lines); the verdict is
