@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
  * carries one up to main() so every failure ends with one clear line and the right code.
  */
 export const EXIT = {
-  /** solve: a patch was produced. doctor: every required check passed. replay: printed. */
+  /** solve: a patch was produced. doctor: every required check passed. replay: printed. verify: success or neutral. */
   OK: 0,
   /** solve: the run finished but changed nothing. */
   NO_PATCH: 1,
@@ -13,10 +13,15 @@ export const EXIT = {
   CHECKS_FAILED: 1,
   /** Bad command line (unknown option, missing argument, conflicting flags). */
   USAGE: 2,
-  /** Setup problem before the model ran: missing model dir, unreadable repo, no sandbox, unreachable issue. */
+  /**
+   * Setup problem before the model ran: missing model dir, unreadable repo, no sandbox, unreachable issue.
+   * verify: a side could not be measured (the patch does not apply, the sandbox did not start).
+   */
   SETUP: 3,
   /** The model backend or the run itself failed. */
   RUNTIME: 4,
+  /** verify: the verdict is a failure (a regression, a failing test command, a blocking finding). */
+  VERIFY_FAILED: 5,
   /** Interrupted (Ctrl-C / SIGINT, SIGTERM). 128 + SIGINT, as shells report it. */
   INTERRUPTED: 130,
 } as const;

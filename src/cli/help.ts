@@ -4,6 +4,7 @@ export const MAIN_HELP = `frognano — run the FrogNano-4B coding agent on a rep
 
 Usage:
   frognano solve <repo-dir> (--issue-file FILE | --issue TEXT | --github OWNER/REPO#N) [options]
+  frognano verify <repo-dir> <patch-file> [--test CMD]... [options]
   frognano doctor [options]
   frognano replay <trajectory.json> [--markdown]
   frognano view <trajectory.json> [--port N]
@@ -12,17 +13,20 @@ Usage:
 
 Commands:
   solve    Let the model work on an issue in a sandboxed copy of a repository; writes patch + trajectory.
+  verify   Measure a patch in fresh sandboxes, base vs base + patch: fixed tests, regressions, findings.
   doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, model, GitHub App credentials.
   replay   Print a trajectory written by solve (or by the runner) readably.
   view     Serve a trajectory as the app's run page, on 127.0.0.1, for a browser.
   model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull).
 
 Exit codes:
-  0    solve produced a patch / doctor: every required check passed
+  0    solve produced a patch / doctor: every required check passed / verify: success or neutral
   1    solve finished without a patch / doctor: a required check failed
   2    usage error (unknown option, missing argument)
-  3    setup error (missing model dir, unreadable or non-git repo, no sandbox, issue not found)
+  3    setup error (missing model dir, unreadable or non-git repo, no sandbox, issue not found);
+       verify: a side could not be measured (the patch does not apply, the sandbox did not start)
   4    model or runtime error during the run
+  5    verify: the verdict is a failure (a regression, a failing test command, a blocking finding)
   130  interrupted (Ctrl-C); the partial trajectory is still written
 `;
 
@@ -64,12 +68,19 @@ Sampling (defaults: upstream Leaf's eval; the runner reads FROGNANO_TEMPERATURE,
   --thinking true|false    Qwen3.5 thinking (default true)
   --parallel-tool-calls true|false  default true
 
-Checks (run in the sandbox, may be repeated):
-  --setup CMD              Command run before the model starts (e.g. "npm ci")
-  --test CMD               Command run on the result; its outcome goes into the summary
+Checks (may be repeated; default: setupCommands and testCommands of the repository's .github/frognano.yml):
+  --setup CMD              Command run before the model starts (e.g. "npm ci"), and in each verification sandbox
+  --test CMD               Command run on the result: in the model's workspace (shown as what the model's workspace
+                           said), then in the verification (the result; see frognano verify --help)
+  --no-verify              Do not verify the patch after the run (nor does verify.enabled: false)
+
+Verification (on by default when there are test commands and a patch): the patch is measured in fresh sandboxes
+on the base commit and on base + patch (set-up, tests, per-test results, scans of added lines); the verdict is
+printed after the run and written as verification.json. Its settings come from the verify section of
+.github/frognano.yml (timeoutMinutes, reports, security, secrets).
 
 Output:
-  --out DIR                Where changes.patch, trajectory.json and trajectory.md go
+  --out DIR                Where changes.patch, trajectory.json, trajectory.md and verification.json go
                            (default ./frognano-out/<timestamp>; never inside the repository)
   --json                   Print a machine-readable summary on stdout (progress stays on stderr)
   -h, --help               This text
@@ -78,6 +89,37 @@ Examples:
   frognano solve . --issue "Fix the off-by-one in range()" --endpoint http://localhost:8000/v1 --model frognano-4b
   frognano solve ~/src/app --github acme/app#123 --model-dir ~/models/frognano-4b --sandbox docker --max-turns 40
   frognano solve ./repo --issue-file bug.md --replay turns.json --sandbox bwrap --out /tmp/run1 --json
+`;
+
+export const VERIFY_HELP = `Usage: frognano verify <repo-dir> <patch-file> [--test CMD]... [options]
+
+Verifies a patch, whoever wrote it: a \`git diff\` of <repo-dir> against its HEAD (or --base). Each side runs in a
+fresh sandbox on a clean clone of the base commit (the working tree is never used): the base, and the base with
+the patch applied. Each runs the set-up and then the test commands in the bot's clean shell; per-test results
+(JUnit reports, pytest/unittest/go/jest/cargo output) are compared: fixed tests, regressions, still failing, new
+tests. Lines the patch adds are scanned for security problems and secrets. The repository is never modified.
+
+Options:
+  --base COMMIT            The commit the patch applies to (default HEAD)
+  --setup CMD              Set-up command, run before the tests in each sandbox (may be repeated)
+  --test CMD               Test command (may be repeated); at least one, from here or the repository's config
+                           (default for both: setupCommands and testCommands of .github/frognano.yml)
+  --sandbox KIND           docker | bwrap | local (default FROGNANO_SANDBOX, else docker if usable, else bwrap)
+  --timeout-minutes N      Bound on the whole verification (default verify.timeoutMinutes, else 30)
+  --no-security            Skip the security scan of added lines
+  --no-secrets             Skip the secrets scan of added lines
+  --out DIR                Where verification.json goes (default ./frognano-out/<timestamp>; never inside the
+                           repository)
+  --json                   Print the verdict as JSON on stdout (progress stays on stderr)
+  -h, --help               This text
+
+Exit codes: 0 success or neutral, 5 failure (a regression, a failing test command, a blocking finding),
+3 a side could not be measured (the patch does not apply, the sandbox did not start), 2 usage error.
+
+Examples:
+  git diff > fix.patch && frognano verify . fix.patch --test "python3 -m pytest -q"
+  frognano verify ~/src/app run1/changes.patch --base v1.2.0 --setup "npm ci" --test "npm test" --sandbox docker
+  frognano verify ./repo pr.diff --json | jq '.verdict.regressions[].id'
 `;
 
 export const DOCTOR_HELP = `Usage: frognano doctor [options]
@@ -156,6 +198,7 @@ Examples:
 export const HELP: Record<string, string> = {
   model: MODEL_HELP,
   solve: SOLVE_HELP,
+  verify: VERIFY_HELP,
   doctor: DOCTOR_HELP,
   replay: REPLAY_HELP,
   view: VIEW_HELP,

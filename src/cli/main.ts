@@ -8,6 +8,7 @@ type Command = (args: string[], io: CliIo) => Promise<number>;
 /** Commands are imported when used, so `frognano replay` never loads onnxruntime or dockerode. */
 const COMMANDS: Record<string, () => Promise<Command>> = {
   solve: async () => (await import('./commands/solve.js')).solveCommand,
+  verify: async () => (await import('./commands/verify.js')).verifyCommand,
   doctor: async () => (await import('./commands/doctor.js')).doctorCommand,
   replay: async () => (await import('./commands/replay.js')).replayCommand,
   view: async () => (await import('./commands/view.js')).viewCommand,

@@ -33,7 +33,7 @@ async function realish(p: string): Promise<string> {
 }
 
 /**
- * The directory solve writes patch and trajectory to. The source repository is never written to, so an
+ * The directory solve writes patch and trajectory to (verify: its verdict). The source repository is never written to, so an
  * explicit --out inside it is refused, and the default ./frognano-out/<timestamp> moves to the temp dir
  * when solve is started from inside the repository. A default name already taken gets a -2, -3 ... suffix;
  * an explicit --out is used as it is.
@@ -43,6 +43,8 @@ export async function prepareOutDir(opts: {
   cwd: string;
   sourceDir: string;
   now?: Date;
+  /** The command whose usage a refused --out prints. */
+  command?: string;
 }): Promise<{ dir: string; movedFromCwd: boolean }> {
   let base: string;
   let movedFromCwd = false;
@@ -50,8 +52,8 @@ export async function prepareOutDir(opts: {
     base = path.resolve(opts.cwd, opts.out);
     if (isInside(await realish(base), opts.sourceDir)) {
       throw new UsageError(
-        `--out ${base} is inside the repository ${opts.sourceDir}; solve never writes into the repository.`,
-        'solve',
+        `--out ${base} is inside the repository ${opts.sourceDir}; ${opts.command ?? 'solve'} never writes into the repository.`,
+        opts.command ?? 'solve',
       );
     }
   } else {

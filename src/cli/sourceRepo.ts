@@ -91,3 +91,12 @@ export async function checkSourceRepo(input: string, cwd: string): Promise<Sourc
   const dirtyFiles = status.code === 0 ? status.stdout.split('\n').filter(Boolean).length : 0;
   return { dir: topDir, head: head.stdout.trim(), dirtyFiles };
 }
+
+/** A commit of the repository by any name git knows (`--base`), as its full id; a setup error when there is none. */
+export async function resolveCommit(dir: string, rev: string): Promise<string> {
+  // A leading '-' would read as an option of rev-parse.
+  const r = rev.startsWith('-') ? undefined : await git(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], dir);
+  if (!r || r.code !== 0)
+    throw setupError(`${JSON.stringify(rev)} is not a commit of ${dir}`, 'give a commit id, branch or tag with --base');
+  return r.stdout.trim();
+}

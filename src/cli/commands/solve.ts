@@ -6,13 +6,7 @@ import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
 import { solve, type SolveResult } from '../../leaf/solve.js';
 import { describeExit, endedInMalformedCalls } from '../../leaf/trajectory.js';
 import { samplingFromFlags, type Sampling } from '../../leaf/sampling.js';
-import {
-  checkSandbox,
-  createSandbox,
-  resolveSandboxConfig,
-  sandboxConfigFromEnv,
-  type SandboxConfig,
-} from '../../sandbox/index.js';
+import { createSandbox } from '../../sandbox/index.js';
 import { assertSandboxKind, parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
 import { renderDiffStat } from '../diffStat.js';
 import { CliError, EXIT, setupError, UsageError, type ExitCode } from '../exitCodes.js';
@@ -21,9 +15,13 @@ import { SOLVE_HELP } from '../help.js';
 import { writeLine, type CliIo } from '../io.js';
 import { taskFromFile, taskFromGitHub, taskFromText, type IssueTask } from '../issueSource.js';
 import { backendConfigFromFlags, describeBackend, precheckBackend } from '../modelConfig.js';
+import { onInterrupt } from '../interrupt.js';
 import { prepareOutDir } from '../outDir.js';
 import { ProgressReporter } from '../progress.js';
+import { usableSandbox, type ConcreteSandboxConfig } from '../sandboxChoice.js';
 import { checkSourceRepo, type SourceRepo } from '../sourceRepo.js';
+import { repoChecks, type RepoChecks } from '../repoChecks.js';
+import { verificationJson, verificationSummary, verifySolved, type SolveVerification } from '../solveVerification.js';
 import { registerSecret } from '../../util/redact.js';
 
 const OPTIONS = {
@@ -51,6 +49,7 @@ const OPTIONS = {
   'parallel-tool-calls': { type: 'string' },
   setup: { type: 'string', multiple: true },
   test: { type: 'string', multiple: true },
+  'no-verify': { type: 'boolean' },
   out: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -111,6 +110,7 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
 
   // 2. Setup: repository, model files, sandbox, issue. Failures exit 3 and nothing has run yet.
   const repo = await checkSourceRepo(positionals[0], io.cwd);
+  const checks = await repoChecks(repo.dir, { setup: values.setup, test: values.test });
   if (!backendCfg) {
     throw setupError(
       'no model configured',
@@ -122,7 +122,17 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
   const task = await loadTask(values, githubRef, io);
   const out = await prepareOutDir({ out: values.out, cwd: io.cwd, sourceDir: repo.dir });
   try {
-    return await runInOutDir(values, io, { repo, backendCfg, sandboxCfg, task, limits, sampling, toolEnv, out });
+    return await runInOutDir(values, io, {
+      repo,
+      checks,
+      backendCfg,
+      sandboxCfg,
+      task,
+      limits,
+      sampling,
+      toolEnv,
+      out,
+    });
   } finally {
     // A run that never started leaves no empty result directory behind.
     await rmdir(out.dir).catch(() => undefined);
@@ -134,6 +144,7 @@ async function runInOutDir(
   io: CliIo,
   ctx: {
     repo: SourceRepo;
+    checks: RepoChecks;
     backendCfg: BackendConfig;
     sandboxCfg: ConcreteSandboxConfig;
     task: IssueTask;
@@ -143,14 +154,14 @@ async function runInOutDir(
     out: { dir: string; movedFromCwd: boolean };
   },
 ): Promise<number> {
-  const { repo, backendCfg, sandboxCfg, task, limits, sampling, toolEnv, out } = ctx;
+  const { repo, checks, backendCfg, sandboxCfg, task, limits, sampling, toolEnv, out } = ctx;
 
   const progress = new ProgressReporter(io.stderr, { tty: Boolean(io.stderr.isTTY), columns: io.stderr.columns });
   noteSetup(progress, repo, sandboxCfg, out);
   const backend = await openBackend(backendCfg, progress);
 
   // 3. The run. Ctrl-C aborts it; solve() still returns (exit reason `cancelled`) and writes what it has.
-  const interrupt = onInterrupt(progress, io);
+  const interrupt = onInterrupt(progress, io, 'stopping the run and writing the partial trajectory');
 
   progress.phase(`copying ${repo.dir} into a ${sandboxCfg.kind} sandbox`);
   let result: SolveResult;
@@ -163,8 +174,8 @@ async function runInOutDir(
       limits,
       sampling,
       toolEnv,
-      setupCommands: values.setup ?? [],
-      testCommands: values.test ?? [],
+      setupCommands: checks.setupCommands,
+      testCommands: checks.testCommands,
       outDir: out.dir,
       signal: interrupt.signal,
       onEvent: progress.onEvent,
@@ -189,13 +200,19 @@ async function runInOutDir(
   }
   progress.stop();
 
-  const code = exitCodeFor(result, interrupt.interrupted);
-  if (values.json)
-    writeLine(
-      io.stdout,
-      JSON.stringify(summaryJson(result, code, out.dir, describeBackend(backendCfg), sandboxCfg.kind), null, 2),
-    );
-  else io.stdout.write(summaryText(result, code, out.dir));
+  let code = exitCodeFor(result, interrupt.interrupted);
+  let verification: SolveVerification | undefined;
+  if (code === EXIT.OK) {
+    const noVerify = values['no-verify'] === true;
+    const verifyCtx = { repoDir: repo.dir, checks, sandboxCfg, outDir: out.dir, noVerify };
+    verification = await verifySolved(result, verifyCtx, progress, io);
+    // Ctrl-C during the verification: the run's results stand, the verdict does not exist.
+    if (!verification) code = EXIT.INTERRUPTED;
+  }
+  if (values.json) {
+    const summary = summaryJson(result, code, out.dir, describeBackend(backendCfg), sandboxCfg.kind);
+    writeLine(io.stdout, JSON.stringify({ ...summary, verification: verificationJson(verification) }, null, 2));
+  } else io.stdout.write(summaryText(result, code, out.dir, verification));
   return code;
 }
 
@@ -251,42 +268,6 @@ async function openBackend(backendCfg: BackendConfig, progress: ProgressReporter
   return backend;
 }
 
-/**
- * Ctrl-C (or SIGTERM) aborts the run; solve() still returns (exit reason `cancelled`) and writes what it has.
- * A second one quits at once.
- */
-function onInterrupt(
-  progress: ProgressReporter,
-  io: CliIo,
-): { signal: AbortSignal; readonly interrupted: boolean; dispose(): void } {
-  const controller = new AbortController();
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) {
-      progress.stop();
-      writeLine(io.stderr, `\nfrognano: ${signal} again — quitting without waiting.`);
-      process.exit(EXIT.INTERRUPTED);
-    }
-    interrupted = true;
-    progress.note(
-      `Interrupted (${signal}): stopping the run and writing the partial trajectory… (Ctrl-C again to quit at once)`,
-    );
-    controller.abort(new Error(`interrupted by ${signal}`));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return {
-    signal: controller.signal,
-    get interrupted() {
-      return interrupted;
-    },
-    dispose() {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    },
-  };
-}
-
 async function closeBackend(backend: ModelBackend): Promise<void> {
   await backend.close?.().catch(() => undefined);
 }
@@ -322,40 +303,6 @@ function toolEnvFromFlags(v: Values): Record<string, string> {
   return { LEAF_BASH_TIMEOUT_SEC: String(Math.max(1, Math.round(ms / 1000))) };
 }
 
-type ConcreteSandboxConfig = Awaited<ReturnType<typeof resolveSandboxConfig>>;
-
-/**
- * The sandbox config to create, checked to work here before the model is loaded: `auto` is resolved once
- * (docker, else bwrap) so every sandbox of the run is the same kind; an explicit kind is checked as is.
- */
-async function usableSandbox(kind: string | undefined, env: NodeJS.ProcessEnv): Promise<ConcreteSandboxConfig> {
-  let cfg: SandboxConfig;
-  try {
-    cfg = sandboxConfigFromEnv(kind ? { ...env, FROGNANO_SANDBOX: kind } : env);
-  } catch (err) {
-    throw setupError((err as Error).message, 'fix the FROGNANO_SANDBOX* environment variables');
-  }
-  if (cfg.kind === 'auto') {
-    try {
-      return await resolveSandboxConfig(cfg);
-    } catch (err) {
-      throw setupError(
-        `no sandbox available: ${(err as Error).message}`,
-        'run `frognano doctor` for details, or choose one with --sandbox',
-      );
-    }
-  }
-  const check = await checkSandbox(cfg);
-  if (!check.ok) {
-    const failed = check.checks.find((c) => !c.ok) ?? check.checks[0];
-    throw setupError(
-      `the ${cfg.kind} sandbox is not usable: ${failed?.message ?? 'unknown reason'}`,
-      failed?.hint ?? 'run `frognano doctor` for details',
-    );
-  }
-  return cfg;
-}
-
 async function loadTask(v: Values, ref: ReturnType<typeof parseIssueRef> | undefined, io: CliIo): Promise<IssueTask> {
   if (v['issue-file'] !== undefined) return taskFromFile(path.resolve(io.cwd, v['issue-file']));
   if (ref) return taskFromGitHub(ref, io.env);
@@ -370,7 +317,7 @@ export function exitCodeFor(r: SolveResult, interrupted: boolean): ExitCode {
   return r.patch.trim() ? EXIT.OK : EXIT.NO_PATCH;
 }
 
-function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
+function summaryText(r: SolveResult, code: ExitCode, outDir: string, v: SolveVerification | undefined): string {
   const t = r.trajectory;
   const lines: string[] = [];
   const verdict =
@@ -389,9 +336,10 @@ function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
   if (r.patch.trim()) {
     lines.push('', ...renderDiffStat(r.changedFiles));
   }
+  // The model's workspace is where the model ran: its test results are what it saw, never the result (the verdict is).
   for (const [title, results] of [
-    ['Setup', r.setupResults],
-    ['Tests', r.testResults],
+    ["Setup (in the model's workspace)", r.setupResults],
+    ["Tests in the model's workspace (what the model saw, not the result)", r.testResults],
   ] as const) {
     if (!results.length) continue;
     lines.push('', `${title}:`);
@@ -400,8 +348,10 @@ function summaryText(r: SolveResult, code: ExitCode, outDir: string): string {
       lines.push(`  ${status}  ${c.command}  (${formatDuration(c.durationMs)})`);
     }
   }
+  lines.push(...verificationSummary(v));
   lines.push('', `Results in ${outDir}:`);
   if (r.patchPath) lines.push(`  patch       ${r.patchPath}`);
+  if (v && v.state !== 'off' && v.path) lines.push(`  verdict     ${v.path}`);
   if (r.trajectoryJsonPath) lines.push(`  trajectory  ${r.trajectoryJsonPath}`);
   if (r.trajectoryMarkdownPath) lines.push(`  readable    ${r.trajectoryMarkdownPath}`);
   if (r.trajectoryJsonPath) lines.push(`Review it with: frognano replay ${r.trajectoryJsonPath}`);
