@@ -93,6 +93,9 @@ export class FairShare {
     this.running = (async () => {
       do {
         this.again = false;
+        // Not connected yet (start-up) or reconnecting: commands would fail at once (no offline queue); the tick
+        // after the connection is back dispatches, without a failure logged for every tick in between.
+        if (this.redis.status !== 'ready') return;
         await this.dispatch();
       } while (this.again);
     })()
