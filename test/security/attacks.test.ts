@@ -15,6 +15,7 @@ import { DockerSandbox, reapStaleSandboxes } from '../../src/sandbox/docker/inde
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { ToolExecutor, type ToolOutcome } from '../../src/leaf/tools.js';
 import { solve } from '../../src/leaf/solve.js';
+import { verifyChange } from '../../src/verify/index.js';
 import { ReplayBackend } from '../../src/inference/replay.js';
 import { makeRepo } from '../leaf/helpers.js';
 import { dockerForTests, hostPidsMatching, TEST_IMAGE, waitFor } from '../sandbox/support.js';
@@ -543,7 +544,30 @@ describe.each(factories)("%s sandbox: the bot's own commands run clean after a h
       expect(r.outputTail).toContain('AssertionError: add is wrong');
       expect(r.outputTail).not.toMatch(/HIJACKED|1 passed/);
     }
-  }, 180_000);
+    // And what the pull request reports: the verifier's fresh sandboxes on base and base + patch say the same.
+    const testCommands = result.testResults.map((r) => r.command);
+    const verdict = await verifyChange({
+      repoDir: source,
+      baseCommit: result.baseCommit,
+      patch: result.patch,
+      setupCommands: [],
+      testCommands,
+      setupNetwork: false,
+      reportGlobs: [],
+      sandboxFactory: (dir) => factory(dir, LIMITS),
+      environmentKey: kind,
+      security: false,
+      secrets: false,
+      repository: source,
+      timeoutMs: 120_000,
+      setupTimeoutMs: 60_000,
+      testTimeoutMs: 60_000,
+    });
+    expect(verdict.patched.tests.map((r) => r.exitCode)).toEqual([1, 1, 1]);
+    expect(JSON.stringify(verdict)).not.toMatch(/HIJACKED/);
+    expect(verdict.fixed).toEqual([]);
+    expect(verdict.conclusion).toBe('failure');
+  }, 240_000);
 
   it('a setup command (with or without network) sees the system programs, an empty HOME, no planted variables', async () => {
     const ws = await fs.mkdtemp(path.join(os.tmpdir(), `fn-attack-clean-${kind}-`));
