@@ -4,16 +4,12 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Verdict } from '../../src/verify/types.js';
 import { makeRepo, runFrognano, snapshotTree, tempDir, writeJson } from './helpers.js';
+import { CALC, TESTS } from '../support/calcRepo.js';
 
 // The real CLI as a subprocess, on real git repositories, in the bwrap sandbox (unittest: the host's
 // /usr/bin/python3, which bwrap shows the sandbox, has no pytest here).
 jest.setTimeout(120_000);
 
-const CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n';
-const TESTS =
-  'import unittest\nfrom calc import add, sub\n\n\nclass TestCalc(unittest.TestCase):\n' +
-  '    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n' +
-  '    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n';
 const UNITTEST = 'python3 -m unittest -v';
 const ADD = 'test_calc.TestCalc.test_add';
 const SUB = 'test_calc.TestCalc.test_sub';

@@ -15,14 +15,10 @@ import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { createInstallationAccess } from '../../src/github/client.js';
 import { startLocalGitHub } from './localGitHub.js';
+import { CALC, TESTS } from '../support/calcRepo.js';
 
 const docker = await dockerForTests();
 const REPO = 'calc';
-const CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n';
-const TESTS =
-  'import unittest\nfrom calc import add, sub\n\n\nclass TestCalc(unittest.TestCase):\n' +
-  '    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n' +
-  '    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n';
 /** The set-up makes an ignored interpreter, as `python -m venv .venv` would; the tests run through it. */
 const FILES = {
   '.gitignore': '.venv/\n',

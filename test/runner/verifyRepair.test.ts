@@ -19,14 +19,10 @@ import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner
 import { useRedisAndNock } from './redisAndNock.js';
 import { recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
+import { CALC, TESTS } from '../support/calcRepo.js';
 
 const REPO = 'calc';
 const BRANCH = 'frognano/issue-7';
-const CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n';
-const TESTS =
-  'import unittest\nfrom calc import add, sub\n\n\nclass TestCalc(unittest.TestCase):\n' +
-  '    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n' +
-  '    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n';
 const config = (verify = '') => `testCommands: ["python3 -m unittest -v"]\n${verify ? `verify:\n${verify}` : ''}`;
 const REPORT = 'The bot verified your change: 1 test still failing.\n\nStill failing:\n- test_calc.TestCalc.test_add';
 

@@ -12,6 +12,7 @@ import { verifyChange, FileBaseResultCache } from '../../src/verify/index.js';
 import type { VerifyOptions } from '../../src/verify/types.js';
 import { git, makeRepo, tempDir } from '../leaf/helpers.js';
 import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';
+import { CALC, TESTS } from '../support/calcRepo.js';
 
 const docker = await dockerForTests();
 const LABEL = { 'dev.frognano.test': `hverify-${randomBytes(6).toString('hex')}` };
@@ -23,12 +24,6 @@ if (docker)
     'docker',
     (ws) => DockerSandbox.create(ws, { image: TEST_IMAGE, cpus: 1, labels: LABEL, ...LIMITS }, { docker }),
   ]);
-
-const CALC = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n';
-const TESTS =
-  'import unittest\nfrom calc import add, sub\n\n\nclass TestCalc(unittest.TestCase):\n' +
-  '    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n' +
-  '    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n';
 
 /** The patch that turns `from` into `to` in a copy of repo (as the runner's staged diff). */
 function diffOf(repo: string, edit: (dir: string) => void): string {
