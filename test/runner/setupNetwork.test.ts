@@ -84,7 +84,6 @@ describe('setup.network (repository opt-in) through the runner', () => {
     ctx.sandbox = SandboxConfigSchema.parse({
       kind: 'bwrap',
       defaultTimeoutMs: 60_000,
-      setupNetworkBlocked: outside.blockedWithout,
     });
     const data = jobData(owner, 'r');
     const result = await processJob(

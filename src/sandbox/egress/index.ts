@@ -23,3 +23,14 @@ export {
   type RepoSetupNetwork,
   type SetupNetworkMode,
 } from './policy.js';
+export {
+  EGRESS_DIR_INSIDE,
+  EGRESS_PROXY_URL,
+  EGRESS_SOCKET_INSIDE,
+  egressGrant,
+  forwardedArgv,
+  openEgress,
+  proxyEnv,
+  type EgressGrant,
+  type EgressSession,
+} from './session.js';
