@@ -12,7 +12,7 @@ import type { WorkspaceOwner } from './ownership.js';
 import { appendNote, runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 import { shellCommand } from './shellCommand.js';
-import { egressGrant, EGRESS_DIR_INSIDE, forwardedArgv, openEgress, proxyEnv } from './egress/index.js';
+import { egressGrant, EGRESS_DIR_INSIDE, forwardedArgv, proxyEnv, runWithEgress } from './egress/index.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -358,15 +358,10 @@ export class BwrapSandbox implements Sandbox {
     this.job.assertUsable();
     const grant = egressGrant(options.network);
     if (!grant) return this.spawnIn(inner, options);
-    const egress = await openEgress(grant);
     const env = { ...options.env, ...proxyEnv() };
-    const r = await this.spawnIn(forwardedArgv(inner), { ...options, env }, egress.hostDir).catch(
-      async (e: unknown) => {
-        await egress.close();
-        throw e;
-      },
+    return runWithEgress(grant, (egressDir) =>
+      egressDir ? this.spawnIn(forwardedArgv(inner), { ...options, env }, egressDir) : this.spawnIn(inner, options),
     );
-    return { ...r, blocked: await egress.close() };
   }
 
   private async spawnIn(inner: string[], options: ExecOptions, egressDir?: string): Promise<ExecResult> {

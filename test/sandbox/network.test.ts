@@ -23,6 +23,9 @@ import {
 } from '../../src/sandbox/egress/index.js';
 import { dnsResolver } from '../../src/sandbox/egress/resolve.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
+import { checkBwrap, checkDocker, setupNetworkNote } from '../../src/sandbox/check.js';
+import { BwrapSandboxConfigSchema, DockerSandboxConfigSchema } from '../../src/sandbox/config.js';
+import { blockedSetupRequests, runSetupCommands } from '../../src/leaf/botCommands.js';
 import { startDnsStandIn, type DnsStandIn } from '../support/dnsStandIn.js';
 import { dockerForTests, outsideAddress, TEST_IMAGE } from './support.js';
 
@@ -200,6 +203,39 @@ describe.each(kinds)('%s: a setup command with network (proxy-only egress)', (ki
       'port not allowed',
       'resolves to a private, loopback, link-local or reserved address',
     ]);
+  });
+
+  it('reports each refusal with the setup command that made it (runSetupCommands)', async () => {
+    const commands = [fetch('http://other.test/'), 'true', tunnel('meta.test:443')];
+    const { results } = await runSetupCommands(sb, commands, {
+      timeoutMs: 60_000,
+      network: grant('registries', ['meta.test']),
+    });
+    expect(blockedSetupRequests(results).map((b) => [b.command, b.host, b.reason.slice(0, 20)])).toEqual([
+      [commands[0], 'other.test', 'not on the allowlist'],
+      [commands[2], 'meta.test', 'resolves to a privat'],
+    ]);
+  });
+
+  it('runs with no network at all, and says why, when the proxy cannot start', async () => {
+    const g = { ...grant('all', []), socketParent: '/nonexistent/frognano-egress-test' };
+    const r = await sb.exec(direct([['127.0.0.1', 3128]]), { network: g, clean: true });
+    expect(r.stdout).toContain("['lo']");
+    expect(r.stdout).toMatch(/^unreachable 127\.0\.0\.1 111$/m);
+    expect(r.stderr).toMatch(/^sandbox: this setup command ran without network: .*ENOENT/m);
+    expect(r.blocked).toBeUndefined();
+  });
+
+  it('frognano doctor names the setup-network mode it offers', async () => {
+    const check =
+      kind === 'docker'
+        ? await checkDocker(DockerSandboxConfigSchema.parse({ kind: 'docker', image: TEST_IMAGE, labels: RUN_LABEL }), {
+            smokeTest: true,
+          })
+        : await checkBwrap(BwrapSandboxConfigSchema.parse({ kind: 'bwrap' }));
+    expect(check.message).toMatch(/; setup\.network: proxy-only egress works, up to `registries`/);
+    const off = await setupNetworkNote(sb, { FROGNANO_SETUP_NETWORK: 'off' });
+    expect(off).toBe('; setup.network: off on this runner (FROGNANO_SETUP_NETWORK=off)');
   });
 
   it('leaves no network, socket or proxy variable to the commands after it, and kills what it left', async () => {

@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { MEASURE_SCRIPT, parseUsage, type WorkspaceUsage } from '../budget.js';
 import { DockerSandboxConfigSchema, type DockerSandboxConfig } from '../config.js';
-import { egressGrant, forwardedArgv, openEgress, proxyEnv } from '../egress/index.js';
+import { egressGrant, forwardedArgv, proxyEnv, runWithEgress } from '../egress/index.js';
 import { JobWorkspace, resolveWorkspaceDir } from '../jobWorkspace.js';
 import { baseEnv } from '../local.js';
 import { appendNote, CappedBuffer, cancelledBeforeStart } from '../process.js';
@@ -121,15 +121,12 @@ export class DockerSandbox implements Sandbox {
     // A setup command with network: a container of its own with the same workspace, limits and user, no interface
     // but loopback, and the egress proxy's socket (egress/session.ts); removed, with every process in it, as soon
     // as the command is done. The job's container never sees the socket, so nothing the model runs has network.
-    const egress = await openEgress(grant);
-    const r = await this.runWithEgress(egress.hostDir, argv, options).catch(async (err: unknown) => {
-      await egress.close();
-      throw err;
-    });
-    return { ...r, blocked: await egress.close() };
+    return runWithEgress(grant, (egressDir) =>
+      egressDir ? this.runNetworked(egressDir, argv, options) : this.runIn(this.container, argv, options),
+    );
   }
 
-  private async runWithEgress(egressDir: string, argv: string[], options: ExecOptions): Promise<ExecResult> {
+  private async runNetworked(egressDir: string, argv: string[], options: ExecOptions): Promise<ExecResult> {
     const net = await this.docker.createContainer(
       containerOptions(this.cfg, this.job.hostDir, this.job.owner, egressDir),
     );

@@ -29,8 +29,10 @@ export {
   EGRESS_SOCKET_INSIDE,
   egressGrant,
   forwardedArgv,
+  NO_NETWORK_NOTE,
   openEgress,
   proxyEnv,
+  runWithEgress,
   type EgressGrant,
   type EgressSession,
 } from './session.js';

@@ -31,6 +31,8 @@ export interface EgressGrant {
   resolve?: ResolveHost;
   check?: AddressCheck;
   caps?: Partial<EgressCaps>;
+  /** Where the socket's directory is made (default: the system's temporary directory). */
+  socketParent?: string;
 }
 
 /** `network: true` (no policy given) is what `setup.network: true` means: the registries. */
@@ -68,7 +70,7 @@ export interface EgressSession {
 
 /** Starts a proxy for one command on a socket in a fresh directory the sandbox user can enter (but not write). */
 export async function openEgress(grant: EgressGrant): Promise<EgressSession> {
-  const hostDir = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-egress-'));
+  const hostDir = await fs.mkdtemp(path.join(grant.socketParent ?? os.tmpdir(), 'frognano-egress-'));
   const proxy = new EgressProxy(grant);
   let closed: Promise<BlockedRequest[]> | undefined;
   const close = () =>
@@ -88,4 +90,31 @@ export async function openEgress(grant: EgressGrant): Promise<EgressSession> {
     throw err;
   }
   return { hostDir, close };
+}
+
+/** The note a setup command's output gets when its egress could not be set up (checkSandbox looks for it). */
+export const NO_NETWORK_NOTE = 'sandbox: this setup command ran without network: ';
+
+/**
+ * Runs one command with its own egress proxy: `run` gets the socket directory to mount (undefined when the proxy
+ * could not start: the command then runs with no network at all, and says why), and the result gets the refused
+ * requests.
+ */
+export async function runWithEgress<R extends { stderr: string }>(
+  grant: EgressGrant,
+  run: (egressDir: string | undefined) => Promise<R>,
+): Promise<R & { blocked?: BlockedRequest[] }> {
+  let egress: EgressSession;
+  try {
+    egress = await openEgress(grant);
+  } catch (err) {
+    const r = await run(undefined);
+    const note = `${NO_NETWORK_NOTE}${(err as Error).message}`;
+    return { ...r, stderr: r.stderr ? `${r.stderr.replace(/\n?$/, '\n')}${note}` : note };
+  }
+  const r = await run(egress.hostDir).catch(async (err: unknown) => {
+    await egress.close();
+    throw err;
+  });
+  return { ...r, blocked: await egress.close() };
 }
