@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -163,6 +163,22 @@ describe.each(kinds)('%s: a setup command with network (proxy-only egress)', (ki
     expect(r.stdout).toMatch(/\n[1-9]\d*\n/); // not root
     expect(r.blocked).toEqual([]);
     expect(await readFile(path.join(dir, 'from-setup.txt'), 'utf8')).toBe('fetched\n');
+  });
+
+  it('the forwarder takes no module from the workspace (the model may have planted one)', async () => {
+    for (const name of ['socket.py', 'threading.py', 'os.py'])
+      await writeFile(path.join(dir, name), "raise SystemExit('PLANTED MODULE RAN')\n");
+    try {
+      const r = await sb.exec(`cd / && ${fetch(`http://ok.test:${upstreamPort}/planted`)}`, {
+        network: grant('registries', ['ok.test:PORT']),
+        clean: true,
+        timeoutMs: 60_000,
+      });
+      expect(r.stdout + r.stderr).not.toContain('PLANTED');
+      expect(r.stdout).toContain('BODY upstream saw /planted');
+    } finally {
+      for (const name of ['socket.py', 'threading.py', 'os.py']) await rm(path.join(dir, name), { force: true });
+    }
   });
 
   it('refuses and records names off the allowlist and names resolving to blocked addresses', async () => {
