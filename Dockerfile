@@ -41,7 +41,7 @@ COPY runner ./runner
 RUN npm run build \
  && test -f dist/src/app/main.js && test -f dist/runner/main.js && test -f dist/src/leaf/sandboxTool.py \
  && test -f dist/src/sandbox/docker/init.py && test -f dist/src/sandbox/docker/sweep.sh \
- && test -f dist/src/sandbox/docker/exec-wrapper.sh
+ && test -f dist/src/sandbox/docker/exec-wrapper.sh && test -f dist/src/sandbox/egress/forward.py
 
 # ---- prod-deps: runtime dependencies only -------------------------------------------------------------------
 FROM node-base AS prod-deps

@@ -1,4 +1,5 @@
 import picomatch from 'picomatch';
+import { blockedRequestsSection, type BlockedNetworkRequest } from './blockedRequests.js';
 import type { GitHubClient } from './client.js';
 import { BOT_BRANCH_PREFIX, type NumstatEntry } from './git.js';
 import type { RepoConfig } from './repoConfig.js';
@@ -92,6 +93,8 @@ export interface PullRequestBodyInput {
   runPageUrl?: string;
   /** The Verification section (src/github/verification.ts), in place of the Tests section when the round verified. */
   verification?: string[];
+  /** What the egress proxy refused the setup commands (src/github/blockedRequests.ts); a section when any. */
+  blockedRequests?: BlockedNetworkRequest[];
 }
 
 /** The pull request description; always within GitHub's 65,536-character limit (the trajectory shrinks to fit). */
@@ -108,6 +111,7 @@ export function renderPullRequestBody(i: PullRequestBodyInput): string {
     ...summarySection(i.summary),
     ...filesSection(i.files),
     ...(i.verification ?? testsSection(i.tests)),
+    ...blockedRequestsSection(i.blockedRequests),
   );
 
   parts.push('## Run', '');

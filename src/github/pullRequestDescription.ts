@@ -1,4 +1,5 @@
 import type { GitHubClient } from './client.js';
+import { blockedRequestsSection, type BlockedNetworkRequest } from './blockedRequests.js';
 import type { NumstatEntry } from './git.js';
 import { filesSection, summarySection, testsSection, type TestRun } from './pullRequest.js';
 import { HISTORY_START } from './followUpPullRequest.js';
@@ -44,6 +45,8 @@ export interface CurrentPullRequest {
   tests: TestRun[];
   /** The latest round's Verification section (src/github/verification.ts), in place of its Tests section. */
   verification?: string[];
+  /** What the egress proxy refused the latest round's setup commands (its own section, when any). */
+  blockedRequests?: BlockedNetworkRequest[];
 }
 
 const SUMMARY = /^## Summary[ \t]*$/m;
@@ -68,6 +71,7 @@ export function describeCurrentState(body: string, now: CurrentPullRequest): str
     ),
     ...filesSection(now.files, filesNote(now)),
     ...(now.verification ?? testsSection(now.tests, `_Run by the agent in follow-up round ${now.round}._`)),
+    ...blockedRequestsSection(now.blockedRequests),
   ];
   const tail = body.slice(end);
   return `${body.slice(0, start)}${sections.join('\n')}${tail.startsWith('\n') || tail === '' ? '' : '\n'}${tail}`;

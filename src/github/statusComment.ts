@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { redact } from '../util/redact.js';
 import { issueSlug } from '../queue/attempts.js';
 import { withRedisLock } from '../queue/lock.js';
+import { blockedRequestsLine, type BlockedNetworkRequest } from './blockedRequests.js';
 import { RUN_PAGE_NOTE, safeRunUrl } from './runLink.js';
 import { defang, untrustedBlock, untrustedInline, untrustedLine } from './untrusted.js';
 import { botKey } from '../queue/keys.js';
@@ -38,6 +39,8 @@ export interface StatusMeta {
   runUrl?: string;
   /** What an automatic round answers (`Answering failing CI: \`test\`.`): no person asked for it. */
   answering?: string;
+  /** What the egress proxy refused the round's setup commands: one line once the round has ended. */
+  blockedRequests?: BlockedNetworkRequest[];
 }
 
 export interface IssueRef {
@@ -138,6 +141,8 @@ export function renderStatusComment(state: StatusState, meta: StatusMeta = {}): 
   else lines.push(...attemptLines(state, meta));
   const runUrl = meta.runUrl && state.kind !== 'queued' && state.kind !== 'running' ? safeRunUrl(meta.runUrl) : null;
   if (runUrl) lines.push('', `🔎 [Every step of this run](${runUrl}) (${RUN_PAGE_NOTE}).`);
+  const blocked = state.kind !== 'queued' && state.kind !== 'running' && blockedRequestsLine(meta.blockedRequests);
+  if (blocked) lines.push('', blocked);
   if (meta.answering) lines.push('', untrustedLine(meta.answering, 500));
   lines.push('', footerLine(meta));
   return lines.join('\n');

@@ -1,4 +1,5 @@
-import type { Sandbox } from '../sandbox/types.js';
+import type { BlockedRequest } from '../sandbox/egress/index.js';
+import type { ExecOptions, Sandbox } from '../sandbox/types.js';
 import { redact } from '../util/redact.js';
 import type { LeafEvent } from './events.js';
 import { tail } from './text.js';
@@ -19,14 +20,29 @@ export interface CommandResult {
   /** Last COMMAND_OUTPUT_TAIL_CHARS of stdout then stderr, secrets scrubbed. */
   outputTail: string;
   durationMs: number;
+  /** A setup command with network: the requests the egress proxy refused (absent without network). */
+  blocked?: BlockedRequest[];
+}
+
+/** A refused request of a setup command, with the command that made it (for the status comment and the PR). */
+export interface BlockedSetupRequest extends BlockedRequest {
+  command: string;
+}
+
+/** Every setup command's refused requests, in order, each with its command. */
+export function blockedSetupRequests(results: CommandResult[]): BlockedSetupRequest[] {
+  return results.flatMap((r) => (r.blocked ?? []).map((b) => ({ ...b, command: r.command })));
 }
 
 export interface BotCommandOptions {
   timeoutMs: number;
   emit?: (e: LeafEvent) => void;
   signal?: AbortSignal;
-  /** Set-up commands of a repository with `setup.network` only; tests never have network. */
-  network?: boolean;
+  /**
+   * Set-up commands of a repository with `setup.network` only (what its egress proxy admits: the repository's
+   * policy under the fleet's ceiling); tests never have network.
+   */
+  network?: ExecOptions['network'];
 }
 
 export async function runBotCommand(
@@ -48,6 +64,7 @@ export async function runBotCommand(
     timedOut: r.timedOut,
     outputTail: redact(tail(output, COMMAND_OUTPUT_TAIL_CHARS)),
     durationMs: r.durationMs,
+    ...(r.blocked ? { blocked: r.blocked } : {}),
   };
 }
 

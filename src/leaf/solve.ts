@@ -1,9 +1,15 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-export { COMMAND_OUTPUT_TAIL_CHARS, type CommandResult } from './botCommands.js';
+export { COMMAND_OUTPUT_TAIL_CHARS, type BlockedSetupRequest, type CommandResult } from './botCommands.js';
 import type { ModelBackend } from '../inference/types.js';
-import type { Sandbox } from '../sandbox/types.js';
-import { runBotCommand, runSetupCommands, type CommandResult } from './botCommands.js';
+import type { ExecOptions, Sandbox } from '../sandbox/types.js';
+import {
+  blockedSetupRequests,
+  runBotCommand,
+  runSetupCommands,
+  type BlockedSetupRequest,
+  type CommandResult,
+} from './botCommands.js';
 import { safeListener, type LeafEvent } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
 import { runLeaf } from './loop.js';
@@ -29,11 +35,11 @@ export interface SolveOptions {
   /** Run in the sandbox before the model starts (installing dependencies, say); failures are told to the model. */
   setupCommands?: string[];
   /**
-   * The repository opted in to network for its setup commands (`setup.network: true`). The agent's own commands
-   * never have network. docker: a short-lived container on the engine's bridge; bwrap: a namespace of its own linked
-   * by slirp4netns, without the host's loopback or private ranges (see ExecOptions.network).
+   * The repository opted in to network for its setup commands (`setup.network`): what its egress proxy admits
+   * (`true`: the registries). The agent's own commands never have network. docker and bwrap: proxy-only egress,
+   * no interface but loopback (see ExecOptions.network).
    */
-  setupNetwork?: boolean;
+  setupNetwork?: ExecOptions['network'];
   /** Run after the model finished; their results are reported, they do not change the patch. */
   testCommands?: string[];
   /** When given: trajectory.json, trajectory.md and changes.patch are written here. */
@@ -53,6 +59,8 @@ export interface SolveResult {
   changedFiles: ChangedFile[];
   baseCommit: string;
   setupResults: CommandResult[];
+  /** What the egress proxy refused the setup commands, each with its command (empty without network). */
+  blockedRequests: BlockedSetupRequest[];
   testResults: CommandResult[];
   trajectoryJsonPath?: string;
   trajectoryMarkdownPath?: string;
@@ -77,7 +85,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       timeoutMs: limits.setupTimeoutMs,
       emit,
       signal: opts.signal,
-      network: opts.setupNetwork === true,
+      network: opts.setupNetwork,
     });
 
     const trajectory = await runLeaf({
@@ -127,6 +135,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       changedFiles,
       baseCommit: ws.baseCommit,
       setupResults,
+      blockedRequests: blockedSetupRequests(setupResults),
       testResults,
     };
     if (opts.outDir) Object.assign(result, await writeArtefacts(opts.outDir, trajectory, patch));

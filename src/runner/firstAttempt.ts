@@ -136,6 +136,7 @@ function pullRequestBody(run: LiveRun, { solved, files, facts, verification }: C
     summary: redact(t.final_message),
     files,
     tests: solved.testResults,
+    blockedRequests: solved.blockedRequests,
     exitReason: t.exit_reason,
     exitReasonText: describeExit(t),
     limitsHit: [...timedOut('setup', solved.setupResults), ...timedOut('test', solved.testResults)],

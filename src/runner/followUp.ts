@@ -123,7 +123,8 @@ async function pushOnPullRequest(run: FollowUpRun, checkout: HeadCheckout, chang
   const summary = redact(change.solved.trajectory.final_message);
   const tests = change.solved.testResults;
   const verification = change.verification;
-  await describeRound(run, { headSha: pushed, result, pushed: { summary, tests, verification } });
+  const blockedRequests = change.solved.blockedRequests;
+  await describeRound(run, { headSha: pushed, result, pushed: { summary, tests, verification, blockedRequests } });
   const notApprovableBy = twoPersonRule(checkout.config, data);
   await createApprovalCheck(octokit, {
     owner: data.owner,

@@ -8,6 +8,7 @@ import {
   setPullRequestBody,
   type HistoryEntry,
 } from '../github/followUpPullRequest.js';
+import type { BlockedNetworkRequest } from '../github/blockedRequests.js';
 import type { TestRun } from '../github/pullRequest.js';
 import { verificationSection } from '../github/verification.js';
 import type { VerificationOutcome } from '../verify/outcome.js';
@@ -21,7 +22,13 @@ type FollowUpRun = LiveRun<JobData & { followUp: FollowUp }>;
 export interface RoundRecord {
   headSha: string | null;
   result: string;
-  pushed?: { summary: string; tests: TestRun[]; verification?: VerificationOutcome };
+  pushed?: {
+    summary: string;
+    tests: TestRun[];
+    verification?: VerificationOutcome;
+    /** What the egress proxy refused the round's setup commands. */
+    blockedRequests?: BlockedNetworkRequest[];
+  };
 }
 
 /**
@@ -43,7 +50,7 @@ export async function describeRound(run: FollowUpRun, record: RoundRecord): Prom
       run.log.warn({ err }, 'could not compare the pull request with its base; its description keeps its sections');
       return null;
     });
-    const { summary, tests, verification } = record.pushed;
+    const { summary, tests, verification, blockedRequests } = record.pushed;
     const note = `_Round ${f.round}; the agent's own run is what the model saw._`;
     const section = verification ? { verification: verificationSection(verification, tests, note) } : {};
     if (diff)
@@ -54,6 +61,7 @@ export async function describeRound(run: FollowUpRun, record: RoundRecord): Prom
         baseBranch: pr.base.ref,
         tests,
         ...section,
+        blockedRequests,
       });
   }
   const entry: HistoryEntry = {

@@ -147,6 +147,8 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
     octokit: run.access.octokit,
   });
   run.solved = solved;
+  // The round's end state (pull request, no change, failure) says what the setup commands' proxy refused.
+  if (solved.blockedRequests.length) run.status.meta.blockedRequests = solved.blockedRequests;
   const t = solved.trajectory;
   const elapsedSeconds = (Date.now() - run.started) / 1000;
   const facts = {

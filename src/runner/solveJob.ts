@@ -6,7 +6,7 @@ import { visibleText } from '../github/untrusted.js';
 import { solve, type SolveResult } from '../leaf/solve.js';
 import type { TaskSection, Trajectory } from '../leaf/trajectory.js';
 import type { JobData } from '../queue/schema.js';
-import { effectiveEgressPolicy, fleetSetupNetworkFromEnv } from '../sandbox/egress/index.js';
+import { effectiveEgressPolicy, fleetSetupNetworkFromEnv, type EgressGrant } from '../sandbox/egress/index.js';
 import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
 import { abortError, jobLimits, sandboxFor, scrubStoredTrajectory } from './jobSupport.js';
@@ -68,8 +68,7 @@ export async function solveForJob(o: {
     limits,
     sampling: ctx.sampling,
     setupCommands: config.setupCommands,
-    // The repository's ask under the fleet's ceiling (FROGNANO_SETUP_NETWORK); undefined: no network at all.
-    setupNetwork: effectiveEgressPolicy(config.setup.network, fleetSetupNetworkFromEnv()) !== undefined,
+    setupNetwork: setupEgress(config),
     testCommands: config.testCommands,
     outDir: o.trajectoryDir,
     signal: o.signal,
@@ -87,6 +86,15 @@ export async function solveForJob(o: {
   });
   await scrubStoredTrajectory(result, o.log);
   return result;
+}
+
+/**
+ * What the egress proxy of the setup commands admits: the repository's ask under the fleet's ceiling
+ * (FROGNANO_SETUP_NETWORK, FROGNANO_SETUP_ALLOW); undefined: no network at all.
+ */
+export function setupEgress(config: RepoConfig): EgressGrant | undefined {
+  const policy = effectiveEgressPolicy(config.setup.network, fleetSetupNetworkFromEnv());
+  return policy ? { policy } : undefined;
 }
 
 /** A run that ended by a cancel: the state to show. A runner shutting down throws, so the job goes back to the queue. */

@@ -7,6 +7,7 @@ import { createSandbox } from '../sandbox/index.js';
 import { outcomeOfVerdict, type VerificationOutcome } from '../verify/outcome.js';
 import type { VerifyOptions } from '../verify/types.js';
 import { sandboxFor, throwIfAborted } from './jobSupport.js';
+import { setupEgress } from './solveJob.js';
 import type { CheckedChange, Checkout, LiveRun, Published } from './roundVariant.js';
 
 /** Said on the pull request when FROGNANO_VERIFY=off. */
@@ -69,7 +70,9 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
     patch,
     setupCommands: cfg.setupCommands,
     testCommands: cfg.testCommands,
-    setupNetwork: cfg.setup.network.mode !== 'off',
+    // Under the fleet's ceiling like the model's round; verification's setups get the registries (src/verify passes
+    // a yes/no), so a repository's own allow entries apply to the model's round only.
+    setupNetwork: setupEgress(cfg) !== undefined,
     reportGlobs: cfg.verify.reports,
     sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
     environmentKey: environmentKey(sandboxCfg),

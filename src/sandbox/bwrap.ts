@@ -3,7 +3,6 @@ import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable, Writable } from 'node:stream';
 import { MEASURE_SCRIPT, parseUsage, type WorkspaceUsage } from './budget.js';
 import { createJobCgroup, joinCgroupArgv, type JobCgroup } from './cgroup.js';
 import { BwrapSandboxConfigSchema, parseUser, type BwrapSandboxConfig } from './config.js';
@@ -13,7 +12,7 @@ import type { WorkspaceOwner } from './ownership.js';
 import { appendNote, runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 import { shellCommand } from './shellCommand.js';
-import { BLOCK_FD, connectUserNetwork, INFO_FD, SLIRP_NAMESERVER, type UserNetwork } from './userNetwork.js';
+import { egressGrant, EGRESS_DIR_INSIDE, forwardedArgv, proxyEnv, runWithEgress } from './egress/index.js';
 
 export const BWRAP_WORKDIR = '/workspace';
 const BWRAP_HOME = '/home/agent';
@@ -105,28 +104,6 @@ function bwrapHasSize(bwrapPath: string): boolean {
 }
 
 /**
- * What DNS and host lookups need, for commands with network: slirp4netns's forwarder as the resolver and a hosts
- * file of the sandbox's own (the host's may name internal services), from the state directory.
- */
-function networkEtc(stateDir: string): string[] {
-  const gai = existsSync('/etc/gai.conf') ? ['--ro-bind', '/etc/gai.conf', '/etc/gai.conf'] : [];
-  return [
-    '--ro-bind',
-    path.join(stateDir, 'resolv.conf'),
-    '/etc/resolv.conf',
-    '--ro-bind',
-    path.join(stateDir, 'hosts'),
-    '/etc/hosts',
-    ...gai,
-  ];
-}
-
-const NO_ROOT_FOR_NETWORK =
-  'sandbox: this setup command ran without network: setup.network on the bwrap sandbox needs a runner started as ' +
-  "root (slirp4netns connects the command's own network namespace from outside); use the docker sandbox " +
-  '(FROGNANO_SANDBOX=docker) for repositories whose setup commands need network';
-
-/**
  * A root runner starts bwrap as the sandbox uid, which must be able to walk down to the workspace: say so plainly
  * instead of letting bwrap fail with "Can't find source path".
  */
@@ -159,8 +136,6 @@ async function writeStateDir(owner: WorkspaceOwner): Promise<string> {
     await fs.writeFile(path.join(stateDir, 'group'), `root:x:0:\nagent:x:${owner.gid}:\nnogroup:x:65534:\n`);
     // Same git defaults as the docker image (runner/sandbox.Dockerfile), instead of the host's /etc/gitconfig.
     await fs.writeFile(path.join(stateDir, 'gitconfig'), GITCONFIG);
-    await fs.writeFile(path.join(stateDir, 'resolv.conf'), `nameserver ${SLIRP_NAMESERVER}\n`);
-    await fs.writeFile(path.join(stateDir, 'hosts'), '127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n');
     await fs.chmod(stateDir, 0o755);
     return stateDir;
   } catch (err) {
@@ -263,7 +238,7 @@ export class BwrapSandbox implements Sandbox {
     inner: string[],
     cwdInside: string,
     env: Record<string, string>,
-    opts: { inJobCgroup?: boolean; network?: boolean } = {},
+    opts: { inJobCgroup?: boolean; egressDir?: string } = {},
   ): string[] {
     const prefix = this.privilegeDrop();
     const setenv = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
@@ -273,11 +248,6 @@ export class BwrapSandbox implements Sandbox {
       ...prefix,
       this.cfg.bwrapPath,
       '--unshare-all',
-      // With network (a setup command the repository opted in for): bwrap reports its namespaces and waits until
-      // connectUserNetwork has given the network namespace its slirp4netns link (see userNetwork.ts).
-      ...(opts.network
-        ? ['--info-fd', String(INFO_FD), '--block-fd', String(BLOCK_FD), ...networkEtc(this.stateDir)]
-        : []),
       // A user namespace is required (not just tried), and commands may not create nested ones: less kernel
       // surface, and no way to gain namespace-root capabilities inside.
       '--unshare-user',
@@ -290,7 +260,7 @@ export class BwrapSandbox implements Sandbox {
       String(this.owner.gid),
       '--hostname',
       'sandbox',
-      ...this.filesystemArgs(size),
+      ...this.filesystemArgs(size, opts.egressDir),
       '--chdir',
       cwdInside,
       '--clearenv',
@@ -334,8 +304,11 @@ export class BwrapSandbox implements Sandbox {
     );
   }
 
-  /** The sandbox's filesystem: read-only system directories, its own /etc files, tmpfs scratch, the workspace. */
-  private filesystemArgs(size: string[]): string[] {
+  /**
+   * The sandbox's filesystem: read-only system directories, its own /etc files, tmpfs scratch, the workspace, and
+   * for a setup command with network the egress proxy's socket directory (read-only; egress/session.ts).
+   */
+  private filesystemArgs(size: string[], egressDir?: string): string[] {
     return [
       ...systemBinds(),
       '--ro-bind',
@@ -363,6 +336,7 @@ export class BwrapSandbox implements Sandbox {
       '--bind',
       this.hostDir,
       BWRAP_WORKDIR,
+      ...(egressDir ? ['--ro-bind', egressDir, EGRESS_DIR_INSIDE] : []),
       // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
       '--remount-ro',
       '/',
@@ -370,12 +344,27 @@ export class BwrapSandbox implements Sandbox {
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    const shell = shellCommand(command, options, baseEnv(BWRAP_HOME));
+    // With network, the clean shell (env -i) must keep the proxy variables: they go in with the command's own.
+    const env = options.network ? { ...options.env, ...proxyEnv() } : options.env;
+    const shell = shellCommand(command, { ...options, env }, baseEnv(BWRAP_HOME));
     return this.spawn(shell.argv, shell.options);
   }
 
+  /**
+   * A setup command with network: its own network namespace as always (only `lo`), the egress proxy's socket, and
+   * the forwarder in front of the command (egress/session.ts). Any user can run it: no root, no slirp4netns.
+   */
   async spawn(inner: string[], options: ExecOptions = {}): Promise<ExecResult> {
     this.job.assertUsable();
+    const grant = egressGrant(options.network);
+    if (!grant) return this.spawnIn(inner, options);
+    const env = { ...options.env, ...proxyEnv() };
+    return runWithEgress(grant, (egressDir) =>
+      egressDir ? this.spawnIn(forwardedArgv(inner), { ...options, env }, egressDir) : this.spawnIn(inner, options),
+    );
+  }
+
+  private async spawnIn(inner: string[], options: ExecOptions, egressDir?: string): Promise<ExecResult> {
     const env = { ...baseEnv(BWRAP_HOME), ...options.env };
     // The job deadline bounds every command too; close() aborts whatever still runs.
     const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.cfg.defaultTimeoutMs, this.job.remainingMs()));
@@ -384,17 +373,7 @@ export class BwrapSandbox implements Sandbox {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) ac.abort();
     const oomBefore = await this.cgroup?.oomKills();
-    const network = options.network === true && (process.getuid?.() ?? 0) === 0;
-    let userNetwork: Promise<UserNetwork> | undefined;
-    const run = runProcess(this.argvFor(inner, BWRAP_WORKDIR, env, { network }), {
-      extraPipes: network ? 2 : 0,
-      onSpawn: (child) => {
-        if (!network) return;
-        const blocked = this.cfg.setupNetworkBlocked;
-        const pipes = { slirp4netnsPath: this.cfg.slirp4netnsPath, blocked };
-        const [info, block] = [child.stdio[INFO_FD] as Readable | null, child.stdio[BLOCK_FD] as Writable | null];
-        userNetwork = connectUserNetwork(info, block, pipes);
-      },
+    const run = runProcess(this.argvFor(inner, BWRAP_WORKDIR, env, { egressDir }), {
       cwd: '/',
       // bwrap itself gets only what it needs to find setpriv/bwrap; --clearenv empties the sandbox's.
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
@@ -408,15 +387,7 @@ export class BwrapSandbox implements Sandbox {
     this.running.set(ac, run);
     const stopWatch = this.job.watch(() => ac.abort());
     try {
-      const r = await run.catch(async (err: unknown) => {
-        (await userNetwork)?.stop();
-        throw err;
-      });
-      const link = await userNetwork;
-      link?.stop();
-      if (link?.failure)
-        r.stderr = appendNote(r.stderr, `sandbox: this setup command ran without network: ${link.failure}`);
-      if (options.network && !network) r.stderr = appendNote(r.stderr, NO_ROOT_FOR_NETWORK);
+      const r = await run;
       await stopWatch();
       const over = this.job.overBudget;
       if (over) {

@@ -11,6 +11,8 @@ import {
 } from './config.js';
 import { BwrapSandbox } from './bwrap.js';
 import { DockerSandbox, ensureDockerImage, SandboxUnavailableError } from './docker/index.js';
+import { fleetSetupNetworkFromEnv, NO_NETWORK_NOTE } from './egress/index.js';
+import type { Sandbox } from './types.js';
 
 export interface SandboxCheckResult {
   kind: 'docker' | 'bwrap' | 'local';
@@ -64,6 +66,7 @@ export async function checkDocker(
   }
   if (opts.smokeTest) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'frognano-check-'));
+    let note = '';
     try {
       const sb = await DockerSandbox.create(dir, cfg, { docker });
       try {
@@ -74,6 +77,7 @@ export async function checkDocker(
               (r.timedOut ? 'timed out' : `exit ${r.exitCode}`),
           );
         }
+        note = await setupNetworkNote(sb);
       } finally {
         await sb.close();
       }
@@ -87,16 +91,40 @@ export async function checkDocker(
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-    return { kind: 'docker', ok: true, message: `Docker ${version}, image ${cfg.image} runs sandboxed commands` };
+    return {
+      kind: 'docker',
+      ok: true,
+      message: `Docker ${version}, image ${cfg.image} runs sandboxed commands${note}`,
+    };
   }
   return { kind: 'docker', ok: true, message: `Docker ${version}, image ${cfg.image} present` };
 }
 
-/** Whether setup commands with network (setup.network) would get it here: '' when they would, else why not. */
-async function setupNetworkNote(sb: BwrapSandbox): Promise<string> {
-  const r = await sb.exec('true', { network: true, clean: true, timeoutMs: 15_000 });
-  const why = /^sandbox: this setup command ran without network: (.*)$/m.exec(r.stderr)?.[1];
-  return why ? `; setup commands with network (setup.network) would have none: ${why}` : '';
+/** Asks the forwarder for a name the allowlist lacks: the proxy answering 403 proves the whole path works. */
+const EGRESS_PROBE = `python3 -c "import socket
+s = socket.create_connection(('127.0.0.1', 3128), 5)
+s.sendall(b'CONNECT frognano-doctor.invalid:443 HTTP/1.1\\r\\n\\r\\n')
+print(s.recv(200).decode().splitlines()[0])"`;
+
+/**
+ * Which setup-network mode this sandbox offers here (`frognano doctor`): proxy-only egress up to the fleet's
+ * ceiling when a real setup command reached the egress proxy, else none and why.
+ */
+export async function setupNetworkNote(sb: Sandbox, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  let ceiling: string;
+  try {
+    ceiling = fleetSetupNetworkFromEnv(env).ceiling;
+  } catch (err) {
+    return `; setup.network: ${(err as Error).message}`;
+  }
+  if (ceiling === 'off') return '; setup.network: off on this runner (FROGNANO_SETUP_NETWORK=off)';
+  const r = await sb.exec(EGRESS_PROBE, { network: true, clean: true, timeoutMs: 30_000 });
+  const why = new RegExp(`^${NO_NETWORK_NOTE}(.*)$`, 'm').exec(r.stderr)?.[1];
+  if (why || !/ 403 /.test(r.stdout) || !r.blocked?.length) {
+    const detail = why ?? ((r.stderr || r.stdout).trim().split('\n').slice(-2).join(' ') || `exit ${r.exitCode}`);
+    return `; setup commands with network (setup.network) would have none: ${detail}`;
+  }
+  return `; setup.network: proxy-only egress works, up to \`${ceiling}\` (FROGNANO_SETUP_NETWORK)`;
 }
 
 /** Runs `true` in a real bwrap sandbox on a temp directory: proves user namespaces, binds and setpriv all work. */

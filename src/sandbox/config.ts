@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { SETUP_NETWORK_BLOCKED } from './userNetwork.js';
 
 /** Default image name; build it with runner/sandbox.Dockerfile (or scripts/build-sandbox-image.sh offline). */
 export const DEFAULT_SANDBOX_IMAGE = 'frognano-sandbox:latest';
@@ -76,12 +75,6 @@ export const BwrapSandboxConfigSchema = z.object({
   cgroup: z.enum(['required', 'off']).default('required'),
   /** Directory below /sys/fs/cgroup[/memory|/pids] for the job cgroups; default: the runner's own cgroup. */
   cgroupParent: z.string().optional(),
-  /** The user-mode network stack of setup commands with network (setup.network; see userNetwork.ts). */
-  slirp4netnsPath: z.string().default('slirp4netns'),
-  /** Address ranges setup commands with network get no route to (default: private, shared and link-local). */
-  setupNetworkBlocked: z
-    .array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, 'an IPv4 CIDR such as 10.0.0.0/8'))
-    .default(SETUP_NETWORK_BLOCKED),
   ...limits,
 });
 
@@ -126,8 +119,7 @@ export function autoCandidates(cfg: AutoSandboxConfig): { docker: DockerSandboxC
  * FROGNANO_SANDBOX_WORKSPACE_MB, FROGNANO_SANDBOX_WORKSPACE_FILES,
  * FROGNANO_SANDBOX_TIMEOUT_MS (per command), FROGNANO_SANDBOX_JOB_TIMEOUT_MS, FROGNANO_SANDBOX_USER (uid:gid),
  * FROGNANO_SANDBOX_BWRAP (binary path), FROGNANO_SANDBOX_BWRAP_CGROUP (required|off),
- * FROGNANO_SANDBOX_CGROUP_PARENT, FROGNANO_SANDBOX_SLIRP4NETNS (binary path), FROGNANO_SETUP_NETWORK_BLOCKED (comma-
- * separated IPv4 CIDRs bwrap setup commands with network get no route to; empty: none). Invalid values throw with the variable's name in the message.
+ * FROGNANO_SANDBOX_CGROUP_PARENT. Invalid values throw with the variable's name in the message.
  */
 export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxConfig {
   const kind = (env.FROGNANO_SANDBOX ?? 'auto').trim().toLowerCase() || 'auto';
@@ -159,10 +151,6 @@ export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Sand
     bwrapPath: str('FROGNANO_SANDBOX_BWRAP'),
     cgroup: str('FROGNANO_SANDBOX_BWRAP_CGROUP'),
     cgroupParent: str('FROGNANO_SANDBOX_CGROUP_PARENT'),
-    slirp4netnsPath: str('FROGNANO_SANDBOX_SLIRP4NETNS'),
-    setupNetworkBlocked: env.FROGNANO_SETUP_NETWORK_BLOCKED?.split(',')
-      .map((c) => c.trim())
-      .filter(Boolean),
   };
   const drop = <T extends object>(o: T): Partial<T> =>
     Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
+import type { BlockedRequest, EgressGrant } from './egress/index.js';
 
 /**
  * The Sandbox is the only way the Leaf tools touch a repository: every implementation
@@ -31,11 +32,12 @@ export interface ExecOptions {
   stdoutSink?: Writable;
   /**
    * Give this command network access (setup commands of a repository that opted in with `setup.network`; never
-   * the model's commands). docker: a short-lived container on the engine's bridge with the same workspace and
-   * limits; bwrap: a network namespace of its own linked by slirp4netns, with no route to the host's loopback or the
-   * private ranges (userNetwork.ts; a root runner only); local: always.
+   * the model's commands): proxy-only egress (egress/session.ts). docker and bwrap: no interface but loopback, and
+   * the HTTP(S) proxy variables naming a forwarder to a host-side EgressProxy that admits only what the grant's
+   * policy allows and never a private, loopback, link-local or runner address. `true`: the registries. local:
+   * always, unfiltered (no isolation at all).
    */
-  network?: boolean;
+  network?: boolean | EgressGrant;
   /**
    * One of the bot's own commands (setup, tests, computing the patch), whose result the model must not be able to
    * change: no login or rc files, BASH_ENV/ENV unset, a fixed PATH of system directories, a fresh empty HOME and
@@ -56,6 +58,8 @@ export interface ExecResult {
   stdoutTruncated: number;
   stderrTruncated: number;
   durationMs: number;
+  /** A command with network: the requests the egress proxy refused (absent without network). */
+  blocked?: BlockedRequest[];
 }
 
 export interface Sandbox {

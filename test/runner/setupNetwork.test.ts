@@ -8,21 +8,18 @@ import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { SandboxConfigSchema } from '../../src/sandbox/index.js';
-import { outsideAddress } from '../sandbox/support.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 
 /**
- * `setup.network: true` in .github/frognano.yml reaches the sandbox: the repository's setup commands get network
- * (a TCP server on a non-loopback address of the runner stands in for it), but not the runner's loopback services
- * (a second server on 127.0.0.1, as Redis or a model server would be); the model's own commands get neither. Real
- * bubblewrap.
+ * `setup.network: true` in .github/frognano.yml reaches the sandbox: the repository's setup commands get the egress
+ * proxy (the forwarder on 127.0.0.1:3128, named by https_proxy) and nothing else, so neither a direct connection to
+ * the runner's loopback services (a server on 127.0.0.1, as Redis or a model server would be) nor one through the
+ * proxy gets there; the refusal is reported with its command in the status comment. The model's own commands get
+ * no network at all. Real bubblewrap.
  */
-const outside = outsideAddress();
 describe('setup.network (repository opt-in) through the runner', () => {
   let redis: Redis;
-  let server: net.Server;
-  let port: number;
   let loopback: net.Server;
   let loopbackPort: number;
   let loopbackConnections = 0;
@@ -34,13 +31,6 @@ describe('setup.network (repository opt-in) through the runner', () => {
     if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
     nock.enableNetConnect('127.0.0.1');
-    server = net.createServer((s) => {
-      // The probe closes as soon as it has connected: our greeting may then meet a reset, which is no failure.
-      s.on('error', () => undefined);
-      s.end('hello\n');
-    });
-    await new Promise<void>((r) => server.listen(0, outside.address, r));
-    port = (server.address() as net.AddressInfo).port;
     loopback = net.createServer((s) => {
       loopbackConnections++;
       s.on('error', () => undefined);
@@ -50,7 +40,6 @@ describe('setup.network (repository opt-in) through the runner', () => {
     loopbackPort = (loopback.address() as net.AddressInfo).port;
   });
   afterAll(async () => {
-    await new Promise((r) => server.close(r));
     await new Promise((r) => loopback.close(r));
     nock.enableNetConnect();
     nock.restore();
@@ -62,30 +51,32 @@ describe('setup.network (repository opt-in) through the runner', () => {
     await ctx?.cleanup();
   });
 
-  const probe = (host = outside.address, to = port) =>
+  /** Direct: a plain TCP connection (no proxy). */
+  const probe = (host: string, to: number) =>
     `python3 -c "import socket; socket.create_connection(('${host}', ${to}), 3); print('CONNECTED')"`;
+  /** Through the forwarder the proxy variables name: a CONNECT the proxy must refuse (an address, not a name). */
+  const viaProxy = (to: number) =>
+    `python3 -c "import os, socket; u = os.environ['https_proxy']; assert u == 'http://127.0.0.1:3128', u
+s = socket.create_connection(('127.0.0.1', 3128), 3); s.sendall(b'CONNECT 127.0.0.1:${to} HTTP/1.1\\r\\n\\r\\n')
+a = s.recv(100).decode(); print(a); assert ' 403 ' in a"`;
 
   async function run(network: boolean) {
     const owner = uniqueOwner('net');
-    const setupCommands = [probe(), probe('127.0.0.1', loopbackPort)].map((c) => `  - ${JSON.stringify(c)}\n`).join('');
+    const commands = [viaProxy(loopbackPort), probe('127.0.0.1', loopbackPort)];
+    const setupCommands = commands.map((c) => `  - ${JSON.stringify(c)}\n`).join('');
     const config = `setup:\n  network: ${network}\nsetupCommands:\n${setupCommands}`;
     remote = await makeBareRemote(owner, 'r', { 'a.txt': 'a\n', '.github/frognano.yml': config });
-    recordGitHub(owner, 'r', { token: fakeInstallationToken(), installationId: 4242 });
+    const github = recordGitHub(owner, 'r', { token: fakeInstallationToken(), installationId: 4242 });
     ctx = await runnerContext({
       redis,
       remote,
       logger: captureLogs().logger,
       backend: ReplayBackend.fromTurns([
-        { content: '', tool_calls: [{ name: 'Bash', arguments: { command: probe() } }] },
+        { content: '', tool_calls: [{ name: 'Bash', arguments: { command: probe('127.0.0.1', loopbackPort) } }] },
         { content: 'Nothing to change.', tool_calls: [] },
       ]),
     });
-    // Only the test's own server may be let through: the rest of the private ranges stay blocked.
-    ctx.sandbox = SandboxConfigSchema.parse({
-      kind: 'bwrap',
-      defaultTimeoutMs: 60_000,
-      setupNetworkBlocked: outside.blockedWithout,
-    });
+    ctx.sandbox = SandboxConfigSchema.parse({ kind: 'bwrap', defaultTimeoutMs: 60_000 });
     const data = jobData(owner, 'r');
     const result = await processJob(
       { id: `${owner}/r#7@1`, data, updateProgress: async () => undefined },
@@ -95,20 +86,23 @@ describe('setup.network (repository opt-in) through the runner', () => {
     const trajectory = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
     const task = String(trajectory.messages.find((m: { role: string }) => m.role === 'user').content);
     const agentSaw = String(trajectory.messages.find((m: { role: string }) => m.role === 'tool').content);
-    return { task, agentSaw };
+    const comments = github.statusBodies();
+    return { task, agentSaw, comments };
   }
 
-  it("opted in: the setup command reaches the network but not the runner's loopback; the agent reaches neither", async () => {
-    const { task, agentSaw } = await run(true);
-    expect(task).not.toContain(`Note: the setup command \`${probe()}\``);
+  it("opted in: the setup command has the proxy, which refuses the runner's loopback and says so; the agent has nothing", async () => {
+    const { task, agentSaw, comments } = await run(true);
+    expect(task).not.toContain(`Note: the setup command \`${viaProxy(loopbackPort)}\``);
     expect(task).toContain(`Note: the setup command \`${probe('127.0.0.1', loopbackPort)}\` failed`);
     expect(loopbackConnections).toBe(0);
-    expect(agentSaw).toMatch(/ConnectionRefusedError|OSError: \[Errno 101\] Network is unreachable/);
+    expect(agentSaw).toMatch(/ConnectionRefusedError/);
+    expect(comments.at(-1)).toContain(`blocked: 127\\.0\\.0\\.1:${loopbackPort} (not on the allowlist)`);
   });
 
   it('by default: the setup command has no network either (and the model is told it failed)', async () => {
-    const { task, agentSaw } = await run(false);
-    expect(task).toContain(`Note: the setup command \`${probe()}\``);
-    expect(agentSaw).toMatch(/ConnectionRefusedError|OSError: \[Errno 101\] Network is unreachable/);
+    const { task, agentSaw, comments } = await run(false);
+    expect(task).toContain(`Note: the setup command \`${viaProxy(loopbackPort)}\``);
+    expect(agentSaw).toMatch(/ConnectionRefusedError/);
+    expect(comments.at(-1)).not.toContain('blocked:');
   });
 });

@@ -2,7 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import Docker from 'dockerode';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
-import { SETUP_NETWORK_BLOCKED } from '../../src/sandbox/userNetwork.js';
+
+/** The private, shared and link-local IPv4 ranges: what counts as "not the outside" for the network tests. */
+export const PRIVATE_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16'];
 
 export const TEST_IMAGE = process.env.FROGNANO_TEST_SANDBOX_IMAGE ?? 'frognano-sandbox:test';
 
@@ -80,16 +82,16 @@ function hostAddresses(): string[] {
 
 /**
  * An address of this machine that stands for "the outside" in network tests (never another host): a public-range
- * one when there is one, and the blocked ranges without the one it lies in, for a bwrap sandbox that must reach it.
+ * one when there is one, and the private ranges without the one it lies in.
  */
 export function outsideAddress(): { address: string; blockedWithout: string[] } {
   const all = hostAddresses();
-  const address = all.find((a) => !SETUP_NETWORK_BLOCKED.some((c) => inCidr(a, c))) ?? all[0];
+  const address = all.find((a) => !PRIVATE_RANGES.some((c) => inCidr(a, c))) ?? all[0];
   if (!address) throw new Error('this machine has no non-loopback IPv4 address for the network tests');
-  return { address, blockedWithout: SETUP_NETWORK_BLOCKED.filter((c) => !inCidr(address, c)) };
+  return { address, blockedWithout: PRIVATE_RANGES.filter((c) => !inCidr(address, c)) };
 }
 
-/** An address of this machine in one of the ranges setup commands get no route to, if it has one. */
+/** An address of this machine in one of the private ranges, if it has one. */
 export function privateHostAddress(): string | undefined {
-  return hostAddresses().find((a) => SETUP_NETWORK_BLOCKED.some((c) => inCidr(a, c)));
+  return hostAddresses().find((a) => PRIVATE_RANGES.some((c) => inCidr(a, c)));
 }

@@ -35,7 +35,11 @@ export async function checkSandboxes(kind: string | undefined, env: NodeJS.Proce
     return result.checks.map((r) => toLine(r, true, r.kind === 'local'));
   }
   const candidates = autoCandidates(cfg);
-  const [docker, bwrap] = await Promise.all([checkDocker(candidates.docker), checkBwrap(candidates.bwrap)]);
+  // The docker smoke test runs a real sandbox: it also tells which setup-network mode each sandbox offers here.
+  const [docker, bwrap] = await Promise.all([
+    checkDocker(candidates.docker, { smokeTest: true }),
+    checkBwrap(candidates.bwrap),
+  ]);
   const anyOk = docker.ok || bwrap.ok;
   return [toLine(docker, !anyOk, false), toLine(bwrap, !anyOk, false)];
 }

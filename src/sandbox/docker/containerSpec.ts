@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type Docker from 'dockerode';
 import type { DockerSandboxConfig } from '../config.js';
+import { EGRESS_DIR_INSIDE } from '../egress/index.js';
 import { baseEnv } from '../local.js';
 import type { WorkspaceOwner } from '../ownership.js';
 import { initProgram } from './programs.js';
@@ -22,15 +23,17 @@ export const CONTAINER_WORKDIR = '/workspace';
 export const CONTAINER_HOME = '/home/agent';
 
 /**
- * The container every command runs in (and, with network, the short-lived one a setup command with network runs
+ * The container every command runs in (and, with `egressDir`, the short-lived one a setup command with network runs
  * in): the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs /tmp and HOME; no
- * capabilities for commands, no privilege gain, memory/CPU/pids limits, no host environment.
+ * network interface but loopback, no capabilities for commands, no privilege gain, memory/CPU/pids limits, no host
+ * environment. `egressDir`: the host directory of the egress proxy's socket, mounted read-only at
+ * EGRESS_DIR_INSIDE (the container's only way out, see egress/session.ts).
  */
 export function containerOptions(
   cfg: DockerSandboxConfig,
   hostDir: string,
   owner: WorkspaceOwner,
-  network: boolean,
+  egressDir?: string,
 ): Docker.ContainerCreateOptions {
   return {
     Image: cfg.image,
@@ -42,7 +45,7 @@ export function containerOptions(
     // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
     Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
     Hostname: 'sandbox',
-    NetworkDisabled: !network,
+    NetworkDisabled: true,
     Labels: {
       ...cfg.labels,
       [SANDBOX_LABEL]: '1',
@@ -54,7 +57,7 @@ export function containerOptions(
       ...(owner.original ? { [LABEL_WORKSPACE_OWNER]: `${owner.original.uid}:${owner.original.gid}` } : {}),
     },
     StopTimeout: 1,
-    HostConfig: hostConfig(cfg, hostDir, owner, network),
+    HostConfig: hostConfig(cfg, hostDir, owner, egressDir),
   };
 }
 
@@ -62,14 +65,18 @@ function hostConfig(
   cfg: DockerSandboxConfig,
   hostDir: string,
   owner: WorkspaceOwner,
-  network: boolean,
+  egressDir: string | undefined,
 ): Docker.HostConfig {
   const mb = 1024 * 1024;
   return {
-    // With network: the engine's default bridge (the internet, not the runner's loopback services).
-    NetworkMode: network ? 'bridge' : 'none',
+    // Never a bridge, even with network: its gateway is the runner host (services on 0.0.0.0, the private ranges,
+    // cloud metadata behind it). A setup command's network is the egress socket alone.
+    NetworkMode: 'none',
     // A Mount, not a "src:dst" Bind string, so a path with ':' or ',' cannot change its meaning.
-    Mounts: [{ Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false }],
+    Mounts: [
+      { Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false },
+      ...(egressDir ? [{ Type: 'bind' as const, Source: egressDir, Target: EGRESS_DIR_INSIDE, ReadOnly: true }] : []),
+    ],
     ReadonlyRootfs: true,
     Tmpfs: {
       '/tmp': `rw,nosuid,nodev,size=${cfg.tmpSizeMb}m,mode=1777`,

@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { MEASURE_SCRIPT, parseUsage, type WorkspaceUsage } from '../budget.js';
 import { DockerSandboxConfigSchema, type DockerSandboxConfig } from '../config.js';
+import { egressGrant, forwardedArgv, proxyEnv, runWithEgress } from '../egress/index.js';
 import { JobWorkspace, resolveWorkspaceDir } from '../jobWorkspace.js';
 import { baseEnv } from '../local.js';
 import { appendNote, CappedBuffer, cancelledBeforeStart } from '../process.js';
@@ -81,7 +82,7 @@ export class DockerSandbox implements Sandbox {
     const job = await JobWorkspace.claim(await resolveWorkspaceDir(workspaceDir), cfg);
     let container: Docker.Container | undefined;
     try {
-      container = await docker.createContainer(containerOptions(cfg, job.hostDir, job.owner, false));
+      container = await docker.createContainer(containerOptions(cfg, job.hostDir, job.owner));
       await container.start();
     } catch (err) {
       if (container) await container.remove({ force: true }).catch(() => {});
@@ -92,7 +93,9 @@ export class DockerSandbox implements Sandbox {
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    const shell = shellCommand(command, options, baseEnv(CONTAINER_HOME));
+    // With network, the clean shell (env -i) must keep the proxy variables: they go in with the command's own.
+    const env = options.network ? { ...options.env, ...proxyEnv() } : options.env;
+    const shell = shellCommand(command, { ...options, env }, baseEnv(CONTAINER_HOME));
     return this.spawn(shell.argv, shell.options);
   }
 
@@ -113,14 +116,24 @@ export class DockerSandbox implements Sandbox {
 
   private async spawnNow(argv: string[], options: ExecOptions): Promise<ExecResult> {
     this.job.assertUsable();
-    if (!options.network) return this.runIn(this.container, argv, options);
-    // A setup command with network: a container of its own on the engine's bridge, with the same workspace,
-    // limits and user, removed (with every process in it) as soon as the command is done. The job's container
-    // never gets network, so nothing the model runs later has it.
-    const net = await this.docker.createContainer(containerOptions(this.cfg, this.job.hostDir, this.job.owner, true));
+    const grant = egressGrant(options.network);
+    if (!grant) return this.runIn(this.container, argv, options);
+    // A setup command with network: a container of its own with the same workspace, limits and user, no interface
+    // but loopback, and the egress proxy's socket (egress/session.ts); removed, with every process in it, as soon
+    // as the command is done. The job's container never sees the socket, so nothing the model runs has network.
+    return runWithEgress(grant, (egressDir) =>
+      egressDir ? this.runNetworked(egressDir, argv, options) : this.runIn(this.container, argv, options),
+    );
+  }
+
+  private async runNetworked(egressDir: string, argv: string[], options: ExecOptions): Promise<ExecResult> {
+    const net = await this.docker.createContainer(
+      containerOptions(this.cfg, this.job.hostDir, this.job.owner, egressDir),
+    );
     try {
       await net.start();
-      return await this.runIn(net, argv, options);
+      // The proxy variables in the exec's environment too, for spawn() callers (exec()'s clean shell has them).
+      return await this.runIn(net, forwardedArgv(argv), { ...options, env: { ...options.env, ...proxyEnv() } });
     } finally {
       await removeContainer(net).catch(() => {});
     }

@@ -23,3 +23,16 @@ export {
   type RepoSetupNetwork,
   type SetupNetworkMode,
 } from './policy.js';
+export {
+  EGRESS_DIR_INSIDE,
+  EGRESS_PROXY_URL,
+  EGRESS_SOCKET_INSIDE,
+  egressGrant,
+  forwardedArgv,
+  NO_NETWORK_NOTE,
+  openEgress,
+  proxyEnv,
+  runWithEgress,
+  type EgressGrant,
+  type EgressSession,
+} from './session.js';
