@@ -72,7 +72,8 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
     testCommands: cfg.testCommands,
     // Under the fleet's ceiling like the model's round; verification's setups get the registries (src/verify passes
     // a yes/no), so a repository's own allow entries apply to the model's round only.
-    setupNetwork: setupEgress(cfg) !== undefined,
+    // The same egress as the model's round: the repository's allowlist under the fleet's ceiling.
+    setupNetwork: setupEgress(cfg) ?? false,
     reportGlobs: cfg.verify.reports,
     sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
     environmentKey: environmentKey(sandboxCfg),

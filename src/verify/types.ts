@@ -162,7 +162,7 @@ export interface VerifyOptions {
   setupCommands: string[];
   testCommands: string[];
   /** The repository's `setup.network` (set-up commands only; tests and scans never have network). */
-  setupNetwork: boolean;
+  setupNetwork: boolean | import('../sandbox/egress/index.js').EgressGrant;
   /** Report files to read after each test command (`verify.reports` globs, repository-relative). */
   reportGlobs: string[];
   /** Opens a fresh sandbox on a workspace directory (same image, limits and user as the model's round). */

@@ -105,7 +105,7 @@ export interface PrepareSideOptions {
   afterPatch?: (sandbox: Sandbox, signal: AbortSignal) => Promise<string | undefined>;
   sandboxFactory: (workspaceDir: string) => Promise<Sandbox>;
   setupCommands: string[];
-  setupNetwork: boolean;
+  setupNetwork: boolean | import('../sandbox/egress/index.js').EgressGrant;
   setupTimeoutMs: number;
   signal?: AbortSignal;
   tmpDir?: string;
