@@ -56,10 +56,15 @@ export function visibleText(markdown: string): string {
   return out.join('\n');
 }
 
-/** Drops HTML comments from prose (no fenced code in it), keeping code spans as they are. */
+/**
+ * Drops HTML comments from prose (no fenced code in it), keeping code spans as they are. Once no `-->` follows
+ * an opening, none follows a later one: remembered, so a line of unclosed `<!--` is not searched to its end from
+ * each (quadratic), and whether an opening starts its line is read from the at most 3 characters before it.
+ */
 function withoutComments(prose: string): { kept: string; hidesRest: boolean } {
   let kept = '';
   let i = 0;
+  let unclosedFrom = prose.length + 1;
   while (i < prose.length) {
     if (prose[i] === '`') {
       let n = 0;
@@ -75,18 +80,27 @@ function withoutComments(prose: string): { kept: string; hidesRest: boolean } {
         ? i + 2
         : prose.startsWith('<!--->', i)
           ? i + 3
-          : prose.indexOf('-->', i + 4);
+          : i + 4 >= unclosedFrom
+            ? -1
+            : prose.indexOf('-->', i + 4);
       if (close >= 0) {
         i = close + 3;
         continue;
       }
-      const lineStart = prose.lastIndexOf('\n', i - 1) + 1;
-      if (/^ {0,3}$/.test(prose.slice(lineStart, i))) return { kept, hidesRest: true };
+      unclosedFrom = Math.min(unclosedFrom, i + 4);
+      if (startsLine(prose, i)) return { kept, hidesRest: true };
     }
     kept += prose[i];
     i++;
   }
   return { kept, hidesRest: false };
+}
+
+/** Whether only 0 to 3 spaces stand between the start of the line and `at`. */
+function startsLine(text: string, at: number): boolean {
+  let i = at;
+  while (i > 0 && at - i < 3 && text[i - 1] === ' ') i--;
+  return i === 0 || text[i - 1] === '\n';
 }
 
 /** Word joiner: invisible and keeps a word whole (no line break inside it), unlike a zero-width space. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { defang } from '../../src/github/untrusted.js';
+import { defang, visibleText } from '../../src/github/untrusted.js';
 import { redact, REDACTED } from '../../src/util/redact.js';
 
 /**
@@ -75,6 +75,16 @@ describe('defang() in linear time on hostile input', () => {
     const { out, ms } = timed(() => defang(`fix:${fill('*:x')}#1`));
     expect(ms).toBeLessThan(BOUND_MS);
     expect(out.startsWith('f\u2060ix:')).toBe(true);
+  });
+});
+
+describe('visibleText() in linear time on hostile issue text', () => {
+  // Issue bodies are at most 64 KiB, where unclosed `<!--` mid-line took 6 s; 1 MiB would have taken half an hour.
+  test('a real comment, then a line of unclosed comment openings', () => {
+    const line = fill('x<!--', 2 ** 20);
+    const { out, ms } = timed(() => visibleText(`keep<!-- hidden -->${line}`));
+    expect(ms).toBeLessThan(BOUND_MS);
+    expect(out).toBe(`keep${line}`);
   });
 });
 
