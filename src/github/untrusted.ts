@@ -56,10 +56,15 @@ export function visibleText(markdown: string): string {
   return out.join('\n');
 }
 
-/** Drops HTML comments from prose (no fenced code in it), keeping code spans as they are. */
+/**
+ * Drops HTML comments from prose (no fenced code in it), keeping code spans as they are. Once no `-->` follows
+ * an opening, none follows a later one: remembered, so a line of unclosed `<!--` is not searched to its end from
+ * each (quadratic), and whether an opening starts its line is read from the at most 3 characters before it.
+ */
 function withoutComments(prose: string): { kept: string; hidesRest: boolean } {
   let kept = '';
   let i = 0;
+  let unclosedFrom = prose.length + 1;
   while (i < prose.length) {
     if (prose[i] === '`') {
       let n = 0;
@@ -75,18 +80,27 @@ function withoutComments(prose: string): { kept: string; hidesRest: boolean } {
         ? i + 2
         : prose.startsWith('<!--->', i)
           ? i + 3
-          : prose.indexOf('-->', i + 4);
+          : i + 4 >= unclosedFrom
+            ? -1
+            : prose.indexOf('-->', i + 4);
       if (close >= 0) {
         i = close + 3;
         continue;
       }
-      const lineStart = prose.lastIndexOf('\n', i - 1) + 1;
-      if (/^ {0,3}$/.test(prose.slice(lineStart, i))) return { kept, hidesRest: true };
+      unclosedFrom = Math.min(unclosedFrom, i + 4);
+      if (startsLine(prose, i)) return { kept, hidesRest: true };
     }
     kept += prose[i];
     i++;
   }
   return { kept, hidesRest: false };
+}
+
+/** Whether only 0 to 3 spaces stand between the start of the line and `at`. */
+function startsLine(text: string, at: number): boolean {
+  let i = at;
+  while (i > 0 && at - i < 3 && text[i - 1] === ' ') i--;
+  return i === 0 || text[i - 1] === '\n';
 }
 
 /** Word joiner: invisible and keeps a word whole (no line break inside it), unlike a zero-width space. */
@@ -96,12 +110,57 @@ const WORD_JOINER = '\u2060';
  * GitHub's closing keywords (any case) where a reference could follow: a whole word (`_fixes_` counts), then, past
  * any Markdown emphasis (`**Fixes** #1`), a colon or whitespace or `#`, then a word holding `#` or `/` (`#1`,
  * `o/r#1`, any issues or pull URL, a GitHub Enterprise host's too) or `GH-1`. Prose ("Fix crash on start") stays.
+ * Group 2 is what follows the first letter, up to where the reference would start; whether one does is asked of
+ * referenceAt, not of the pattern: a `\S*[#/]` there rescanned the rest of the word from every keyword in it, so
+ * `fix:fix:fix:...` took time quadratic in its length (a minute for 512 KiB).
  */
 const CLOSING_KEYWORD = new RegExp(
-  String.raw`(?<![\p{L}\p{N}])([cfr])(?=(?:lose[sd]?|ix(?:e[sd])?|esolve[sd]?)(?![\p{L}\p{N}])` +
-    String.raw`[*_~\x60]*(?::[*_~\x60]*\s*|\s+|(?=#))(?:\S*[#/]|GH-\d))`,
+  String.raw`(?<![\p{L}\p{N}])([cfr])(?=((?:lose[sd]?|ix(?:e[sd])?|esolve[sd]?)(?![\p{L}\p{N}])` +
+    String.raw`[*_~\x60]*(?::[*_~\x60]*\s*|\s+|(?=#))))`,
   'giu',
 );
+const GH_NUMBER = /GH-\d/iuy;
+
+/**
+ * Whether a reference starts at a position: the word from there holds `#` or `/`, or it is `GH-<digit>`. Keywords
+ * come in increasing positions, so the next whitespace and the next `#` or `/` found for one keyword stay the
+ * answer for the next until it passes them: each part of the text is searched once, whatever the keywords in it.
+ */
+function referenceAt(text: string): (at: number) => boolean {
+  const space = /\s/g;
+  const mark = /[#/]/g;
+  let asked = 0;
+  let nextSpace = -1;
+  let nextMark = -1;
+  const next = (re: RegExp, at: number) => {
+    re.lastIndex = at;
+    return re.exec(text)?.index ?? text.length;
+  };
+  return (at) => {
+    if (at < asked || nextSpace < at) nextSpace = next(space, at);
+    if (at < asked || nextMark < at) nextMark = next(mark, at);
+    asked = at;
+    GH_NUMBER.lastIndex = at;
+    return nextMark < nextSpace || GH_NUMBER.test(text);
+  };
+}
+
+/**
+ * Puts a word joiner after the first letter of each closing keyword that a reference follows. A loop over the
+ * matches, not replace() with a function: that costs microseconds a call, and most keywords are left as they are.
+ */
+function breakClosingKeywords(text: string): string {
+  const isReference = referenceAt(text);
+  let out = '';
+  let kept = 0;
+  for (const m of text.matchAll(CLOSING_KEYWORD)) {
+    const at = m.index + 1;
+    if (!isReference(at + m[2]!.length)) continue;
+    out += `${text.slice(kept, at)}${WORD_JOINER}`;
+    kept = at;
+  }
+  return kept === 0 ? text : out + text.slice(kept);
+}
 
 /**
  * Makes text inert wherever it lands (prose, code, titles, commit messages): `@user` and `@org/team` no longer
@@ -113,9 +172,7 @@ const CLOSING_KEYWORD = new RegExp(
  * characters that were already there are dropped first.
  */
 export function defang(text: string): string {
-  return text
-    .replace(INVISIBLE, '')
-    .replace(CLOSING_KEYWORD, `$1${WORD_JOINER}`)
+  return breakClosingKeywords(text.replace(INVISIBLE, ''))
     .replace(/(^|[^A-Za-z0-9])@(?=[A-Za-z0-9])/g, `$1@${ZWSP}`)
     .replace(/([A-Za-z0-9_.-]\/[A-Za-z0-9_.-]+)@(?=[0-9a-f]{7})/gi, `$1@${ZWSP}`)
     .replace(/#(?=\d)/g, `#${ZWSP}`)
