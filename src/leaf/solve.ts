@@ -3,7 +3,7 @@ import path from 'node:path';
 export { COMMAND_OUTPUT_TAIL_CHARS, type CommandResult } from './botCommands.js';
 import type { ModelBackend } from '../inference/types.js';
 import type { Sandbox } from '../sandbox/types.js';
-import { runBotCommand, runSetupCommands, type CommandResult } from './botCommands.js';
+import { runBotCommand, type CommandResult } from './botCommands.js';
 import { safeListener, type LeafEvent } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
 import { runLeaf } from './loop.js';
@@ -16,6 +16,7 @@ import {
   type LeafTask,
   type Trajectory,
 } from './trajectory.js';
+import { setUpSandbox, type SetupSnapshotUse } from './setUp.js';
 import { prepareWorkspace } from './workspace.js';
 
 export interface SolveOptions {
@@ -34,6 +35,11 @@ export interface SolveOptions {
    * by slirp4netns, without the host's loopback or private ranges (see ExecOptions.network).
    */
   setupNetwork?: boolean;
+  /**
+   * The set-up snapshot of this round's base (docs/warm-starts.md): restored instead of running the set-up when it
+   * exists, stored after a set-up whose commands all exited 0 (before the model runs).
+   */
+  setupSnapshot?: SetupSnapshotUse;
   /** Run after the model finished; their results are reported, they do not change the patch. */
   testCommands?: string[];
   /** When given: trajectory.json, trajectory.md and changes.patch are written here. */
@@ -52,7 +58,9 @@ export interface SolveResult {
   patch: string;
   changedFiles: ChangedFile[];
   baseCommit: string;
+  /** Empty when the set-up was restored from a snapshot (`setupReusedKey`). */
   setupResults: CommandResult[];
+  setupReusedKey?: string;
   testResults: CommandResult[];
   trajectoryJsonPath?: string;
   trajectoryMarkdownPath?: string;
@@ -73,12 +81,15 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
   try {
     sandbox = await opts.sandboxFactory(ws.repoDir);
 
-    const { results: setupResults, notes } = await runSetupCommands(sandbox, opts.setupCommands ?? [], {
+    const setUp = await setUpSandbox(sandbox, opts.setupCommands ?? [], {
       timeoutMs: limits.setupTimeoutMs,
       emit,
       signal: opts.signal,
       network: opts.setupNetwork === true,
+      snapshot: opts.setupSnapshot,
+      capture: true,
     });
+    const { results: setupResults, notes } = setUp;
 
     const trajectory = await runLeaf({
       sandbox,
@@ -127,6 +138,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       changedFiles,
       baseCommit: ws.baseCommit,
       setupResults,
+      ...(setUp.reusedKey ? { setupReusedKey: setUp.reusedKey } : {}),
       testResults,
     };
     if (opts.outDir) Object.assign(result, await writeArtefacts(opts.outDir, trajectory, patch));
