@@ -261,7 +261,8 @@ export interface SetupKeyInput {
   /** `<installation id>/<owner>/<repo>`. */
   repository: string;
   setupCommands: string[];
-  setupNetwork: boolean;
+  /** The repository's `setup.network` as configured (JSON): what the set-up may download. */
+  network: string;
   /** The sandbox image or kind (VerifyOptions.environmentKey). */
   environment: string;
   /** The repository's own `setup.cacheKeyFiles` globs, on top of DEFAULT_KEY_FILES. */
@@ -269,7 +270,7 @@ export interface SetupKeyInput {
 }
 
 /**
- * sha256 over the repository, the set-up commands, the network setting, the sandbox image and every key file at
+ * sha256 over the repository, the set-up commands, its network setting, the sandbox image and every key file at
  * `commit`. A key file is named by its blob id from `git ls-tree` (a hash of its content): the host reads git's
  * object database, never a path in a working tree, so a symlink or a changed working tree cannot redirect it.
  */
@@ -289,7 +290,7 @@ export async function setupSnapshotKey(k: SetupKeyInput): Promise<string> {
       'frognano-setup-snapshot-v1',
       k.repository,
       JSON.stringify(k.setupCommands),
-      k.setupNetwork ? 'network' : 'offline',
+      k.network,
       k.environment,
       JSON.stringify([...k.keyFiles].sort()),
       ...listing,

@@ -9,9 +9,11 @@ import type { JobData } from '../queue/schema.js';
 import { effectiveEgressPolicy, fleetSetupNetworkFromEnv } from '../sandbox/egress/index.js';
 import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
+import { git } from '../github/git.js';
 import { abortError, jobLimits, sandboxFor, scrubStoredTrajectory } from './jobSupport.js';
 import type { ProgressReporter } from './progress.js';
 import { ownPublicReason, publicFailure } from './publicFailure.js';
+import { setupSnapshotFor } from './setupSnapshot.js';
 import { buildTaskContext } from './taskContext.js';
 import { JobFailure, type AbortCause, type RunnerContext } from './types.js';
 
@@ -49,6 +51,9 @@ export async function solveForJob(o: {
     log: o.log,
     additions: o.taskAdditions,
   });
+  // The checkout is the bot's clone, untouched so far: its HEAD is the base the set-up snapshot is keyed on.
+  const head = (await git(['rev-parse', 'HEAD'], { cwd: o.sourceDir, timeoutMs: ctx.gitTimeoutMs })).trim();
+  const setupSnapshot = await setupSnapshotFor({ ctx, data, log: o.log }, config, o.sourceDir, head, sandboxCfg);
   o.reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
   const result = await solve({
     sourceDir: o.sourceDir,
@@ -70,6 +75,7 @@ export async function solveForJob(o: {
     setupCommands: config.setupCommands,
     // The repository's ask under the fleet's ceiling (FROGNANO_SETUP_NETWORK); undefined: no network at all.
     setupNetwork: effectiveEgressPolicy(config.setup.network, fleetSetupNetworkFromEnv()) !== undefined,
+    setupSnapshot,
     testCommands: config.testCommands,
     outDir: o.trajectoryDir,
     signal: o.signal,
