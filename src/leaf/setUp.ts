@@ -1,7 +1,6 @@
-import picomatch from 'picomatch';
 import type { Sandbox } from '../sandbox/types.js';
 import { runSetupCommands, type BotCommandOptions, type CommandResult } from './botCommands.js';
-import type { SetupSnapshotCache } from './setupSnapshot.js';
+import { keyFileMatcher, type SetupSnapshotCache } from './setupSnapshot.js';
 
 /** A round's (or a verification side's) use of the set-up snapshot cache (src/leaf/setupSnapshot.ts). */
 export interface SetupSnapshotUse {
@@ -75,7 +74,6 @@ export async function setUpSandbox(sandbox: Sandbox, commands: string[], o: SetU
 
 /** Whether one of `paths` is a key file: then that workspace runs the set-up instead of restoring the base's. */
 export function touchesKeyFile(paths: string[], keyFiles: string[]): boolean {
-  // dot: `.npmrc`, `.python-version`; the same globs git's pathspec matched when the key was made.
-  const isKey = picomatch(keyFiles, { dot: true });
+  const isKey = keyFileMatcher(keyFiles);
   return paths.some((p) => isKey(p));
 }

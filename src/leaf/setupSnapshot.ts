@@ -3,6 +3,7 @@ import { createWriteStream, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
+import picomatch from 'picomatch';
 import type { Sandbox } from '../sandbox/types.js';
 import { tryLockFile, unlockFile } from '../util/fileLock.js';
 import { hostGit } from './workspace.js';
@@ -56,8 +57,8 @@ function captureCommand(cap: number): string {
 
 /** Lists the archive without writing anything: a corrupt file fails here before a single path is extracted. */
 const CHECK_COMMAND = 'tar -tzf - > /dev/null';
-/** Extracts as the sandbox user; files already there (the patch's, on a verification side) are kept. */
-const EXTRACT_COMMAND = 'tar -xzf - --no-same-owner --no-overwrite-dir --skip-old-files';
+/** Extracts as the sandbox user; files and directories already there (the patch's, on a verification side) are kept. */
+const EXTRACT_COMMAND = 'tar -xzf - --no-same-owner --skip-old-files';
 
 function checkName(what: string, v: string): string {
   if (!NAME.test(v) || v === '.' || v === '..') throw new Error(`invalid ${what} for the set-up cache: ${v}`);
@@ -209,8 +210,8 @@ async function entries(dir: string, kind: 'dir' | 'file'): Promise<string[]> {
 }
 
 /**
- * Dependency files whose content decides what a set-up produces, at any depth (git pathspec globs; the same
- * patterns tell whether a patch touches one).
+ * Dependency files whose content decides what a set-up produces, at any depth (picomatch globs; the same patterns
+ * tell whether a patch touches one).
  */
 export const DEFAULT_KEY_FILES = [
   'requirements*.txt',
@@ -251,8 +252,13 @@ export const DEFAULT_KEY_FILES = [
   'pom.xml',
 ].map((name) => `**/${name}`);
 
-/** Caps on reading the key files' listing: more is refused (no snapshot) rather than silently cut. */
-const MAX_LISTING_BYTES = 4 * 1024 * 1024;
+/** Cap on the tree's listing (about 100 bytes a file): a larger tree gets no snapshot rather than a partial key. */
+const MAX_LISTING_BYTES = 64 * 1024 * 1024;
+
+/** The key files among repository paths (`dot`: `.npmrc`, `.python-version`). */
+export function keyFileMatcher(globs: string[]): (path: string) => boolean {
+  return picomatch(globs, { dot: true });
+}
 
 export interface SetupKeyInput {
   /** The runner's pristine clone (a host path the bot made), read at `commit` from git's objects only. */
@@ -272,19 +278,26 @@ export interface SetupKeyInput {
 /**
  * sha256 over the repository, the set-up commands, its network setting, the sandbox image and every key file at
  * `commit`. A key file is named by its blob id from `git ls-tree` (a hash of its content): the host reads git's
- * object database, never a path in a working tree, so a symlink or a changed working tree cannot redirect it.
+ * object database, never a path in a working tree, so a symlink (named by its own blob, the link's target text) or a
+ * changed working tree cannot redirect it.
  */
 export async function setupSnapshotKey(k: SetupKeyInput): Promise<string> {
   if (!/^[0-9a-f]{40,64}$/.test(k.commit)) throw new Error('the set-up key needs a commit id');
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-setup-key-'));
   try {
-    const pathspecs = [...DEFAULT_KEY_FILES, ...k.keyFiles].map((g) => `:(glob)${g}`);
-    const r = await hostGit(['ls-tree', '-r', '-z', '--full-tree', k.commit, '--', ...pathspecs], k.repoDir, home, {
+    // The whole tree's listing (modes, blob ids, paths; no content), filtered here with the same matcher that
+    // tells whether a patch touches a key file.
+    const r = await hostGit(['ls-tree', '-r', '-z', '--full-tree', k.commit], k.repoDir, home, {
       maxOutputBytes: MAX_LISTING_BYTES,
     });
     if (r.code !== 0) throw new Error(`cannot list the key files: ${r.stderr.trim().slice(0, 200)}`);
-    if (r.truncated) throw new Error('too many key files for a set-up snapshot');
-    const listing = r.stdout.split('\0').filter(Boolean).sort();
+    if (r.truncated) throw new Error('the tree is too large to key a set-up snapshot on');
+    const isKey = keyFileMatcher([...DEFAULT_KEY_FILES, ...k.keyFiles]);
+    // An entry is `<mode> <type> <oid>\t<path>`.
+    const listing = r.stdout
+      .split('\0')
+      .filter((e) => e && isKey(e.slice(e.indexOf('\t') + 1)))
+      .sort();
     const h = createHash('sha256');
     for (const part of [
       'frognano-setup-snapshot-v1',
