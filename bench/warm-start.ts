@@ -141,17 +141,13 @@ try {
   console.log(
     'sandbox | before: no cache (median) | cold: set-up + store | warm: restore        | before/warm | snapshot | model sees the package',
   );
-  if ((await checkBwrap(BwrapSandboxConfigSchema.parse({ kind: 'bwrap' }))).ok) {
-    await benchKind('bwrap', (d) => BwrapSandbox.create(d), source);
-  } else console.log('bwrap   | skipped: bwrap is not usable here');
-  const dockerCfg = DockerSandboxConfigSchema.parse({ kind: 'docker', image });
-  if ((await checkDocker(dockerCfg)).ok) {
-    await benchKind(
-      'docker',
-      (d) => DockerSandbox.create(d, { ...dockerCfg, labels: { 'dev.frognano.bench': 'warm-start' } }),
-      source,
-    );
-  } else console.log(`docker  | skipped: docker or the image ${image} is not usable here`);
+  const bw = await checkBwrap(BwrapSandboxConfigSchema.parse({ kind: 'bwrap' }));
+  if (bw.ok) await benchKind('bwrap', (d) => BwrapSandbox.create(d), source);
+  else console.log(`bwrap   | skipped: ${bw.message}`);
+  const dk = await checkDocker(DockerSandboxConfigSchema.parse({ kind: 'docker', image }));
+  const labels = { 'dev.frognano.bench': 'warm-start' };
+  if (dk.ok) await benchKind('docker', (d) => DockerSandbox.create(d, { image, labels }), source);
+  else console.log(`docker  | skipped: ${dk.message}`);
   console.log(`load after: ${os.loadavg()[0].toFixed(1)}`);
 } finally {
   await rm(source, { recursive: true, force: true });
