@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { git } from '../github/git.js';
 import type { RepoConfig } from '../github/repoConfig.js';
 import { DEFAULT_KEY_FILES, setupSnapshotKey } from '../leaf/setupSnapshot.js';
 import type { SetupSnapshotUse } from '../leaf/setUp.js';
@@ -17,7 +18,8 @@ export async function setupSnapshotFor(
   run: { ctx: RunnerContext; data: JobData; log: Logger },
   config: RepoConfig,
   repoDir: string,
-  commit: string,
+  /** The base commit; undefined: the clone's HEAD. */
+  commit: string | undefined,
   sandboxCfg: SandboxConfig,
 ): Promise<SetupSnapshotUse | undefined> {
   const { ctx, data, log } = run;
@@ -25,9 +27,10 @@ export async function setupSnapshotFor(
   if (!cache || !config.setup.cache || config.setupCommands.length === 0) return undefined;
   const repository = `${data.installationId}/${data.owner}/${data.repo}`;
   try {
+    const base = commit ?? (await git(['rev-parse', 'HEAD'], { cwd: repoDir, timeoutMs: ctx.gitTimeoutMs })).trim();
     const key = await setupSnapshotKey({
       repoDir,
-      commit,
+      commit: base,
       repository,
       setupCommands: config.setupCommands,
       network: JSON.stringify(config.setup.network),

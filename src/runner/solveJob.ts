@@ -9,7 +9,6 @@ import type { JobData } from '../queue/schema.js';
 import { effectiveEgressPolicy, fleetSetupNetworkFromEnv } from '../sandbox/egress/index.js';
 import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
-import { git } from '../github/git.js';
 import { abortError, jobLimits, sandboxFor, scrubStoredTrajectory } from './jobSupport.js';
 import type { ProgressReporter } from './progress.js';
 import { ownPublicReason, publicFailure } from './publicFailure.js';
@@ -52,8 +51,7 @@ export async function solveForJob(o: {
     additions: o.taskAdditions,
   });
   // The checkout is the bot's clone, untouched so far: its HEAD is the base the set-up snapshot is keyed on.
-  const head = (await git(['rev-parse', 'HEAD'], { cwd: o.sourceDir, timeoutMs: ctx.gitTimeoutMs })).trim();
-  const setupSnapshot = await setupSnapshotFor({ ctx, data, log: o.log }, config, o.sourceDir, head, sandboxCfg);
+  const setupSnapshot = await setupSnapshotFor({ ctx, data, log: o.log }, config, o.sourceDir, undefined, sandboxCfg);
   o.reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
   const result = await solve({
     sourceDir: o.sourceDir,
