@@ -134,21 +134,16 @@ export class SetupSnapshotCache {
       const st = await fh.stat();
       if (!st.isFile()) return { restored: false, reason: 'not a regular file' };
       // An evicted file stays readable through the open handle: no lock is needed to read it.
-      const run = async (command: string) => {
-        const stdinStream = fh.createReadStream({ start: 0, autoClose: false });
-        try {
-          return await sandbox.exec(command, {
-            clean: true,
-            stdinStream,
-            maxOutputBytes: 64 * 1024,
-            timeoutMs: o.timeoutMs,
-            signal: o.signal,
-          });
-        } finally {
-          // tar may stop reading early (a corrupt archive): nothing may still read the handle when it closes.
-          stdinStream.destroy();
-        }
-      };
+      // Each pass reads the handle from the start; the handle (closed below) outlives both streams, and closing it
+      // waits for a read still in flight when tar stopped early.
+      const run = (command: string) =>
+        sandbox.exec(command, {
+          clean: true,
+          stdinStream: fh.createReadStream({ start: 0, autoClose: false }),
+          maxOutputBytes: 64 * 1024,
+          timeoutMs: o.timeoutMs,
+          signal: o.signal,
+        });
       const check = await run(CHECK_COMMAND);
       if (check.exitCode !== 0) {
         if (!check.timedOut && !check.cancelled) await fs.rm(file, { force: true });
