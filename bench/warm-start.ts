@@ -91,7 +91,8 @@ async function round(source: string, make: (d: string) => Promise<Sandbox>, cach
   });
   // cold: an empty cache, as on the first round of a key.
   if (mode === 'cold') await rm(cache.o.dir, { recursive: true, force: true });
-  const snapshot = mode === 'before' ? undefined : { cache, repository: REPOSITORY, key, keyFiles: DEFAULT_KEY_FILES };
+  const snapshot =
+    mode === 'before' ? undefined : { cache, repository: REPOSITORY, key, keyFiles: DEFAULT_KEY_FILES, mayStore: true };
   const { backend, firstAt } = timedBackend();
   const started = performance.now();
   const r = await solve({

@@ -11,6 +11,11 @@ export interface SetupSnapshotUse {
   key: string;
   /** The key files' globs (DEFAULT_KEY_FILES and `setup.cacheKeyFiles`): a patch touching one cannot reuse it. */
   keyFiles: string[];
+  /**
+   * Whether this round's set-up may be stored: only one on a commit no model wrote (a first attempt on the base
+   * branch), since the key covers the key files, not every file the set-up may read. Any round may restore.
+   */
+  mayStore: boolean;
   /** Where the cache's decisions go (the runner's log); never the issue. */
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -59,7 +64,7 @@ export async function setUpSandbox(sandbox: Sandbox, commands: string[], o: SetU
   const { results, notes } = await runSetupCommands(sandbox, commands, o);
   const ranMs = Date.now() - started;
   const ok = results.length === commands.length && results.every((r) => r.exitCode === 0);
-  if (snap && o.capture && ok && commands.length > 0 && !o.signal?.aborted) {
+  if (snap?.mayStore && o.capture && ok && commands.length > 0 && !o.signal?.aborted) {
     const c = await snap.cache.capture(sandbox, snap.repository, snap.key, step).catch((e: Error) => ({
       stored: false as const,
       reason: e.message,

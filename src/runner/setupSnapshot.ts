@@ -42,6 +42,9 @@ export async function setupSnapshotFor(
       repository,
       key,
       keyFiles: [...DEFAULT_KEY_FILES, ...config.setup.cacheKeyFiles],
+      // A follow-up or CI-fix round sets up the pull request's head, which the model wrote: it restores, never stores
+      // (a file the key does not cover could shape what a later first attempt and its verification would restore).
+      mayStore: !data.followUp,
       log: (msg, fields) => log.info(fields ?? {}, msg),
     };
   } catch (err) {

@@ -73,6 +73,7 @@ function describeKind(name: string, make: (dir: string) => Promise<Sandbox>, ski
         repository: REPOSITORY,
         key,
         keyFiles: DEFAULT_KEY_FILES,
+        mayStore: true,
         log: (msg, f) => logs.push({ msg, fields: f }),
       };
     }
@@ -146,6 +147,17 @@ function describeKind(name: string, make: (dir: string) => Promise<Sandbox>, ski
       expect((await round(setup, snap)).result.setupReusedKey).toBe(snap.key);
     }, 120_000);
 
+    it('a round on a commit the model wrote (mayStore false) restores but never stores', async () => {
+      const setup = ['mkdir -p .venv && echo built > .venv/marker && echo run >> .venv/runs'];
+      const snap = await use(setup);
+      const followUp = { ...snap, mayStore: false };
+      const ran = await round(setup, followUp);
+      expect(ran.result.setupResults.map((x) => x.exitCode)).toEqual([0]);
+      expect(await cache.list()).toEqual([]);
+      await round(setup, snap);
+      expect((await round(setup, followUp)).result.setupReusedKey).toBe(snap.key);
+    }, 120_000);
+
     it('never stores a snapshot when a set-up command failed', async () => {
       const setup = ['mkdir -p .venv && echo built > .venv/marker', 'echo broken >&2; exit 3'];
       const snap = await use(setup);
@@ -217,6 +229,7 @@ describe('set-up snapshot limits (bwrap)', () => {
       repository: REPOSITORY,
       key,
       keyFiles: DEFAULT_KEY_FILES,
+      mayStore: true,
       log: (m: string, f?: object) => logs.push(`${m} ${JSON.stringify(f)}`),
     };
     await solve({

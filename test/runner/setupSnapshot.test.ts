@@ -38,6 +38,11 @@ describe('setupSnapshotFor', () => {
     const use = await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), docker);
     expect(use).toMatchObject({ repository: '7/acme/calc', keyFiles: [...DEFAULT_KEY_FILES, 'tools/*.sh'] });
     expect(use!.key).toMatch(/^[0-9a-f]{64}$/);
+    expect(use!.mayStore).toBe(true);
+    // A follow-up (or CI-fix) round sets up the model's own branch: same key, restores, never stores.
+    const followUp = { ...data, followUp: { pullNumber: 3, round: 2 } } as unknown as JobData;
+    const later = await setupSnapshotFor({ ctx, data: followUp, log }, cfg, repo, head(), docker);
+    expect(later).toMatchObject({ key: use!.key, mayStore: false });
     expect(path.dirname(use!.cache.fileFor(use!.repository, use!.key))).toBe(path.join(cacheDir, '7', 'acme', 'calc'));
     const other = await setupSnapshotFor({ ctx, data: { ...data, installationId: 8 }, log }, cfg, repo, head(), docker);
     expect(other!.key).not.toBe(use!.key);
