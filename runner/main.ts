@@ -18,6 +18,7 @@ import type { ModelBackend } from '../src/inference/types.js';
 import { botKeyPrefix, setBotKeyPrefix } from '../src/queue/keys.js';
 import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
 import { GitMirrorCache } from '../src/github/gitMirror.js';
+import { SetupSnapshotCache } from '../src/leaf/setupSnapshot.js';
 import { runnerConfigFromEnv, type RunnerConfig } from '../src/runner/config.js';
 import { runnerVerifier } from '../src/runner/verifier.js';
 import {
@@ -81,6 +82,7 @@ async function main(): Promise<void> {
       workDir: cfg.workDir,
       trajectoryDir: cfg.trajectoryDir,
       gitCache: gitCacheFor(cfg),
+      setupCache: setupCacheFor(cfg),
       identity: { name: cfg.botName, email: cfg.botEmail },
       runnerDescription,
       logger: log,
@@ -107,6 +109,15 @@ async function main(): Promise<void> {
 function gitCacheFor(cfg: RunnerConfig): GitMirrorCache | undefined {
   if (!cfg.gitCacheDir || cfg.gitCacheGb <= 0) return undefined;
   return new GitMirrorCache({ dir: cfg.gitCacheDir, maxBytes: Math.round(cfg.gitCacheGb * 1024 ** 3) });
+}
+
+function setupCacheFor(cfg: RunnerConfig): SetupSnapshotCache | undefined {
+  if (!cfg.setupCacheDir || cfg.setupCacheGb <= 0) return undefined;
+  return new SetupSnapshotCache({
+    dir: cfg.setupCacheDir,
+    maxBytes: Math.round(cfg.setupCacheGb * 1024 ** 3),
+    maxSnapshotBytes: Math.round(cfg.setupCacheMaxMb * 1024 ** 2),
+  });
 }
 
 async function prepareDirectories(cfg: RunnerConfig): Promise<void> {

@@ -129,9 +129,16 @@ export const RepoConfigSchema = z
          * `{ allow: [...] }`: the registries and these entries (docs/configuration.md).
          */
         network: setupNetwork,
+        /**
+         * Reuse a snapshot of what the set-up commands produced while the key files are unchanged
+         * (docs/warm-starts.md); `false`: run the set-up every time.
+         */
+        cache: z.boolean().default(true),
+        /** More files that decide the set-up's result (repository-relative globs), on top of the usual lock files. */
+        cacheKeyFiles: z.array(reportGlob).max(50).default([]),
       })
       .strict()
-      .default({ network: { mode: 'off', allow: [] } }),
+      .default({ network: { mode: 'off', allow: [] }, cache: true, cacheKeyFiles: [] }),
     /** After a run that changed files but ended at a limit or failed: push the work to a branch (no PR) and link it. */
     publishFailedAttempts: z.boolean().default(false),
     followUp: z

@@ -41,6 +41,8 @@ export type LeafEvent =
       timedOut: boolean;
       durationMs: number;
     }
+  /** solve() and verification sides: the set-up phase ended, restored from a snapshot (`reusedKey`) or run. */
+  | { type: 'setup_end'; reusedKey?: string; durationMs: number }
   | {
       type: 'finished';
       exitReason: ExitReason;

@@ -3,13 +3,7 @@ import path from 'node:path';
 export { COMMAND_OUTPUT_TAIL_CHARS, type BlockedSetupRequest, type CommandResult } from './botCommands.js';
 import type { ModelBackend } from '../inference/types.js';
 import type { ExecOptions, Sandbox } from '../sandbox/types.js';
-import {
-  blockedSetupRequests,
-  runBotCommand,
-  runSetupCommands,
-  type BlockedSetupRequest,
-  type CommandResult,
-} from './botCommands.js';
+import { blockedSetupRequests, runBotCommand, type BlockedSetupRequest, type CommandResult } from './botCommands.js';
 import { safeListener, type LeafEvent } from './events.js';
 import { resolveLimits, type LeafLimits } from './limits.js';
 import { runLeaf } from './loop.js';
@@ -22,6 +16,7 @@ import {
   type LeafTask,
   type Trajectory,
 } from './trajectory.js';
+import { setUpSandbox, type SetupSnapshotUse } from './setUp.js';
 import { prepareWorkspace } from './workspace.js';
 
 export interface SolveOptions {
@@ -40,6 +35,11 @@ export interface SolveOptions {
    * no interface but loopback (see ExecOptions.network).
    */
   setupNetwork?: ExecOptions['network'];
+  /**
+   * The set-up snapshot of this round's base (docs/warm-starts.md): restored instead of running the set-up when it
+   * exists, stored after a set-up whose commands all exited 0 (before the model runs).
+   */
+  setupSnapshot?: SetupSnapshotUse;
   /** Run after the model finished; their results are reported, they do not change the patch. */
   testCommands?: string[];
   /** When given: trajectory.json, trajectory.md and changes.patch are written here. */
@@ -58,9 +58,11 @@ export interface SolveResult {
   patch: string;
   changedFiles: ChangedFile[];
   baseCommit: string;
+  /** Empty when the set-up was restored from a snapshot (`setupReusedKey`). */
   setupResults: CommandResult[];
   /** What the egress proxy refused the setup commands, each with its command (empty without network). */
   blockedRequests: BlockedSetupRequest[];
+  setupReusedKey?: string;
   testResults: CommandResult[];
   trajectoryJsonPath?: string;
   trajectoryMarkdownPath?: string;
@@ -81,12 +83,15 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
   try {
     sandbox = await opts.sandboxFactory(ws.repoDir);
 
-    const { results: setupResults, notes } = await runSetupCommands(sandbox, opts.setupCommands ?? [], {
+    const setUp = await setUpSandbox(sandbox, opts.setupCommands ?? [], {
       timeoutMs: limits.setupTimeoutMs,
       emit,
       signal: opts.signal,
       network: opts.setupNetwork,
+      snapshot: opts.setupSnapshot,
+      capture: true,
     });
+    const { results: setupResults, notes } = setUp;
 
     const trajectory = await runLeaf({
       sandbox,
@@ -136,6 +141,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       baseCommit: ws.baseCommit,
       setupResults,
       blockedRequests: blockedSetupRequests(setupResults),
+      ...(setUp.reusedKey ? { setupReusedKey: setUp.reusedKey } : {}),
       testResults,
     };
     if (opts.outDir) Object.assign(result, await writeArtefacts(opts.outDir, trajectory, patch));

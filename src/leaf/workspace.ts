@@ -37,7 +37,8 @@ export async function hostGit(
   args: string[],
   cwd: string,
   home: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  o: { maxOutputBytes?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string; truncated: boolean }> {
   const r = await runProcess(['git', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...args], {
     cwd,
     env: {
@@ -49,8 +50,14 @@ export async function hostGit(
       GIT_TERMINAL_PROMPT: '0',
     },
     timeoutMs: 120_000,
+    maxOutputBytes: o.maxOutputBytes,
   });
-  return { code: r.timedOut ? null : r.exitCode, stdout: r.stdout, stderr: r.stderr };
+  return {
+    code: r.timedOut ? null : r.exitCode,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    truncated: r.stdoutTruncated > 0,
+  };
 }
 
 /** Rewrites a git config file keeping only KEEP_CONFIG keys. `--file` never follows includes. */

@@ -25,6 +25,12 @@ export const RunnerConfigSchema = z.object({
   gitCacheDir: z.string().optional(),
   /** Disk budget of the git mirrors; 0 turns the mirror off (every round clones from the remote). */
   gitCacheGb: z.coerce.number().min(0).default(20),
+  /** Set-up snapshots per installation and repository (docs/warm-starts.md); default: beside the work dir. */
+  setupCacheDir: z.string().optional(),
+  /** Disk budget of the set-up snapshots; 0 turns them off (every round runs its set-up). */
+  setupCacheGb: z.coerce.number().min(0).default(20),
+  /** Largest snapshot kept; a set-up that leaves more is not snapshotted (logged). */
+  setupCacheMaxMb: z.coerce.number().min(1).default(2048),
   botName: z.string().min(1).default(DEFAULT_BOT_IDENTITY.name),
   botEmail: z.string().min(3).default(DEFAULT_BOT_IDENTITY.email),
   maxTurns: z.coerce.number().int().min(1).max(1000).optional(),
@@ -56,7 +62,7 @@ export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
 /**
  * APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH), GHE_HOST / FROGNANO_GITHUB_API_URL, FROGNANO_GIT_BASE_URL, REDIS_URL,
  * FROGNANO_QUEUE_PREFIX, FROGNANO_CONCURRENCY, FROGNANO_WORK_DIR, FROGNANO_TRAJECTORY_DIR, FROGNANO_GIT_CACHE_DIR,
- * FROGNANO_GIT_CACHE_GB, FROGNANO_BOT_NAME,
+ * FROGNANO_GIT_CACHE_GB, FROGNANO_SETUP_CACHE_DIR, FROGNANO_SETUP_CACHE_GB, FROGNANO_SETUP_CACHE_MAX_MB, FROGNANO_BOT_NAME,
  * FROGNANO_BOT_EMAIL, FROGNANO_MAX_TURNS, FROGNANO_WALL_TIME_MINUTES, FROGNANO_SHUTDOWN_GRACE_SECONDS,
  * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT,
  * FROGNANO_RUNNER_NAME, FROGNANO_VERIFY, and the
@@ -92,6 +98,9 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     trajectoryDir: 'FROGNANO_TRAJECTORY_DIR',
     gitCacheDir: 'FROGNANO_GIT_CACHE_DIR',
     gitCacheGb: 'FROGNANO_GIT_CACHE_GB',
+    setupCacheDir: 'FROGNANO_SETUP_CACHE_DIR',
+    setupCacheGb: 'FROGNANO_SETUP_CACHE_GB',
+    setupCacheMaxMb: 'FROGNANO_SETUP_CACHE_MAX_MB',
     botName: 'FROGNANO_BOT_NAME',
     botEmail: 'FROGNANO_BOT_EMAIL',
     maxTurns: 'FROGNANO_MAX_TURNS',
@@ -129,5 +138,7 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     throw new Error(`runner configuration: ${(e as Error).message}`);
   }
   const gitCacheDir = parsed.data.gitCacheDir ?? path.join(path.dirname(parsed.data.workDir), 'frognano-git-cache');
-  return { ...parsed.data, gitCacheDir, sampling };
+  const setupCacheDir =
+    parsed.data.setupCacheDir ?? path.join(path.dirname(parsed.data.workDir), 'frognano-setup-cache');
+  return { ...parsed.data, gitCacheDir, setupCacheDir, sampling };
 }

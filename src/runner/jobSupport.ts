@@ -59,6 +59,13 @@ export function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string):
   return base;
 }
 
+/** The image or sandbox kind in cache keys (verification's base results, set-up snapshots). */
+export function environmentKey(cfg: SandboxConfig): string {
+  if (cfg.kind === 'docker') return `docker:${cfg.image}`;
+  if (cfg.kind === 'auto') return `auto:${cfg.docker.image ?? ''}`;
+  return cfg.kind;
+}
+
 /** The stored trajectory must not hold the token, whatever a tool printed; solve redacts, this double-checks. */
 export async function scrubStoredTrajectory(result: SolveResult, log: Logger): Promise<void> {
   for (const p of [result.trajectoryJsonPath, result.trajectoryMarkdownPath, result.patchPath]) {

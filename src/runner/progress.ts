@@ -49,6 +49,13 @@ export class ProgressReporter {
       const { retry, maxRetries } = e.retry;
       this.current = { ...this.current, detail: `The model server is not answering; retry ${retry} of ${maxRetries}.` };
       this.write(true, retry === 1);
+    } else if (e.type === 'setup_end') {
+      // Said on the status comment once, so a maintainer sees whether the round paid for its set-up.
+      const detail = e.reusedKey
+        ? `Set-up reused (key ${e.reusedKey.slice(0, 12)}…).`
+        : `Set-up ran (${Math.max(1, Math.round(e.durationMs / 1000))} s).`;
+      this.current = { ...this.current, detail };
+      this.write(true, true);
     } else if (e.type === 'tool_start') {
       this.current = { ...this.current, detail: `${e.name}: ${e.summary}`.slice(0, 300) };
       this.write(false, false);

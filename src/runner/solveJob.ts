@@ -12,6 +12,7 @@ import { redact } from '../util/redact.js';
 import { abortError, jobLimits, sandboxFor, scrubStoredTrajectory } from './jobSupport.js';
 import type { ProgressReporter } from './progress.js';
 import { ownPublicReason, publicFailure } from './publicFailure.js';
+import { setupSnapshotFor } from './setupSnapshot.js';
 import { buildTaskContext } from './taskContext.js';
 import { JobFailure, type AbortCause, type RunnerContext } from './types.js';
 
@@ -49,6 +50,8 @@ export async function solveForJob(o: {
     log: o.log,
     additions: o.taskAdditions,
   });
+  // The checkout is the bot's clone, untouched so far: its HEAD is the base the set-up snapshot is keyed on.
+  const setupSnapshot = await setupSnapshotFor({ ctx, data, log: o.log }, config, o.sourceDir, undefined, sandboxCfg);
   o.reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
   const result = await solve({
     sourceDir: o.sourceDir,
@@ -69,6 +72,7 @@ export async function solveForJob(o: {
     sampling: ctx.sampling,
     setupCommands: config.setupCommands,
     setupNetwork: setupEgress(config),
+    setupSnapshot,
     testCommands: config.testCommands,
     outDir: o.trajectoryDir,
     signal: o.signal,

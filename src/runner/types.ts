@@ -7,6 +7,7 @@ import type { Identity } from '../github/git.js';
 import type { GitMirrorCache } from '../github/gitMirror.js';
 import type { ModelBackend } from '../inference/types.js';
 import type { Sampling } from '../leaf/sampling.js';
+import type { SetupSnapshotCache } from '../leaf/setupSnapshot.js';
 import type { FrognanoMetrics } from '../ops/metrics.js';
 import type { SandboxConfig } from '../sandbox/config.js';
 import type { Sandbox } from '../sandbox/types.js';
@@ -50,6 +51,8 @@ export interface RunnerContext {
   gitTimeoutMs?: number;
   /** Bare mirrors per installation and repository: every round's clone goes through it (none: straight clones). */
   gitCache?: GitMirrorCache;
+  /** Set-up snapshots per installation and repository (docs/warm-starts.md); none: every round runs its set-up. */
+  setupCache?: SetupSnapshotCache;
   /** Tests shorten these. */
   progressIntervals?: { jobEveryMs?: number; commentEveryMs?: number };
   /** Swappable for tests that exercise the real thing through a different door (never a fake GitHub). */

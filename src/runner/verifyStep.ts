@@ -2,11 +2,11 @@ import { git } from '../github/git.js';
 import { verifyEnabled } from '../github/repoConfig.js';
 import { publishVerificationCheck } from '../github/verificationCheck.js';
 import { DEFAULT_LIMITS } from '../leaf/limits.js';
-import type { SandboxConfig } from '../sandbox/config.js';
 import { createSandbox } from '../sandbox/index.js';
 import { outcomeOfVerdict, type VerificationOutcome } from '../verify/outcome.js';
 import type { VerifyOptions } from '../verify/types.js';
-import { sandboxFor, throwIfAborted } from './jobSupport.js';
+import { environmentKey, sandboxFor, throwIfAborted } from './jobSupport.js';
+import { setupSnapshotFor } from './setupSnapshot.js';
 import { setupEgress } from './solveJob.js';
 import type { CheckedChange, Checkout, LiveRun, Published } from './roundVariant.js';
 
@@ -64,6 +64,8 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
   });
   const sandboxCfg = sandboxFor(ctx.sandbox, cfg, run.jobId);
   const makeSandbox = ctx.createSandbox ?? createSandbox;
+  // The same key as the round's own set-up: the clone's HEAD is the base the change was made on.
+  const setupSnapshot = await setupSnapshotFor(run, cfg, dir, baseCommit, sandboxCfg);
   return {
     repoDir: dir,
     baseCommit,
@@ -85,16 +87,10 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
     setupTimeoutMs: DEFAULT_LIMITS.setupTimeoutMs,
     testTimeoutMs: DEFAULT_LIMITS.testTimeoutMs,
     ...(ctx.verifyCache ? { cache: ctx.verifyCache } : {}),
+    ...(setupSnapshot ? { setupSnapshot } : {}),
     signal: run.signal,
     onProgress: (detail) => run.reporter.update({ phase: 'verifying', detail: `Verifying: ${detail}` }),
   };
-}
-
-/** The image or sandbox kind in base-result cache keys. */
-function environmentKey(cfg: SandboxConfig): string {
-  if (cfg.kind === 'docker') return `docker:${cfg.image}`;
-  if (cfg.kind === 'auto') return `auto:${cfg.docker.image ?? ''}`;
-  return cfg.kind;
 }
 
 /** The check run on the pushed head; a failure to post it is logged, never a failed round (the PR says it all). */

@@ -1,4 +1,6 @@
+import { touchesKeyFile } from '../leaf/setUp.js';
 import type { Sandbox } from '../sandbox/types.js';
+import { MAX_PATCH_FILES, patchFiles } from './diffFiles.js';
 import { runTestCommand } from './runTests.js';
 import type { VerifyCommandRun, VerifyOptions, VerifySide } from './types.js';
 import { prepareSide, SideNotRun } from './workspaces.js';
@@ -45,6 +47,17 @@ async function runTests(sandbox: Sandbox, o: VerifyOptions, signal: AbortSignal)
   return out;
 }
 
+/** The base's set-up snapshot, for a side whose patch touches no key file (a changed lock file sets up anew). */
+function snapshotFor(plan: SidePlan, o: VerifyOptions): VerifyOptions['setupSnapshot'] {
+  const snap = o.setupSnapshot;
+  if (!snap || !plan.patch) return snap;
+  const files = patchFiles(plan.patch);
+  // A patch past the reading cap may name a key file after it: set up anew.
+  if (files.length >= MAX_PATCH_FILES) return undefined;
+  const paths = files.flatMap((f) => (f.oldPath ? [f.path, f.oldPath] : [f.path]));
+  return touchesKeyFile(paths, snap.keyFiles) ? undefined : snap;
+}
+
 /**
  * Measures one side in its own fresh sandbox. Never throws: a side that cannot start (workspace, sandbox, a patch
  * that does not apply) comes back with `notRun` and its reason.
@@ -64,6 +77,7 @@ export async function measureSide(plan: SidePlan, o: VerifyOptions, signal: Abor
       setupCommands: o.setupCommands,
       setupNetwork: o.setupNetwork,
       setupTimeoutMs: o.setupTimeoutMs,
+      setupSnapshot: snapshotFor(plan, o),
       signal,
     });
   } catch (err) {
@@ -73,6 +87,7 @@ export async function measureSide(plan: SidePlan, o: VerifyOptions, signal: Abor
   }
   try {
     side.setup = prepared.setup;
+    if (prepared.setupReused) side.setupReused = true;
     o.onProgress?.(`verifying: ${plan.label} tests`);
     side.tests = await runTests(prepared.sandbox, o, signal);
     return side;

@@ -190,6 +190,11 @@ export interface VerifyOptions {
   setupTimeoutMs: number;
   testTimeoutMs: number;
   cache?: BaseResultCache;
+  /**
+   * The set-up snapshot of the base (docs/warm-starts.md): a side whose patch touches no key file restores it
+   * instead of running the set-up (VerifySide.setupReused). Sides never store one.
+   */
+  setupSnapshot?: import('../leaf/setUp.js').SetupSnapshotUse;
   signal?: AbortSignal;
   /** Progress for the status comment ("verifying: base set-up", …). */
   onProgress?: (detail: string) => void;

@@ -1,7 +1,8 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runSetupCommands, type CommandResult } from '../leaf/botCommands.js';
+import type { CommandResult } from '../leaf/botCommands.js';
+import { setUpSandbox, type SetupSnapshotUse } from '../leaf/setUp.js';
 import { hostGit, sanitizeGitDir, WorkspaceError } from '../leaf/workspace.js';
 import type { Sandbox } from '../sandbox/types.js';
 import type { VerifyCommandRun } from './types.js';
@@ -107,6 +108,8 @@ export interface PrepareSideOptions {
   setupCommands: string[];
   setupNetwork: boolean | import('../sandbox/egress/index.js').EgressGrant;
   setupTimeoutMs: number;
+  /** Restored instead of running the set-up (never stored from a side: a side holds the model's patch). */
+  setupSnapshot?: SetupSnapshotUse;
   signal?: AbortSignal;
   tmpDir?: string;
 }
@@ -114,6 +117,8 @@ export interface PrepareSideOptions {
 export interface PreparedSide {
   sandbox: Sandbox;
   setup: VerifyCommandRun[];
+  /** The set-up was restored from the snapshot instead of run (`setup` is then empty). */
+  setupReused: boolean;
   /** Closes the sandbox and removes the workspace. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -127,7 +132,7 @@ export class SideNotRun extends Error {
 
 /**
  * A fresh sandbox on `commit` (+ patch) with the set-up done: the one place a verification side (and a scan) gets
- * its sandbox, so warm-start snapshots (issue #27) can replace the set-up here. Throws SideNotRun with a reason a
+ * its sandbox; a set-up snapshot (docs/warm-starts.md) replaces the set-up here when one is given. Throws SideNotRun with a reason a
  * maintainer can act on when the side cannot start.
  */
 export async function prepareSide(o: PrepareSideOptions): Promise<PreparedSide> {
@@ -151,12 +156,14 @@ export async function prepareSide(o: PrepareSideOptions): Promise<PreparedSide> 
     if (bad) throw new SideNotRun(bad);
     const after = o.afterPatch ? await o.afterPatch(sandbox, o.signal ?? new AbortController().signal) : undefined;
     if (after) throw new SideNotRun(after);
-    const { results } = await runSetupCommands(sandbox, o.setupCommands, {
+    const { results, reusedKey } = await setUpSandbox(sandbox, o.setupCommands, {
       timeoutMs: o.setupTimeoutMs,
       signal: o.signal,
       network: o.setupNetwork,
+      snapshot: o.setupSnapshot,
+      capture: false,
     });
-    return { sandbox, setup: results.map(toCommandRun), close };
+    return { sandbox, setup: results.map(toCommandRun), setupReused: reusedKey !== undefined, close };
   } catch (err) {
     await close();
     throw err;

@@ -33,7 +33,7 @@ allowWorkflowChanges: true
       limits: { maxTurns: 40, wallTimeMinutes: 30, maxFilesChanged: 5, maxLinesChanged: 200 },
       forbiddenPaths: ['secrets/**', '*.lock'],
       allowWorkflowChanges: true,
-      setup: { network: { mode: 'off', allow: [] } },
+      setup: { network: { mode: 'off', allow: [] }, cache: true, cacheKeyFiles: [] },
       publishFailedAttempts: false,
       followUp: { maxRounds: 5 },
       ciFix: { enabled: true, maxRounds: 3 },
@@ -123,7 +123,7 @@ instructionsFile: docs/bot.md
 
   it('defaults to no network, no partial pushes, five rounds and the two-person rule', () => {
     expect(defaultRepoConfig()).toMatchObject({
-      setup: { network: { mode: 'off', allow: [] } },
+      setup: { network: { mode: 'off', allow: [] }, cache: true, cacheKeyFiles: [] },
       publishFailedAttempts: false,
       followUp: { maxRounds: 5 },
       approval: { allowTriggerApproval: false },

@@ -34,6 +34,25 @@ describe('runnerConfigFromEnv', () => {
     expect(() => runnerConfigFromEnv({ ...base, FROGNANO_GIT_CACHE_GB: '-1' })).toThrow(/FROGNANO_GIT_CACHE_GB/);
   });
 
+  it('puts the set-up snapshots beside the work dir unless told, with a disk budget and a per-snapshot cap', () => {
+    const d = runnerConfigFromEnv({ ...base, FROGNANO_WORK_DIR: '/srv/frognano/work' });
+    expect(d).toMatchObject({
+      setupCacheDir: '/srv/frognano/frognano-setup-cache',
+      setupCacheGb: 20,
+      setupCacheMaxMb: 2048,
+    });
+    const c = runnerConfigFromEnv({
+      ...base,
+      FROGNANO_SETUP_CACHE_DIR: '/cache/setup',
+      FROGNANO_SETUP_CACHE_GB: '0',
+      FROGNANO_SETUP_CACHE_MAX_MB: '64',
+    });
+    expect(c).toMatchObject({ setupCacheDir: '/cache/setup', setupCacheGb: 0, setupCacheMaxMb: 64 });
+    expect(() => runnerConfigFromEnv({ ...base, FROGNANO_SETUP_CACHE_MAX_MB: '0' })).toThrow(
+      /FROGNANO_SETUP_CACHE_MAX_MB/,
+    );
+  });
+
   it("reads the runner's public name", () => {
     expect(runnerConfigFromEnv({ ...base, FROGNANO_RUNNER_NAME: 'gpu-east-1' }).runnerName).toBe('gpu-east-1');
   });

@@ -1,0 +1,92 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import pino from 'pino';
+import { parseRepoConfig } from '../../src/github/repoConfig.js';
+import { DEFAULT_KEY_FILES, SetupSnapshotCache } from '../../src/leaf/setupSnapshot.js';
+import type { JobData } from '../../src/queue/schema.js';
+import type { RunnerProgress } from '../../src/queue/schema.js';
+import { ProgressReporter } from '../../src/runner/progress.js';
+import { setupSnapshotFor } from '../../src/runner/setupSnapshot.js';
+import type { RunnerContext } from '../../src/runner/types.js';
+import { SandboxConfigSchema } from '../../src/sandbox/index.js';
+import { git, makeRepo, removeDir, tempDir } from '../leaf/helpers.js';
+
+/** The runner's side of set-up snapshots: when a round gets one, its key, and what the status comment says. */
+describe('setupSnapshotFor', () => {
+  let repo: string;
+  let cacheDir: string;
+  let ctx: RunnerContext;
+  const data = { installationId: 7, owner: 'acme', repo: 'calc' } as JobData;
+  const log = pino({ level: 'silent' });
+  const docker = SandboxConfigSchema.parse({ kind: 'docker', image: 'frognano-sandbox:test' });
+  beforeEach(async () => {
+    repo = await makeRepo({ 'requirements.txt': 'six\n', 'a.py': 'x\n' });
+    cacheDir = await tempDir('fn-setup-cache-');
+    const setupCache = new SetupSnapshotCache({ dir: cacheDir, maxBytes: 1024 ** 3, maxSnapshotBytes: 1024 ** 2 });
+    ctx = { setupCache } as RunnerContext;
+  });
+  afterEach(async () => {
+    await removeDir(repo);
+    await removeDir(cacheDir);
+  });
+  const head = () => git(repo, 'rev-parse', 'HEAD').trim();
+
+  it('keys the round on its installation, repository, set-up and image, with the repository key files', async () => {
+    const cfg = parseRepoConfig(
+      'setupCommands: ["pip install -r requirements.txt"]\nsetup:\n  cacheKeyFiles: ["tools/*.sh"]\n',
+    );
+    const use = await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), docker);
+    expect(use).toMatchObject({ repository: '7/acme/calc', keyFiles: [...DEFAULT_KEY_FILES, 'tools/*.sh'] });
+    expect(use!.key).toMatch(/^[0-9a-f]{64}$/);
+    expect(use!.mayStore).toBe(true);
+    // A follow-up (or CI-fix) round sets up the model's own branch: same key, restores, never stores.
+    const followUp = { ...data, followUp: { pullNumber: 3, round: 2 } } as unknown as JobData;
+    const later = await setupSnapshotFor({ ctx, data: followUp, log }, cfg, repo, head(), docker);
+    expect(later).toMatchObject({ key: use!.key, mayStore: false });
+    expect(path.dirname(use!.cache.fileFor(use!.repository, use!.key))).toBe(path.join(cacheDir, '7', 'acme', 'calc'));
+    const other = await setupSnapshotFor({ ctx, data: { ...data, installationId: 8 }, log }, cfg, repo, head(), docker);
+    expect(other!.key).not.toBe(use!.key);
+    const bwrap = SandboxConfigSchema.parse({ kind: 'bwrap' });
+    expect((await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), bwrap))!.key).not.toBe(use!.key);
+    // A file `setup.cacheKeyFiles` names changes the key once committed; another file does not.
+    const keyNow = async () => (await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), docker))!.key;
+    await writeFile(path.join(repo, 'tools.sh'), 'x');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'not a key file');
+    expect(await keyNow()).toBe(use!.key);
+    await mkdir(path.join(repo, 'tools'));
+    await writeFile(path.join(repo, 'tools', 'gen.sh'), 'x');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'a key file');
+    expect(await keyNow()).not.toBe(use!.key);
+  });
+
+  it('gives none with `setup.cache: false`, without set-up commands, or without a cache on the runner', async () => {
+    const off = parseRepoConfig('setupCommands: ["make deps"]\nsetup:\n  cache: false\n');
+    expect(await setupSnapshotFor({ ctx, data, log }, off, repo, head(), docker)).toBeUndefined();
+    expect(await setupSnapshotFor({ ctx, data, log }, parseRepoConfig(''), repo, head(), docker)).toBeUndefined();
+    const on = parseRepoConfig('setupCommands: ["make deps"]\n');
+    expect(await setupSnapshotFor({ ctx: {} as RunnerContext, data, log }, on, repo, head(), docker)).toBeUndefined();
+    expect(await setupSnapshotFor({ ctx, data, log }, on, repo, head(), docker)).toBeDefined();
+  });
+
+  it('refuses cacheKeyFiles outside the repository', () => {
+    expect(() => parseRepoConfig('setup:\n  cacheKeyFiles: ["../x"]\n')).toThrow();
+    expect(() => parseRepoConfig('setup:\n  cacheKeyFiles: ["/etc/passwd"]\n')).toThrow();
+  });
+});
+
+describe('set-up progress', () => {
+  it('tells the status comment whether the set-up was reused or ran', async () => {
+    const comments: RunnerProgress[] = [];
+    const r = new ProgressReporter(
+      { runner: 'r1', phase: 'solving' },
+      { job: async () => undefined, comment: async (p) => void comments.push(p) },
+      { commentEveryMs: 60_000 },
+    );
+    r.onEvent({ type: 'setup_end', reusedKey: 'abc123def4567890'.repeat(4), durationMs: 412 });
+    r.onEvent({ type: 'setup_end', durationMs: 61_400 });
+    await r.close();
+    expect(comments.map((c) => c.detail)).toEqual(['Set-up reused (key abc123def456…).', 'Set-up ran (61 s).']);
+  });
+});
