@@ -5,32 +5,13 @@
  *   npx tsx bench/redaction.ts [runs=3] [oldMaxKiB=256]
  */
 import { defang } from '../src/github/untrusted.js';
-import { redact, REDACTED } from '../src/util/redact.js';
+import { redact } from '../src/util/redact.js';
+import { OLD_KEYWORD, oldRedact } from '../test/support/oldTextPatterns.js';
 import { summarize } from './lib.js';
 
 const runs = Number(process.argv[2] ?? 3);
 const oldMaxKiB = Number(process.argv[3] ?? 256);
 
-const OLD_REDACT = [
-  /gh[pousr]_[A-Za-z0-9]{20,255}/g,
-  /github_pat_[A-Za-z0-9_]{20,255}/g,
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
-  /(https?:\/\/)[^\s/:@]+:[^\s/@]+@/g,
-  /\b(x-access-token|Bearer|token)\s+[A-Za-z0-9._-]{16,}/gi,
-];
-const oldRedact = (text: string) =>
-  OLD_REDACT.reduce(
-    (out, re) =>
-      out.replace(re, (_m, prefix: string | undefined) =>
-        typeof prefix === 'string' && /^https?:\/\/$/.test(prefix) ? `${prefix}${REDACTED}@` : REDACTED,
-      ),
-    text,
-  );
-const OLD_KEYWORD = new RegExp(
-  String.raw`(?<![\p{L}\p{N}])([cfr])(?=(?:lose[sd]?|ix(?:e[sd])?|esolve[sd]?)(?![\p{L}\p{N}])` +
-    String.raw`[*_~\x60]*(?::[*_~\x60]*\s*|\s+|(?=#))(?:\S*[#/]|GH-\d))`,
-  'giu',
-);
 const INVISIBLE =
   /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|\uDB40[\uDC00-\uDC7F]/g;
 const Z = '\u200B';

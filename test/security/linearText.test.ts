@@ -1,6 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { defang, visibleText } from '../../src/github/untrusted.js';
 import { redact, REDACTED } from '../../src/util/redact.js';
+import { OLD_KEYWORD, oldRedact } from '../support/oldTextPatterns.js';
 
 /**
  * Redaction and defanging run synchronously on model-written text of any size (issue #31): 16 MiB of input
@@ -88,27 +89,6 @@ describe('visibleText() in linear time on hostile issue text', () => {
   });
 });
 
-/** The patterns as they were, to hold the new code to the same output on ordinary and odd small inputs. */
-const OLD_REDACT = [
-  /gh[pousr]_[A-Za-z0-9]{20,255}/g,
-  /github_pat_[A-Za-z0-9_]{20,255}/g,
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
-  /(https?:\/\/)[^\s/:@]+:[^\s/@]+@/g,
-  /\b(x-access-token|Bearer|token)\s+[A-Za-z0-9._-]{16,}/gi,
-];
-const oldRedact = (text: string) =>
-  OLD_REDACT.reduce(
-    (out, re) =>
-      out.replace(re, (_m, prefix: string | undefined) =>
-        typeof prefix === 'string' && /^https?:\/\/$/.test(prefix) ? `${prefix}${REDACTED}@` : REDACTED,
-      ),
-    text,
-  );
-const OLD_KEYWORD = new RegExp(
-  String.raw`(?<![\p{L}\p{N}])([cfr])(?=(?:lose[sd]?|ix(?:e[sd])?|esolve[sd]?)(?![\p{L}\p{N}])` +
-    String.raw`[*_~\x60]*(?::[*_~\x60]*\s*|\s+|(?=#))(?:\S*[#/]|GH-\d))`,
-  'giu',
-);
 const oldKeywordsOnly = (text: string) => text.replace(OLD_KEYWORD, '$1\u2060');
 
 /** Deterministic pseudo-random strings made of the pieces each pattern looks for. */
