@@ -273,3 +273,34 @@ describe.each(kinds)('%s: a setup command with network (proxy-only egress)', (ki
     }
   });
 });
+
+/**
+ * A real request to a package registry through the proxy with the default `registries` allowlist. Tests here reach no outside
+ * address, so it runs only when a person asks for it on a machine that may reach PyPI (FROGNANO_TEST_REGISTRY=1);
+ * otherwise it says it was skipped and why.
+ */
+const registry = process.env.FROGNANO_TEST_REGISTRY === '1';
+if (!registry)
+  console.log('SKIPPING the registry request through the egress proxy: set FROGNANO_TEST_REGISTRY=1 (reaches PyPI)');
+(registry ? describe.each(kinds) : describe.skip.each(kinds))(
+  '%s: the default allowlist, for real',
+  (_kind, factory) => {
+    it('reads a package index page from PyPI through the proxy, and a host off the list is refused', async () => {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'fn-net-registry-'));
+      const sb = await factory(dir);
+      try {
+        const r = await sb.exec(
+          // urllib honours https_proxy like pip does; a package index page and a host off the list.
+          'python3 -c "import urllib.request as u; print(u.urlopen(\'https://pypi.org/simple/six/\', timeout=30).read()[:4000])"; ' +
+            'python3 -c "import urllib.request as u; u.urlopen(\'https://example.com/\', timeout=10)" 2>&1 | tail -1',
+          { network: true, clean: true, timeoutMs: 120_000 },
+        );
+        expect(r.stdout).toMatch(/six-[0-9.]+/);
+        expect(r.blocked?.map((b) => b.host)).toContain('example.com');
+      } finally {
+        await sb.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    }, 180_000);
+  },
+);
