@@ -53,9 +53,10 @@ async function prepare(run: LiveRun<RepairData>): Promise<HeadCheckout | Stopped
 }
 
 /** The head branch of a published change: the pull request a repair round works on. */
-function repairTarget(run: LiveRun, published: Published) {
+function repairTarget(run: LiveRun, checkout: Checkout, published: Published) {
   const data = run.data;
-  const baseBranch = data.followUp?.baseBranch ?? data.defaultBranch;
+  // A first attempt's pull request targets `baseBranch` from .github/frognano.yml when it names one.
+  const baseBranch = data.followUp?.baseBranch ?? checkout.config.baseBranch ?? data.defaultBranch;
   return { pullNumber: published.number, headBranch: published.branch, baseBranch };
 }
 
@@ -81,7 +82,7 @@ export async function repairAfter(
     );
     return undefined;
   }
-  const target = repairTarget(run, published);
+  const target = repairTarget(run, checkout, published);
   return { ...target, headSha: published.headSha, streak, report: repairReport(outcome.verdict) };
 }
 
