@@ -124,6 +124,51 @@ describe('unittest output', () => {
   });
 });
 
+describe('cargo test output', () => {
+  const expected = {
+    'calc::tests::adds': 'passed',
+    'calc::tests::panics': 'passed',
+    'calc::tests::slow': 'skipped',
+    'calc::tests::with_reason': 'skipped',
+    'calc::tests::subtracts': 'failed',
+    'integration::adds': 'passed',
+    'integration::subtracts': 'failed',
+    'calc (doc)::src/lib.rs - add (line 3)': 'passed',
+    'calc (doc)::src/lib.rs - sub (line 12)': 'failed',
+  };
+
+  it('reads every binary, doc tests and the failure locations', () => {
+    const run = parseTestRun(evidence({ exitCode: 101, output: recorded('cargo-test.txt') }));
+    expect(run.source).toBe('cargo-log');
+    expect(statuses(run.tests)).toEqual(expected);
+    const failed = run.tests.find((t) => t.id === 'calc::tests::subtracts');
+    expect(failed).toMatchObject({ file: 'src/lib.rs', line: 31, message: 'assertion `left == right` failed' });
+    expect(run.tests.find((t) => t.id === 'integration::subtracts')).toMatchObject({
+      file: 'tests/integration.rs',
+      line: 8,
+    });
+    expect(run.tests.find((t) => t.id === 'integration::adds')?.file).toBe('tests/integration.rs');
+  });
+
+  it('reads --nocapture output, where a result word comes after the test printed', () => {
+    const run = parseTestRun(evidence({ exitCode: 101, output: recorded('cargo-test-nocapture.txt') }));
+    expect(statuses(run.tests)).toEqual(expected);
+  });
+
+  it('gives nothing per test when the lines disagree with the summary, or in quiet mode', () => {
+    const lines = recorded('cargo-test.txt').replace('test tests::adds ... ok\n', '');
+    expect(parseTestRun(evidence({ exitCode: 101, output: lines })).source).toBe('exit_code');
+    const forged = recorded('cargo-test.txt').replace('test adds ... ok', 'test adds ... ok\ntest extra ... ok');
+    expect(parseTestRun(evidence({ exitCode: 101, output: forged })).source).toBe('exit_code');
+    const quiet = 'running 3 tests\n.i.\ntest result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n';
+    expect(
+      parseTestRun(
+        evidence({ exitCode: 0, output: `     Running unittests src/lib.rs (x-0123456789abcdef)\n${quiet}` }),
+      ).source,
+    ).toBe('exit_code');
+  });
+});
+
 describe('jest --json', () => {
   const expected = {
     'calc.test.js › add › adds': 'passed',

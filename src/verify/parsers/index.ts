@@ -1,4 +1,5 @@
 import type { TestCaseResult, TestSource } from '../types.js';
+import { parseCargoLog } from './cargoLog.js';
 import { parseGoJson } from './goJson.js';
 import { jestJsonInOutput, parseJestJson } from './jestJson.js';
 import { parseJunit } from './junit.js';
@@ -57,6 +58,7 @@ const LOG_READERS: [TestSource, Reader][] = [
   ['go-json', parseGoJson],
   ['pytest-log', parsePytestLog],
   ['unittest-log', parseUnittestLog],
+  ['cargo-log', parseCargoLog],
 ];
 
 function parseJestJsonInOutput(text: string, into: TestCollector): boolean {
@@ -74,7 +76,7 @@ function fromOutput(output: string): { source: TestSource; into: TestCollector }
 
 /**
  * Per-test results of one test command: its report files first (they say more and cannot be confused by printed
- * text), then its output (jest/go JSON lines, pytest, unittest), else none (`exit_code`: the exit code is the
+ * text), then its output (jest/go JSON lines, pytest, unittest, cargo), else none (`exit_code`: the exit code is the
  * verdict). SWE-bench v5's rule is kept in a note here and enforced by grading: a non-zero exit with no failing test
  * parsed is a failing command, never a pass.
  */
