@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -104,7 +105,10 @@ describe('runPagesFromEnv', () => {
   });
 
   it('refuses a weak FROGNANO_SESSION_SECRET, naming it, what it needs and how to make one', () => {
-    for (const weak of ['session-key', 'correcthorse', 'x'.repeat(40)])
+    // The Kubernetes template's placeholder too: a copy applied unchanged must not start.
+    const template = readFileSync('deploy/k8s/secret.template.yaml', 'utf8');
+    const placeholder = /^ {2}FROGNANO_SESSION_SECRET: '([^']+)'$/m.exec(template)![1]!;
+    for (const weak of ['session-key', 'correcthorse', 'x'.repeat(40), placeholder])
       expect(() => runPagesFromEnv(probot, redis, { ...ENV, FROGNANO_SESSION_SECRET: weak })).toThrow(
         /^FROGNANO_SESSION_SECRET is too weak to sign run-page sessions \(.+\): use at least 32 random bytes, e\.g\. `openssl rand -hex 32`$/,
       );
