@@ -28,14 +28,9 @@ let redis: Redis;
 let github: FakeGitHub;
 const servers: Server[] = [];
 
-/** An app instance serving the run pages; its gate built once it knows its own address. */
-async function startApp(options: (base: string) => Partial<GitHubSignInOptions> = () => ({})): Promise<string> {
-  let handler: ReturnType<typeof createRunPagesHandler> | undefined;
-  const server = createServer((req, res) => void (handler?.(req, res) || res.writeHead(418).end()));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  servers.push(server);
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const gate = createGitHubSignIn({
+/** The sign-in as the app builds it, against the GitHub stand-in, letting everyone read; `extra` changes it. */
+const signInGate = (extra: Partial<GitHubSignInOptions>) =>
+  createGitHubSignIn({
     clientId: CLIENT_ID,
     clientSecret: CLIENT_SECRET,
     sessionSecret: SECRET,
@@ -43,9 +38,17 @@ async function startApp(options: (base: string) => Partial<GitHubSignInOptions> 
     webUrl: github.url,
     apiUrl: github.url,
     permission: async () => true,
-    publicUrl: base,
-    ...options(base),
+    ...extra,
   });
+
+/** An app instance serving the run pages; its gate built once it knows its own address. */
+async function startApp(options: (base: string) => Partial<GitHubSignInOptions> = () => ({})): Promise<string> {
+  let handler: ReturnType<typeof createRunPagesHandler> | undefined;
+  const server = createServer((req, res) => void (handler?.(req, res) || res.writeHead(418).end()));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  servers.push(server);
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const gate = signInGate({ publicUrl: base, ...options(base) });
   handler = createRunPagesHandler({ source, gate });
   return base;
 }
@@ -98,15 +101,7 @@ describe('the session secret', () => {
   });
 
   it('is checked when the sign-in is built: a dictionary word signs nothing', () => {
-    const build = (sessionSecret: string) =>
-      createGitHubSignIn({
-        clientId: CLIENT_ID,
-        clientSecret: CLIENT_SECRET,
-        sessionSecret,
-        sessions: redisSessionVersions(redis),
-        permission: async () => true,
-        publicUrl: 'https://bot.example.org',
-      });
+    const build = (sessionSecret: string) => signInGate({ sessionSecret, publicUrl: 'https://bot.example.org' });
     expect(() => build('sunshine')).toThrow(/session secret is too weak \(it is 8 bytes long\)/);
     expect(() => build(SECRET)).not.toThrow();
   });
@@ -272,14 +267,6 @@ describe('the app address without a public URL', () => {
   });
 
   it('is never the Host header alone', () => {
-    expect(() =>
-      createGitHubSignIn({
-        clientId: CLIENT_ID,
-        clientSecret: CLIENT_SECRET,
-        sessionSecret: SECRET,
-        sessions: redisSessionVersions(redis),
-        permission: async () => true,
-      }),
-    ).toThrow(/public URL or trusted proxies/);
+    expect(() => signInGate({})).toThrow(/public URL or trusted proxies/);
   });
 });
