@@ -13,6 +13,7 @@ import { createFrognanoApp, labelFromEnv } from './index.js';
 import { handleReviewSubmitted } from './review.js';
 import { capProbotWebhookBodies } from './webhookBody.js';
 import { runPagesFromEnv } from './runPages/index.js';
+import { RunPagesSettingsError, runPagesSettingsFromEnv } from './runPages/settings.js';
 import { createRedisConnection } from '../queue/connection.js';
 import { describeRedisTarget, redisConfigFromEnv } from '../queue/redisConfig.js';
 import { setBotKeyPrefix } from '../queue/keys.js';
@@ -58,7 +59,7 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   addReadinessCheck(redisCheck(redis));
   options.addHandler?.(opsHandler);
   // The run pages (/runs/...) behind GitHub sign-in; off without the App's OAuth credentials.
-  const runPages = runPagesFromEnv(app);
+  const runPages = runPagesFromEnv(app, redis);
   if (runPages) options.addHandler?.(runPages.handler);
   // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
   metrics.bindQueue(queue);
@@ -77,6 +78,8 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
 const SHUTDOWN_DEADLINE_MS = 5_000;
 
 async function main(): Promise<void> {
+  // Settings that must stop the start-up are read before anything listens (throws RunPagesSettingsError).
+  runPagesSettingsFromEnv(process.env);
   const server = await run(frognano, { log: logger.child({ name: 'app' }) });
   let stopping = false;
   const stop = async (signal: string) => {
@@ -108,6 +111,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (err instanceof RunPagesSettingsError) {
+    // A setting to fix, not a fault: one line that names it, no stack.
+    process.stderr.write(`frognano app: ${err.message}\n`);
+    process.exit(1);
+  }
   logger.fatal({ err }, 'frognano app failed to start');
   process.exit(1);
 });

@@ -164,6 +164,8 @@ export const VIEW_HELP = `Usage: frognano view <trajectory.json> [options]
 
 Serves the trajectory as the same page the app shows reviewers (every step, its reasoning, tool calls,
 edits as diffs, timing and tokens; j/k between steps), on 127.0.0.1 only, with no sign-in. Ctrl-C stops it.
+It answers only requests addressed to 127.0.0.1, localhost or [::1] with its port (anything else gets 421),
+so a web page cannot reach it through a DNS name of its own.
 
 Options:
   --port N           Port to listen on (default: any free port)

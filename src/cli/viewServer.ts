@@ -27,7 +27,19 @@ export interface ViewServer {
   close(): Promise<void>;
 }
 
-/** Serves one trajectory's page on 127.0.0.1 (never another interface: there is no sign-in). `/` redirects to it. */
+/**
+ * The Host values a loopback server answers. Any other name, even one that resolves to 127.0.0.1, is a page from
+ * another site rebinding its DNS to read this one (there is no sign-in here): it gets 421.
+ */
+export function loopbackHosts(port: number): Set<string> {
+  const names = ['127.0.0.1', 'localhost', '[::1]'];
+  return new Set([...names.map((n) => `${n}:${port}`), ...(port === 80 ? names : [])]);
+}
+
+/**
+ * Serves one trajectory's page on 127.0.0.1 (never another interface: there is no sign-in), only to requests that
+ * name it by a loopback Host (`loopbackHosts`). `/` redirects to the page.
+ */
 export async function startViewServer(t: Trajectory, port = 0): Promise<ViewServer> {
   const round = localRound(t);
   const same = (ref: { owner: string; repo: string; issueNumber: number }) =>
@@ -38,7 +50,12 @@ export async function startViewServer(t: Trajectory, port = 0): Promise<ViewServ
   };
   const handler = createRunPagesHandler({ source });
   const run = { owner: round.ref.owner, repo: round.ref.repo, issueNumber: round.ref.issueNumber };
+  let hosts = new Set<string>();
   const server = http.createServer((req, res) => {
+    if (!hosts.has((req.headers.host ?? '').toLowerCase())) {
+      res.writeHead(421, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+      return void res.end('This server answers only for 127.0.0.1, localhost and [::1] on its own port.\n');
+    }
     if (handler(req, res)) return;
     res.writeHead(302, { location: runPageUrl('', run) }).end();
   });
@@ -46,7 +63,9 @@ export async function startViewServer(t: Trajectory, port = 0): Promise<ViewServ
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => resolve());
   });
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const bound = (server.address() as AddressInfo).port;
+  hosts = loopbackHosts(bound);
+  const base = `http://127.0.0.1:${bound}`;
   return {
     url: runPageUrl(base, run),
     close: () =>

@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createQueue, enqueueJob } from '../../src/queue/queue.js';
 import { kill9, startRedis, stopAll } from '../support/redisServers.js';
@@ -37,11 +37,7 @@ async function freePort(): Promise<number> {
 }
 
 /** `env` values of undefined remove the variable; `cwd` is where the app looks for `.env` (and app.yml). */
-async function start(
-  env: Record<string, string | undefined>,
-  cwd = ROOT,
-): Promise<{ base: string; output: () => string }> {
-  const port = await freePort();
+function spawnApp(env: Record<string, string | undefined>, port: number, cwd = ROOT): () => string {
   const clean = { ...process.env };
   for (const k of ['APP_ID', 'PRIVATE_KEY', 'PRIVATE_KEY_PATH', 'WEBHOOK_SECRET', 'WEBHOOK_PROXY_URL', 'NODE_ENV'])
     delete clean[k];
@@ -63,11 +59,20 @@ async function start(
   });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
+  return () => out;
+}
+
+async function start(
+  env: Record<string, string | undefined>,
+  cwd = ROOT,
+): Promise<{ base: string; output: () => string }> {
+  const port = await freePort();
+  const output = spawnApp(env, port, cwd);
   const base = `http://127.0.0.1:${port}`;
   // Up when it answers HTTP (not when it logs so: a quieter LOG_LEVEL hides "Listening on").
   const deadline = Date.now() + 45_000;
   for (;;) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`app did not start:\n${out}`);
+    if (child!.exitCode !== null || Date.now() > deadline) throw new Error(`app did not start:\n${output()}`);
     if (
       await fetch(`${base}/`, { redirect: 'manual' }).then(
         () => true,
@@ -77,7 +82,29 @@ async function start(
       break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { base, output: () => out };
+  return { base, output };
+}
+
+/** An app that must refuse to start: its exit code and everything it wrote, within 45 s. */
+async function refusal(env: Record<string, string | undefined>): Promise<{ code: number | null; output: string }> {
+  const output = spawnApp(env, await freePort());
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([
+    new Promise<number | null>((r) => child!.once('exit', (c) => r(c))),
+    new Promise<'running'>((r) => (timer = setTimeout(() => r('running'), 45_000))),
+  ]);
+  clearTimeout(timer);
+  if (code === 'running') throw new Error(`app did not refuse to start:\n${output()}`);
+  return { code, output: output() };
+}
+
+/** A fresh GitHub App private key in a temp dir (removed after the test), as PRIVATE_KEY_PATH takes it. */
+function appKeyFile(): string {
+  tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
+  const keyPath = join(tmp, 'app.pem');
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+  return keyPath;
 }
 
 /** /readyz once it says ready (Redis connects after the server listens), within 20 s; the last answer otherwise. */
@@ -170,10 +197,7 @@ describe('npm start (src/app/main.ts)', () => {
   }, 60_000);
 
   test('with credentials it serves webhooks (signature checked) and the ops routes', async () => {
-    tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
-    const keyPath = join(tmp, 'app.pem');
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+    const keyPath = appKeyFile();
     const { base, output } = await start({
       APP_ID: '12345',
       PRIVATE_KEY_PATH: keyPath,
@@ -213,10 +237,7 @@ describe('npm start (src/app/main.ts)', () => {
   test.each(['went away while it ran', 'was down from the start'])(
     'SIGTERM ends the app within 10 s when Redis %s',
     async (how) => {
-      tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
-      const keyPath = join(tmp, 'app.pem');
-      const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+      const keyPath = appKeyFile();
       const redis = await startRedis();
       if (how !== 'went away while it ran') await kill9(redis);
       try {
@@ -247,10 +268,7 @@ describe('npm start (src/app/main.ts)', () => {
   );
 
   test('a webhook body over 25 MB is answered 413 without being buffered, declared or streamed', async () => {
-    tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
-    const keyPath = join(tmp, 'app.pem');
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+    const keyPath = appKeyFile();
     const { base } = await start({ APP_ID: '12345', PRIVATE_KEY_PATH: keyPath, WEBHOOK_SECRET: 'main-test-secret' });
     const before = await residentBytes(base);
 
@@ -320,10 +338,7 @@ describe('npm start (src/app/main.ts)', () => {
           enqueuedAt: new Date().toISOString(),
         });
       }
-      tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
-      const keyPath = join(tmp, 'app.pem');
-      const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      writeFileSync(keyPath, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+      const keyPath = appKeyFile();
       const { base, output } = await start({
         APP_ID: '12345',
         PRIVATE_KEY_PATH: keyPath,
@@ -338,5 +353,23 @@ describe('npm start (src/app/main.ts)', () => {
       await queue.close();
       await conn.quit();
     }
+  }, 60_000);
+
+  test('a weak FROGNANO_SESSION_SECRET stops the start-up with one line that says what to use, and no stack', async () => {
+    const keyPath = appKeyFile();
+    const { code, output } = await refusal({
+      APP_ID: '12345',
+      PRIVATE_KEY_PATH: keyPath,
+      WEBHOOK_SECRET: 'main-test-secret',
+      GITHUB_CLIENT_ID: 'Iv1.abc',
+      GITHUB_CLIENT_SECRET: randomBytes(20).toString('hex'),
+      FROGNANO_PUBLIC_URL: 'https://bot.example.org',
+      FROGNANO_SESSION_SECRET: 'dragon',
+    });
+    expect({ code, output }).toEqual({
+      code: 1,
+      output:
+        'frognano app: FROGNANO_SESSION_SECRET is too weak to sign run-page sessions (it is 6 bytes long): use at least 32 random bytes, e.g. `openssl rand -hex 32`\n',
+    });
   }, 60_000);
 });

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { viewCommand } from '../../src/cli/commands/view.js';
 import { runCli } from '../../src/cli/main.js';
+import { startViewServer } from '../../src/cli/viewServer.js';
 import { makeTrajectory } from '../runs/fixture.js';
 
 function io(cwd: string) {
@@ -58,4 +60,36 @@ describe('frognano view', () => {
     const missing = io(dir);
     expect(await runCli(['view', 'nope.json'], missing.io)).toBe(3);
   });
+
+  it('answers only a loopback Host on its own port (a DNS-rebound name gets 421)', async () => {
+    const t = JSON.parse(await readFile(path.join(dir, 'trajectory.json'), 'utf8'));
+    const server = await startViewServer(t);
+    try {
+      const { port, pathname } = new URL(server.url);
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`])
+        expect(await statusFor(server.url, host)).toBe(200);
+      for (const host of [
+        `evil.test:${port}`,
+        `127.0.0.1.nip.io:${port}`,
+        'localhost',
+        `localhost:${Number(port) + 1}`,
+      ])
+        expect(await statusFor(server.url, host)).toBe(421);
+      expect(pathname).toBe('/runs/octo/demo/12');
+    } finally {
+      await server.close();
+    }
+  });
 });
+
+/** The status of a GET sent with exactly this Host header, as a rebound browser page would send it. */
+function statusFor(url: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    request(url, { headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+    })
+      .on('error', reject)
+      .end();
+  });
+}

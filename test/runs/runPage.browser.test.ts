@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -7,7 +8,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Octokit } from '@octokit/rest';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { Redis } from 'ioredis';
+import { parseTrustedProxies } from '../../src/app/runPages/origin.js';
 import { collaboratorPermissionLookup } from '../../src/app/runPages/permission.js';
+import { redisSessionVersions } from '../../src/app/runPages/sessions.js';
 import { createGitHubSignIn } from '../../src/app/runPages/signIn.js';
 import { createRunPagesHandler } from '../../src/runs/http.js';
 import { LocalObjectStore } from '../../src/runs/localObjectStore.js';
@@ -33,6 +37,7 @@ let github: FakeGitHub;
 let app: Server;
 let base: string;
 let browser: Browser;
+let redis: Redis;
 const alerts: string[] = [];
 const consoleErrors: string[] = [];
 const QUIET = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -42,13 +47,16 @@ beforeAll(async () => {
   await mkdir(OUT, { recursive: true });
   github = await startFakeGitHub();
   github.roles = { alice: 'read' };
+  redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const store = new TrajectoryStore(new LocalObjectStore(dir));
   await store.putRound(makeRound({ round: 0 }));
   await store.putRound(makeRound({ round: 1, steps: 30, bytes: 200_000 }));
   const gate = createGitHubSignIn({
     clientId: CLIENT_ID,
     clientSecret: CLIENT_SECRET,
-    sessionSecret: 'test-session-secret',
+    sessionSecret: randomBytes(32).toString('hex'),
+    sessions: redisSessionVersions(redis),
+    trustedProxies: parseTrustedProxies('127.0.0.1'),
     webUrl: github.url,
     apiUrl: github.url,
     permission: collaboratorPermissionLookup(
@@ -77,6 +85,7 @@ afterAll(async () => {
     app?.close(() => r());
   });
   await github?.close();
+  await redis?.quit();
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { signValue, verifyValue } from '../../src/app/runPages/cookies.js';
 import { collaboratorPermissionLookup } from '../../src/app/runPages/permission.js';
-import { createGitHubSignIn } from '../../src/app/runPages/signIn.js';
 import { createRunPagesHandler, type RoundSource, type RunPagesGate } from '../../src/runs/http.js';
 import { lineDiff } from '../../src/runs/page/diff.js';
 import { renderRunPage } from '../../src/runs/page/render.js';
@@ -118,76 +116,6 @@ describe('run pages handler', () => {
     const ok = await fetch(`${base}/gated/runs/octo/demo/12`, { headers: { 'x-user': 'alice' } });
     expect(ok.status).toBe(200);
     expect(await ok.text()).toContain('sign out');
-  });
-});
-
-describe('GitHub sign-in', () => {
-  const gateOn = (publicUrl?: string) =>
-    createGitHubSignIn({
-      clientId: 'cid',
-      clientSecret: 'cs',
-      sessionSecret: 'k',
-      webUrl: 'https://gh.test',
-      permission: async () => true,
-      publicUrl,
-    });
-  let server: Server;
-  let base: string;
-  beforeAll(async () => {
-    const handlers = {
-      http: createRunPagesHandler({ source, gate: gateOn() }),
-      https: createRunPagesHandler({ source, gate: gateOn('https://bot.example.org') }),
-    };
-    server = createServer((req, res) => {
-      const h = req.headers['x-which'] === 'https' ? handlers.https : handlers.http;
-      if (!h(req, res)) res.writeHead(418).end();
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(() => new Promise<void>((r) => server.close(() => r())));
-
-  it('sends a visitor without a session to GitHub with a state bound to a signed cookie', async () => {
-    const res = await fetch(`${base}/runs/octo/demo/12`, { redirect: 'manual' });
-    expect(res.status).toBe(302);
-    const to = new URL(res.headers.get('location')!);
-    expect(`${to.origin}${to.pathname}`).toBe('https://gh.test/login/oauth/authorize');
-    expect(to.searchParams.get('redirect_uri')).toBe(`${base}/runs/_auth/callback`);
-    const cookie = res.headers.get('set-cookie')!;
-    expect(cookie).toMatch(/^frognano_oauth=[^;]+; Path=\/runs\/_auth; Max-Age=600; HttpOnly; SameSite=Lax$/);
-    const saved = verifyValue('k', cookie.split(';')[0]!.split('=')[1]);
-    expect(saved).toMatchObject({ state: to.searchParams.get('state'), next: '/runs/octo/demo/12' });
-  });
-
-  it('marks cookies Secure when the app is served over https', async () => {
-    const res = await fetch(`${base}/runs/octo/demo/12`, { redirect: 'manual', headers: { 'x-which': 'https' } });
-    expect(res.headers.get('set-cookie')).toMatch(/; Secure$/);
-    expect(new URL(res.headers.get('location')!).searchParams.get('redirect_uri')).toBe(
-      'https://bot.example.org/runs/_auth/callback',
-    );
-  });
-
-  it('refuses a callback whose state does not match its cookie, and never redirects off the app', async () => {
-    const cookie = `frognano_oauth=${signValue('k', { state: 'abc', next: 'https://evil.test/', exp: Date.now() / 1000 + 60 })}`;
-    expect(
-      (await fetch(`${base}/runs/_auth/callback?code=c&state=abd`, { headers: { cookie }, redirect: 'manual' })).status,
-    ).toBe(400);
-    expect((await fetch(`${base}/runs/_auth/callback?code=c&state=abc`, { redirect: 'manual' })).status).toBe(400);
-    const login = await fetch(`${base}/runs/_auth/login?next=//evil.test/x`, { redirect: 'manual' });
-    const state = new URL(login.headers.get('location')!).searchParams.get('state');
-    const saved = verifyValue('k', login.headers.get('set-cookie')!.split(';')[0]!.split('=')[1]);
-    expect(saved).toMatchObject({ state, next: '/runs/' });
-  });
-
-  it('treats a forged or expired session as none', async () => {
-    const expired = `frognano_session=${signValue('k', { login: 'alice', exp: Date.now() / 1000 - 1 })}`;
-    const forged = `frognano_session=${signValue('other-key', { login: 'alice', exp: Date.now() / 1000 + 600 })}`;
-    for (const cookie of [expired, forged])
-      expect((await fetch(`${base}/runs/octo/demo/12`, { headers: { cookie }, redirect: 'manual' })).status).toBe(302);
-    const good = `frognano_session=${signValue('k', { login: 'alice', exp: Date.now() / 1000 + 600 })}`;
-    expect((await fetch(`${base}/runs/octo/demo/12`, { headers: { cookie: good }, redirect: 'manual' })).status).toBe(
-      200,
-    );
   });
 });
 

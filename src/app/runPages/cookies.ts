@@ -1,9 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * Signed cookie values: base64url(JSON) + "." + base64url(HMAC-SHA256). The session holds only the GitHub login
- * and an expiry (never a token), so a stolen cookie lasts no longer than its short life and reads nothing the
- * permission check does not allow again on every page.
+ * Signed cookie values: base64url(JSON) + "." + base64url(HMAC-SHA256). The session holds only the GitHub login,
+ * its session version (sessions.ts) and an expiry (never a token), so a stolen cookie lasts no longer than its
+ * short life or the next sign-out, and reads nothing the permission check does not allow again on every page.
  */
 export function signValue(secret: string, payload: Record<string, unknown>): string {
   const body = Buffer.from(JSON.stringify(payload)).toString('base64url');

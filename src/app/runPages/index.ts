@@ -1,11 +1,12 @@
-import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Redis } from 'ioredis';
 import type { Probot } from 'probot';
 import { trajectoryStoreFromEnv } from '../../runs/config.js';
 import { createRunPagesHandler } from '../../runs/http.js';
 import type { TrajectoryStore } from '../../runs/trajectoryStore.js';
-import { publicUrlFromEnv } from '../../runs/url.js';
 import { collaboratorPermissionLookup, type PermissionOctokit } from './permission.js';
+import { redisSessionVersions } from './sessions.js';
+import { runPagesSettingsFromEnv } from './settings.js';
 import { createGitHubSignIn } from './signIn.js';
 
 const SWEEP_EVERY_MS = 24 * 3600 * 1000;
@@ -18,36 +19,33 @@ export interface RunPagesMount {
 
 /**
  * The run pages as the app serves them (docs/trajectory-pages.md): the trajectory store from the environment, GitHub
- * sign-in with the App's OAuth credentials, the permission check with the installation's token. Null, with a
- * warning, when the App has no OAuth credentials: the pages are never served without sign-in.
+ * sign-in with the App's OAuth credentials and sessions kept in Redis, the permission check with the installation's
+ * token. Null, with a warning, when the App has no OAuth credentials or no known address: the pages are never
+ * served without sign-in. Throws RunPagesSettingsError for a weak session secret (settings.ts).
  */
-export function runPagesFromEnv(app: Probot, env: NodeJS.ProcessEnv = process.env): RunPagesMount | null {
-  const clientId = env.GITHUB_CLIENT_ID?.trim();
-  const clientSecret = env.GITHUB_CLIENT_SECRET?.trim();
-  if (!clientId || !clientSecret) {
-    app.log.warn(
-      "run pages are off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth credentials) to serve /runs",
-    );
+export function runPagesFromEnv(app: Probot, redis: Redis, env: NodeJS.ProcessEnv = process.env): RunPagesMount | null {
+  const setup = runPagesSettingsFromEnv(env);
+  if ('off' in setup) {
+    app.log.warn(setup.off);
     return null;
   }
+  const s = setup.on;
   const store = trajectoryStoreFromEnv(env);
-  const ghes = env.GHE_HOST?.trim();
   const gate = createGitHubSignIn({
-    clientId,
-    clientSecret,
-    // A secret of its own when given; else one derived from the client secret, so no new setting is required.
-    sessionSecret:
-      env.FROGNANO_SESSION_SECRET?.trim() ||
-      createHmac('sha256', clientSecret).update('frognano run-page sessions').digest('hex'),
+    clientId: s.clientId,
+    clientSecret: s.clientSecret,
+    sessionSecret: s.sessionSecret,
+    sessions: redisSessionVersions(redis),
     permission: collaboratorPermissionLookup((repo) => installationOctokit(app, repo)),
-    webUrl: ghes ? `https://${ghes}` : undefined,
-    apiUrl: ghes ? `https://${ghes}/api/v3` : undefined,
-    publicUrl: publicUrlFromEnv(env),
+    webUrl: s.ghesHost ? `https://${s.ghesHost}` : undefined,
+    apiUrl: s.ghesHost ? `https://${s.ghesHost}/api/v3` : undefined,
+    publicUrl: s.publicUrl,
+    trustedProxies: s.trustedProxies,
   });
   const handler = createRunPagesHandler({
     source: store,
     gate,
-    githubUrl: ghes ? `https://${ghes}` : 'https://github.com',
+    githubUrl: s.ghesHost ? `https://${s.ghesHost}` : 'https://github.com',
     log: app.log,
   });
   const sweep = () =>

@@ -1,10 +1,15 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BlockList } from 'node:net';
 import { z } from 'zod';
 import { sendNotFound, type RunPagesGate } from '../../runs/http.js';
 import { RUNS_PATH } from '../../runs/url.js';
 import { parseCookies, setCookie, signValue, verifyValue } from './cookies.js';
+import { DEFAULT_NEXT, nextPage } from './nextPage.js';
+import { requestOrigin } from './origin.js';
 import type { PermissionLookup } from './permission.js';
+import { weakSecretReason } from './sessionSecret.js';
+import type { SessionVersions } from './sessions.js';
 
 export const AUTH_PATH = `${RUNS_PATH}/_auth`;
 const SESSION_COOKIE = 'frognano_session';
@@ -17,104 +22,153 @@ export interface GitHubSignInOptions {
   /** The GitHub App's own OAuth credentials (the manifest flow writes them to .env). */
   clientId: string;
   clientSecret: string;
-  /** Signs cookies (HMAC-SHA256). */
+  /** Signs cookies (HMAC-SHA256); a weak one is refused (sessionSecret.ts). */
   sessionSecret: string;
+  /** The server side of sessions (Redis): sign-out revokes. */
+  sessions: SessionVersions;
   permission: PermissionLookup;
   /** https://github.com, or a GitHub Enterprise Server's web address. */
   webUrl?: string;
   /** https://api.github.com, or `<GHES>/api/v3`. */
   apiUrl?: string;
-  /** The app's public base URL: the OAuth redirect and the Secure flag follow it; else the request's Host. */
+  /** The app's public base URL: the OAuth redirect and the Secure flag follow it. */
   publicUrl?: string;
+  /** Without a public URL: the proxies whose Host and X-Forwarded-* headers are believed (origin.ts). */
+  trustedProxies?: BlockList;
   sessionSeconds?: number;
   fetch?: typeof fetch;
 }
 
 const tokenAnswer = z.object({ access_token: z.string().min(1) });
 const userAnswer = z.object({ login: z.string().min(1) });
+const sessionCookie = z.object({ login: z.string().min(1), v: z.string().min(1) });
+
+interface Gate {
+  o: GitHubSignInOptions;
+  webUrl: string;
+  apiUrl: string;
+  sessionSeconds: number;
+  doFetch: typeof fetch;
+}
 
 /**
  * GitHub sign-in for the run pages: the OAuth web flow with the App's client id and secret, a random `state` bound
- * to the browser by a signed cookie (CSRF), then a short session cookie holding only the login. Every page then asks
- * GitHub whether that login may read the repository; no access and no run answer the same 404.
+ * to the browser by a signed cookie (CSRF), then a short session cookie holding the login and its session version
+ * (sessions.ts), so signing out revokes it. Every page then asks GitHub whether that login may read the repository;
+ * no access and no run answer the same 404.
  */
 export function createGitHubSignIn(o: GitHubSignInOptions): RunPagesGate {
-  const webUrl = (o.webUrl ?? 'https://github.com').replace(/\/+$/, '');
-  const apiUrl = (o.apiUrl ?? 'https://api.github.com').replace(/\/+$/, '');
-  const sessionSeconds = o.sessionSeconds ?? DEFAULT_SESSION_SECONDS;
-  const doFetch = o.fetch ?? fetch;
-  const base = (req: IncomingMessage) =>
-    o.publicUrl?.replace(/\/+$/, '') ?? `${isHttps(req, o.publicUrl) ? 'https' : 'http'}://${req.headers.host}`;
-  const cookie = (req: IncomingMessage, name: string, value: string, path: string, maxAgeSec: number) =>
-    setCookie(name, value, { path, maxAgeSec, secure: isHttps(req, o.publicUrl) });
-
-  const login = (req: IncomingMessage, res: ServerResponse, next: string) => {
-    const state = randomBytes(24).toString('base64url');
-    const signed = signValue(o.sessionSecret, { state, next, exp: Math.floor(Date.now() / 1000) + STATE_SECONDS });
-    const q = new URLSearchParams({
-      client_id: o.clientId,
-      redirect_uri: `${base(req)}${AUTH_PATH}/callback`,
-      state,
-      allow_signup: 'false',
-    });
-    redirect(res, `${webUrl}/login/oauth/authorize?${q}`, [
-      cookie(req, STATE_COOKIE, signed, AUTH_PATH, STATE_SECONDS),
-    ]);
+  const weakness = weakSecretReason(o.sessionSecret);
+  if (weakness) throw new Error(`the run pages' session secret is too weak (${weakness})`);
+  if (!o.publicUrl && !o.trustedProxies)
+    throw new Error('the run pages need a public URL or trusted proxies: the Host header alone is not believed');
+  const g: Gate = {
+    o,
+    webUrl: (o.webUrl ?? 'https://github.com').replace(/\/+$/, ''),
+    apiUrl: (o.apiUrl ?? 'https://api.github.com').replace(/\/+$/, ''),
+    sessionSeconds: o.sessionSeconds ?? DEFAULT_SESSION_SECONDS,
+    doFetch: o.fetch ?? fetch,
   };
-
-  const callback = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
-    const saved = verifyValue(o.sessionSecret, parseCookies(req.headers.cookie)[STATE_COOKIE]);
-    const state = url.searchParams.get('state') ?? '';
-    const code = url.searchParams.get('code') ?? '';
-    if (!saved || typeof saved.state !== 'string' || !sameText(saved.state, state) || !code) {
-      return plain(
-        res,
-        400,
-        'The sign-in could not be verified (it expired, or did not start here). Open the run page again.',
-      );
-    }
-    const user = await githubLogin(doFetch, {
-      webUrl,
-      apiUrl,
-      clientId: o.clientId,
-      clientSecret: o.clientSecret,
-      code,
-      redirectUri: `${base(req)}${AUTH_PATH}/callback`,
-    });
-    if (!user) return plain(res, 403, 'GitHub did not confirm the sign-in. Open the run page again.');
-    const session = signValue(o.sessionSecret, { login: user, exp: Math.floor(Date.now() / 1000) + sessionSeconds });
-    redirect(res, safeNext(typeof saved.next === 'string' ? saved.next : null), [
-      cookie(req, SESSION_COOKIE, session, RUNS_PATH, sessionSeconds),
-      cookie(req, STATE_COOKIE, '', AUTH_PATH, 0),
-    ]);
-  };
-
   return {
     signOutPath: `${AUTH_PATH}/logout`,
     async handle(req, res, path) {
       if (!path.startsWith(`${AUTH_PATH}/`)) return false;
       const url = new URL(req.url ?? '/', 'http://x');
-      if (path === `${AUTH_PATH}/login`) login(req, res, safeNext(url.searchParams.get('next')));
-      else if (path === `${AUTH_PATH}/callback`) await callback(req, res, url);
-      else if (path === `${AUTH_PATH}/logout`) {
-        res.setHeader('set-cookie', cookie(req, SESSION_COOKIE, '', RUNS_PATH, 0));
-        plain(res, 200, 'Signed out.');
-      } else sendNotFound(res);
+      if (path === `${AUTH_PATH}/login`) {
+        const next = nextPage(url.searchParams.get('next'));
+        if (next === 'unsafe') plain(res, 400, 'The page to return to is not a run page address.');
+        else signIn(g, req, res, next);
+      } else if (path === `${AUTH_PATH}/callback`) await callback(g, req, res, url);
+      else if (path === `${AUTH_PATH}/logout`) await signOut(g, req, res);
+      else sendNotFound(res);
       return true;
     },
     async allow(req, res, repo) {
-      const session = verifyValue(o.sessionSecret, parseCookies(req.headers.cookie)[SESSION_COOKIE]);
-      if (!session || typeof session.login !== 'string') {
-        login(req, res, safeNext(req.url));
+      const login = await sessionLogin(g, req);
+      if (!login) {
+        const next = nextPage(req.url);
+        signIn(g, req, res, next === 'unsafe' ? DEFAULT_NEXT : next);
         return null;
       }
-      if (!(await o.permission(repo, session.login))) {
+      if (!(await o.permission(repo, login))) {
         sendNotFound(res);
         return null;
       }
-      return { login: session.login };
+      return { login };
     },
   };
+}
+
+function cookie(g: Gate, req: IncomingMessage, name: string, value: string, path: string, maxAgeSec: number): string {
+  return setCookie(name, value, { path, maxAgeSec, secure: requestOrigin(req, g.o).secure });
+}
+
+/** To GitHub's sign-in page, with a fresh `state` kept in a signed cookie; 403 when the app cannot name itself. */
+function signIn(g: Gate, req: IncomingMessage, res: ServerResponse, next: string): void {
+  const { base } = requestOrigin(req, g.o);
+  if (!base) return plain(res, 403, 'Sign in through the address the run pages are published at.');
+  const state = randomBytes(24).toString('base64url');
+  const signed = signValue(g.o.sessionSecret, { state, next, exp: Math.floor(Date.now() / 1000) + STATE_SECONDS });
+  const q = new URLSearchParams({
+    client_id: g.o.clientId,
+    redirect_uri: `${base}${AUTH_PATH}/callback`,
+    state,
+    allow_signup: 'false',
+  });
+  redirect(res, `${g.webUrl}/login/oauth/authorize?${q}`, [
+    cookie(g, req, STATE_COOKIE, signed, AUTH_PATH, STATE_SECONDS),
+  ]);
+}
+
+async function callback(g: Gate, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const saved = verifyValue(g.o.sessionSecret, parseCookies(req.headers.cookie)[STATE_COOKIE]);
+  const state = url.searchParams.get('state') ?? '';
+  const code = url.searchParams.get('code') ?? '';
+  const { base } = requestOrigin(req, g.o);
+  if (!saved || typeof saved.state !== 'string' || !sameText(saved.state, state) || !code || !base) {
+    return plain(
+      res,
+      400,
+      'The sign-in could not be verified (it expired, or did not start here). Open the run page again.',
+    );
+  }
+  const user = await githubLogin(g.doFetch, {
+    webUrl: g.webUrl,
+    apiUrl: g.apiUrl,
+    clientId: g.o.clientId,
+    clientSecret: g.o.clientSecret,
+    code,
+    redirectUri: `${base}${AUTH_PATH}/callback`,
+  });
+  if (!user) return plain(res, 403, 'GitHub did not confirm the sign-in. Open the run page again.');
+  const v = await g.o.sessions.begin(user, g.sessionSeconds);
+  const session = signValue(g.o.sessionSecret, {
+    login: user,
+    v,
+    exp: Math.floor(Date.now() / 1000) + g.sessionSeconds,
+  });
+  const next = nextPage(typeof saved.next === 'string' ? saved.next : null);
+  redirect(res, next === 'unsafe' ? DEFAULT_NEXT : next, [
+    cookie(g, req, SESSION_COOKIE, session, RUNS_PATH, g.sessionSeconds),
+    cookie(g, req, STATE_COOKIE, '', AUTH_PATH, 0),
+  ]);
+}
+
+/** The signed-in login: a cookie signed by this app, unexpired, whose session version is still the login's. */
+async function sessionLogin(g: Gate, req: IncomingMessage): Promise<string | null> {
+  const session = sessionCookie.safeParse(
+    verifyValue(g.o.sessionSecret, parseCookies(req.headers.cookie)[SESSION_COOKIE]),
+  );
+  if (!session.success) return null;
+  return (await g.o.sessions.holds(session.data.login, session.data.v)) ? session.data.login : null;
+}
+
+/** Revokes the login's sessions server-side (every copy of the cookie stops working), then clears the cookie. */
+async function signOut(g: Gate, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const login = await sessionLogin(g, req);
+  if (login) await g.o.sessions.revoke(login);
+  res.setHeader('set-cookie', cookie(g, req, SESSION_COOKIE, '', RUNS_PATH, 0));
+  plain(res, 200, 'Signed out.');
 }
 
 /** The code for a token, the token for the login; the token itself is dropped at once. */
@@ -145,22 +199,10 @@ async function githubLogin(
   return userRes.ok && user.success ? user.data.login : null;
 }
 
-/** Only a run page of this app: never another site (`//evil`, `https://…`) after signing in. */
-function safeNext(next: string | null | undefined): string {
-  return next && next.startsWith(`${RUNS_PATH}/`) && !next.startsWith(`${AUTH_PATH}/`) && !/[\\\s]/.test(next)
-    ? next
-    : `${RUNS_PATH}/`;
-}
-
 function sameText(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
-}
-
-function isHttps(req: IncomingMessage, publicUrl?: string): boolean {
-  if (publicUrl) return publicUrl.startsWith('https:');
-  return Boolean((req.socket as { encrypted?: boolean }).encrypted) || req.headers['x-forwarded-proto'] === 'https';
 }
 
 function redirect(res: ServerResponse, location: string, cookies: string[]): void {
