@@ -12,7 +12,7 @@ import { startNextRound } from '../src/runner/nextRound.js';
 import { startRepairRound } from '../src/runner/verifyRepair.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
 import { createHandOff } from './handOff.js';
-import { startJobUsage } from './jobUsage.js';
+import { releaseJobHold, startJobUsage } from './jobUsage.js';
 
 export interface RunnerWorkerOptions {
   /** BullMQ connection (a dedicated ioredis with maxRetriesPerRequest: null). */
@@ -104,7 +104,7 @@ function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: Proces
     const started = Date.now();
     let handedBack = false;
     let result: JobResult | undefined;
-    const usage = startJobUsage(o.ctx, job.data);
+    const usage = startJobUsage(o.ctx, job.data, id);
     try {
       result = await processJob(job, usage.ctx, controller.signal);
       o.ctx.metrics?.recordJobFinished({
@@ -194,6 +194,10 @@ function onFailed(
     if (job && isStalledFailure(err.message)) {
       // Its run time is unknown (the runner that ran it is gone); NaN keeps it out of the duration histogram.
       o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: 'stalled', durationSeconds: Number.NaN });
+      // Its hold on the tenant's runner-seconds goes with it (the time the dead runner used is unknown).
+      void releaseJobHold(o.ctx, job).catch((e: unknown) =>
+        log.warn({ jobId: job.id, err: e }, "could not release the job's quota hold; the next admission drops it"),
+      );
       const report = reportStalledJob(job, o.ctx)
         .then((state) =>
           log.info(
