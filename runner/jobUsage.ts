@@ -1,6 +1,7 @@
 import { JobDataSchema, type JobData } from '../src/queue/schema.js';
 import { tenantOf } from '../src/queue/fairShare/tenants.js';
 import { releaseHold, settleHold } from '../src/queue/quotas/holds.js';
+import { recordRunnerSeconds } from '../src/queue/quotas/store.js';
 import type { RunnerContext } from '../src/runner/types.js';
 
 /**
@@ -12,16 +13,20 @@ export function startJobUsage(
   ctx: RunnerContext,
   data: JobData,
   jobId: string,
-): { ctx: RunnerContext; end(): Promise<void> } {
+): { ctx: RunnerContext; end(o?: { handedBack: boolean }): Promise<void> } {
   const tenant = tenantOf(data);
   const started = Date.now();
   const jobCtx = ctx.metrics ? { ...ctx, metrics: ctx.metrics.forInstallation(tenant.installation) } : ctx;
   return {
     ctx: jobCtx,
-    async end() {
+    async end(o) {
       const seconds = (Date.now() - started) / 1000;
       ctx.metrics?.recordInstallationRun(tenant.installation, seconds);
-      await settleHold(ctx.redis, tenant, jobId, seconds).catch((err: unknown) =>
+      // A job handed back runs again: its time so far counts, its hold stays for the run that finishes it.
+      const write = o?.handedBack
+        ? recordRunnerSeconds(ctx.redis, tenant, seconds)
+        : settleHold(ctx.redis, tenant, jobId, seconds);
+      await write.catch((err: unknown) =>
         ctx.logger.warn({ err, installation: tenant.installation }, 'could not write the runner-seconds ledger'),
       );
     },

@@ -134,7 +134,7 @@ function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: Proces
       // After the asks: a round of theirs pushes a new head that is verified again, so no repair is queued then.
       if (!handedBack)
         await startRepairRound(queue, o.ctx, job.data, result, log.child({ jobId: id }), handOff.enqueue);
-      await usage.end();
+      await usage.end({ handedBack });
       await handOff.jobEnding(id);
       active.delete(id);
       await stopListening();
