@@ -23,11 +23,11 @@ export async function refuseOverQuota(
   if (!cfg) return null;
   const tenant = tenantOf(key);
   const now = deps.now();
-  const start =
-    attempt === undefined ? null : { jobId: jobIdFor({ ...key, attempt }), jobKeyPrefix: deps.queue.toKey('') };
-  const refusal = start
-    ? await admitRun(deps.redis, cfg, tenant, start, now)
-    : await checkQuotas(deps.redis, cfg, tenant, now);
+  const jobKeyPrefix = deps.queue.toKey('');
+  const refusal =
+    attempt === undefined
+      ? await checkQuotas(deps.redis, cfg, tenant, jobKeyPrefix, now)
+      : await admitRun(deps.redis, cfg, tenant, { jobId: jobIdFor({ ...key, attempt }), jobKeyPrefix }, now);
   if (!refusal) return null;
   deps.metrics?.recordQuotaRefusal(tenant.installation, refusal.quota);
   const log = d.log.child({ quota: refusal.quota, scope: refusal.scope, used: refusal.used, limit: refusal.limit });

@@ -229,7 +229,10 @@ run('Redis Cluster (3 masters): fair share and quotas', () => {
     expect(await admitRun(redis, limits, t, start('q@2'))).toMatchObject({ quota: 'runsPerHour', used: 1, limit: 1 });
     await settleHold(redis, t, 'q@1', 12);
     expect(await runnerSecondsUsed(redis, t, 'day')).toEqual({ installation: 12, repository: 12 });
-    expect(await checkQuotas(redis, limits, t)).toMatchObject({ quota: 'runnerSecondsPerDay', used: 12 });
+    expect(await checkQuotas(redis, limits, t, queue.toKey(''))).toMatchObject({
+      quota: 'runnerSecondsPerDay',
+      used: 12,
+    });
     // A hold whose job never appeared is swept by the next admission once the grace is over.
     const b = { installation: 'beta', repository: 'beta/b' };
     const noRuns = QuotasFileSchema.parse({ defaults: { runnerSecondsPerDay: 10, holdSecondsPerRun: 10 } });

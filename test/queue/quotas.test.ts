@@ -18,7 +18,8 @@ const acme = { installation: 'acme', repository: 'acme/widgets' };
 const T0 = new Date('2026-12-03T10:00:00Z');
 const later = (ms: number) => new Date(T0.getTime() + ms);
 /** A run to admit: its job id, and the (test's own) BullMQ key prefix where its job would be. */
-const start = (jobId: string) => ({ jobId, jobKeyPrefix: `${ns}bull:frognano:` });
+const JOBS = `${ns}bull:frognano:`;
+const start = (jobId: string) => ({ jobId, jobKeyPrefix: JOBS });
 
 beforeAll(() => {
   redis = new Redis(REDIS_URL, { keyPrefix: ns });
@@ -144,8 +145,8 @@ describe('runner-seconds ledger', () => {
 
   test('admitRun refuses on the ledger before taking a run, and names the quota; checkQuotas only looks', async () => {
     const cfg = parseQuotasFile('defaults: { runnerSecondsPerDay: 100, runsPerHour: 1, holdSecondsPerRun: 10 }\n', 'q');
-    expect(await checkQuotas(redis, cfg, acme, T0)).toBeNull();
-    expect(await checkQuotas(redis, cfg, acme, T0)).toBeNull(); // looking takes no run
+    expect(await checkQuotas(redis, cfg, acme, JOBS, T0)).toBeNull();
+    expect(await checkQuotas(redis, cfg, acme, JOBS, T0)).toBeNull(); // looking takes no run
     await recordRunnerSeconds(redis, acme, 100, T0);
     const refused = {
       quota: 'runnerSecondsPerDay',
@@ -157,7 +158,7 @@ describe('runner-seconds ledger', () => {
       inFlight: 0,
     };
     expect(await admitRun(redis, cfg, acme, start('a@1'), T0)).toEqual(refused);
-    expect(await checkQuotas(redis, cfg, acme, T0)).toEqual(refused);
+    expect(await checkQuotas(redis, cfg, acme, JOBS, T0)).toEqual(refused);
     // Next day: the ledger is fresh and the hour's run was never taken.
     const nextDay = new Date('2026-12-04T00:00:01Z');
     expect(await admitRun(redis, cfg, acme, start('a@2'), nextDay)).toBeNull();
@@ -214,6 +215,10 @@ describe('runner-seconds held by runs in progress', () => {
       // Within the grace a hold counts even without a finished job (its job is added right after the hold).
       expect(await admitRun(redis, cfg, acme, start('next@1'), later(HOLD_GRACE_MS))).not.toBeNull();
       const after = later(HOLD_GRACE_MS + 1);
+      // Only looking (an ask that will wait) sweeps too: the finished job's hold no longer blocks it.
+      expect(await checkQuotas(redis, cfg, acme, JOBS, later(HOLD_GRACE_MS))).toMatchObject({ inFlight: 1200 });
+      expect(await checkQuotas(redis, cfg, acme, JOBS, after)).toBeNull();
+      expect((await heldSeconds(redis, acme, after)).jobs).toEqual(['live@1']);
       expect(await admitRun(redis, cfg, acme, start('next@1'), after)).toBeNull();
       expect((await heldSeconds(redis, acme, after)).jobs.sort()).toEqual(['live@1', 'next@1']);
       // next@1's job never appears: dropped once the grace is over; live@1 stays while its job has not finished.

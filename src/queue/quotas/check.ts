@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Tenant } from '../fairShare/tenants.js';
-import { heldSeconds, holdRunnerSeconds, releaseHold } from './holds.js';
+import { holdRunnerSeconds, releaseHold } from './holds.js';
 import { holdSecondsFor, limitsFor, type QuotaName, type QuotasConfig, type TenantLimits } from './schema.js';
-import { periodEnd, runnerSecondsUsed, takeRun, type Period } from './store.js';
+import { periodEnd, takeRun, type Period } from './store.js';
 
 /** Why a run may not start now: which quota, whose, what was used, the limit, when it resets. */
 export interface QuotaRefusal {
@@ -42,61 +42,58 @@ export async function admitRun(
   now = new Date(),
 ): Promise<QuotaRefusal | null> {
   const limits = limitsFor(cfg, t);
-  const held = await holdRunnerSeconds(redis, t, {
-    ...start,
-    seconds: holdSecondsFor(cfg, t),
-    limits: {
-      day: { installation: limits.installation.runnerSecondsPerDay, repository: limits.repository.runnerSecondsPerDay },
-      month: {
-        installation: limits.installation.runnerSecondsPerMonth,
-        repository: limits.repository.runnerSecondsPerMonth,
-      },
-    },
-    now,
-  });
-  if (!held.held) {
-    const [quota, period] = held.period === 'day' ? LEDGER_QUOTAS[0]! : LEDGER_QUOTAS[1]!;
-    const tenant = held.scope === 'installation' ? t.installation : t.repository;
-    const limit = limits[held.scope][quota]!;
-    return {
-      quota,
-      scope: held.scope,
-      tenant,
-      used: held.used,
-      limit,
-      resetAt: periodEnd(period, now),
-      inFlight: held.inFlight,
-    };
-  }
-  const refusal = await runsPerHour(redis, limits, t, now, false);
-  if (refusal) await releaseHold(redis, t, start.jobId);
-  return refusal;
+  const refusal = await holdFor(redis, limits, t, { ...start, seconds: holdSecondsFor(cfg, t) }, now);
+  if (refusal) return refusal;
+  const noRun = await runsPerHour(redis, limits, t, now, false);
+  if (noRun) await releaseHold(redis, t, start.jobId);
+  return noRun;
 }
 
 /**
  * Whether a run could be admitted now, taking nothing: for an ask that will wait for a running round (it is charged
- * when the round that takes it starts). Refused when a day or month is used up (runs in progress counted) or the
- * hourly bucket is empty.
+ * when the round that takes it starts). Refused when a day or month has no second left (runs in progress counted)
+ * or the hourly bucket is empty. Holds whose jobs ended are swept as by an admission.
  */
 export async function checkQuotas(
   redis: Redis,
   cfg: QuotasConfig,
   t: Tenant,
+  jobKeyPrefix: string,
   now = new Date(),
 ): Promise<QuotaRefusal | null> {
   const limits = limitsFor(cfg, t);
-  const held = await heldSeconds(redis, t, now);
-  for (const [quota, period] of LEDGER_QUOTAS) {
-    const used = await runnerSecondsUsed(redis, t, period, now);
-    for (const scope of ['installation', 'repository'] as const) {
-      const limit = limits[scope][quota];
-      if (limit === undefined || used[scope] + held[scope] < limit) continue;
-      const tenant = scope === 'installation' ? t.installation : t.repository;
-      const resetAt = periodEnd(period, now);
-      return { quota, scope, tenant, used: Math.round(used[scope]), limit, resetAt, inFlight: held[scope] };
-    }
-  }
-  return runsPerHour(redis, limits, t, now, true);
+  const refusal = await holdFor(redis, limits, t, { jobId: null, jobKeyPrefix, seconds: 1 }, now);
+  return refusal ?? runsPerHour(redis, limits, t, now, true);
+}
+
+/** Holds (or, without a job id, looks for room for) `seconds` against the day and month limits. */
+async function holdFor(
+  redis: Redis,
+  limits: TenantLimits,
+  t: Tenant,
+  o: { jobId: string | null; jobKeyPrefix: string; seconds: number },
+  now: Date,
+): Promise<QuotaRefusal | null> {
+  const { installation: inst, repository: repo } = limits;
+  const held = await holdRunnerSeconds(redis, t, {
+    ...o,
+    limits: {
+      day: { installation: inst.runnerSecondsPerDay, repository: repo.runnerSecondsPerDay },
+      month: { installation: inst.runnerSecondsPerMonth, repository: repo.runnerSecondsPerMonth },
+    },
+    now,
+  });
+  if (held.held) return null;
+  const [quota, period] = held.period === 'day' ? LEDGER_QUOTAS[0]! : LEDGER_QUOTAS[1]!;
+  return {
+    quota,
+    scope: held.scope,
+    tenant: held.scope === 'installation' ? t.installation : t.repository,
+    used: held.used,
+    limit: limits[held.scope][quota]!,
+    resetAt: periodEnd(period, now),
+    inFlight: held.inFlight,
+  };
 }
 
 async function runsPerHour(

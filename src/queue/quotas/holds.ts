@@ -26,7 +26,8 @@ function holdsKey(installation: string): string {
  * installation month, repository month; -1: none).
  * A hold is `seconds \t repository \t expires \t created`. Sweeps ended holds, then holds `seconds` for the job when
  * every limit has room for it (a hold counts as at most the limit, so a limit below the estimate still lets one run
- * at a time). Returns 0 (held, or already held by this job), else {limit index (1-4), used, held}.
+ * at a time). An empty job id only looks (sweeps, checks, holds nothing). Returns 0 (held, or already held by this
+ * job), else {limit index (1-4), used, held}.
  */
 const RESERVE = `
 local now, prefix, grace = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -51,6 +52,7 @@ for i = 1, #entries, 2 do
   end
 end
 if mine then return 0 end
+local dry = job == ''
 local used = {
   tonumber(redis.call('HGET', KEYS[2], '*') or '0'), tonumber(redis.call('HGET', KEYS[2], repo) or '0'),
   tonumber(redis.call('HGET', KEYS[3], '*') or '0'), tonumber(redis.call('HGET', KEYS[3], repo) or '0'),
@@ -62,6 +64,7 @@ for i = 1, 4 do
     return { i, tostring(used[i]), tostring(held[i]) }
   end
 end
+if dry then return 0 end
 redis.call('HSET', KEYS[1], job, seconds .. '\\t' .. repo .. '\\t' .. expires .. '\\t' .. now)
 redis.call('EXPIRE', KEYS[1], ${HOLD_MAX_SECONDS * 2})
 return 0
@@ -79,12 +82,13 @@ export type HoldResult =
 /**
  * Holds `seconds` for `jobId` against the tenant's day and month limits, atomically: concurrent starts never hold
  * more than the limits allow. `jobKeyPrefix` is the BullMQ queue's key prefix (`queue.toKey('')`), to see which
- * holds' jobs have ended. Holding again for a job that holds already is a no-op.
+ * holds' jobs have ended. Holding again for a job that holds already is a no-op. `jobId: null` only looks: whether
+ * `seconds` would fit now (ended holds are swept all the same).
  */
 export async function holdRunnerSeconds(
   redis: Redis,
   t: Tenant,
-  o: { jobId: string; jobKeyPrefix: string; seconds: number; limits: LedgerLimits; now?: Date },
+  o: { jobId: string | null; jobKeyPrefix: string; seconds: number; limits: LedgerLimits; now?: Date },
 ): Promise<HoldResult> {
   const now = o.now ?? new Date();
   const lim = (n?: number) => String(n ?? -1);
@@ -97,7 +101,7 @@ export async function holdRunnerSeconds(
     String(now.getTime()),
     o.jobKeyPrefix,
     String(HOLD_GRACE_MS),
-    o.jobId,
+    o.jobId ?? '',
     t.repository,
     String(Math.max(0, Math.round(o.seconds))),
     String(now.getTime() + HOLD_MAX_SECONDS * 1000),
