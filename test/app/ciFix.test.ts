@@ -10,6 +10,7 @@ import { startCiJudgeWorker } from '../../src/app/ciJudgeWorker.js';
 import { createCiJudgeQueue, type CiJudgeQueue } from '../../src/queue/ciJudge.js';
 import { startWaitingRound } from '../../src/queue/followUps.js';
 import { recheckCiAfterRound } from '../../src/runner/ciRecheck.js';
+import { waitFor } from '../support/redisServers.js';
 import {
   API,
   REDIS_URL,
@@ -421,16 +422,6 @@ describe('CI finished on the bot pull request', () => {
 });
 
 describe('when CI is judged', () => {
-  const waitFor = async <T>(what: string, get: () => Promise<T | undefined | null | false>, ms = 10_000) => {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await get();
-      if (v) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-
   test('settleSeconds after the last completed check: a workflow that registers its checks late is seen', async () => {
     gh.config = 'ciFix:\n  settleSeconds: 1\n';
     await receive(h.probot, 'check_run', checkRunEvent());
@@ -446,7 +437,7 @@ describe('when CI is judged', () => {
     expect(await jobs()).toHaveLength(0);
     const [job] = await waitFor('the CI round', async () => {
       const all = await jobs();
-      return all.length ? all : null;
+      return all.length > 0 && all;
     });
     expect(Date.now() - lastCompletion).toBeGreaterThanOrEqual(900);
     const data = JobDataSchema.parse(job!.data);
