@@ -10,9 +10,11 @@ import { HandBackError, JobFailure, type AbortCause, type RunnerContext } from '
 import type { EnqueueRound } from '../src/queue/followUps.js';
 import { startNextRound } from '../src/runner/nextRound.js';
 import { startRepairRound } from '../src/runner/verifyRepair.js';
+import { recheckCiAfterRound } from '../src/runner/ciRecheck.js';
+import { createCiJudgeQueue, type CiJudgeQueue } from '../src/queue/ciJudge.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
 import { createHandOff } from './handOff.js';
-import { startJobUsage } from './jobUsage.js';
+import { releaseJobHold, startJobUsage } from './jobUsage.js';
 
 export interface RunnerWorkerOptions {
   /** BullMQ connection (a dedicated ioredis with maxRetriesPerRequest: null). */
@@ -53,8 +55,10 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   // A round's end queues the pull request's next round from the asks that waited for it (src/runner/nextRound.ts).
   const queue = createQueue(o.connection, o.prefix ? { prefix: o.prefix } : {});
   const handOff = createHandOff({ queue, redis: o.ctx.redis, logger: log });
+  // A CI failure that came while a round ran is handed back to the app's judgment when the round ends.
+  const ciJudge = createCiJudgeQueue(o.connection, o.prefix);
 
-  const processor = jobProcessor(o, { queue, handOff, active });
+  const processor = jobProcessor(o, { queue, handOff, active, ciJudge });
 
   const worker = new Worker<JobData, JobResult, string>(QUEUE_NAME, processor, {
     connection: o.connection,
@@ -64,7 +68,7 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
     stalledInterval: o.stalledIntervalMs ?? 60_000,
     maxStalledCount: o.maxStalledCount ?? 2,
   });
-  worker.on('failed', onFailed(o, queue, reports, handOff.enqueue));
+  worker.on('failed', onFailed(o, { queue, ciJudge }, reports, handOff.enqueue));
   worker.on('completed', (job, result) => log.info({ jobId: job.id, outcome: result.outcome }, 'job completed'));
   worker.on('error', (err) => log.error({ err }, 'worker error'));
   worker.on('stalled', (jobId) =>
@@ -74,7 +78,8 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   return {
     worker,
     activeJobs: () => [...active.keys()],
-    shutdown: (graceMs: number) => shutdownWorker(worker, { active, reports, queue, log }, graceMs),
+    shutdown: (graceMs: number) =>
+      shutdownWorker(worker, { active, reports, queue, log }, graceMs).finally(() => ciJudge.close()),
   };
 }
 
@@ -83,10 +88,11 @@ interface ProcessorDeps {
   handOff: ReturnType<typeof createHandOff>;
   /** Jobs being processed now, by id, with what stops them. */
   active: Map<string, AbortController>;
+  ciJudge: CiJudgeQueue;
 }
 
 /** Runs one job: listens for its cancel, records its metrics, hands it back on shutdown, starts the PR's next round. */
-function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: ProcessorDeps) {
+function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active, ciJudge }: ProcessorDeps) {
   const log = o.ctx.logger;
   return async (job: Job<JobData, JobResult, string>, token?: string): Promise<JobResult> => {
     const id = job.id ?? 'unknown';
@@ -104,7 +110,7 @@ function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: Proces
     const started = Date.now();
     let handedBack = false;
     let result: JobResult | undefined;
-    const usage = startJobUsage(o.ctx, job.data);
+    const usage = startJobUsage(o.ctx, job.data, id);
     try {
       result = await processJob(job, usage.ctx, controller.signal);
       o.ctx.metrics?.recordJobFinished({
@@ -131,10 +137,11 @@ function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active }: Proces
     } finally {
       // A handed-back round has not ended: it runs again, and its end starts the next round.
       if (!handedBack) await startNextRound(queue, o.ctx, job.data, log.child({ jobId: id }), handOff.enqueue);
+      if (!handedBack) await recheckCiAfterRound(ciJudge, o.ctx.redis, job.data, log.child({ jobId: id }));
       // After the asks: a round of theirs pushes a new head that is verified again, so no repair is queued then.
       if (!handedBack)
         await startRepairRound(queue, o.ctx, job.data, result, log.child({ jobId: id }), handOff.enqueue);
-      await usage.end();
+      await usage.end({ handedBack });
       await handOff.jobEnding(id);
       active.delete(id);
       await stopListening();
@@ -181,7 +188,7 @@ async function shutdownWorker(
 /** Logs a failed job; one BullMQ gave up on after it stalled too often is also reported on its issue. */
 function onFailed(
   o: RunnerWorkerOptions,
-  queue: FrognanoQueue,
+  { queue, ciJudge }: { queue: FrognanoQueue; ciJudge: CiJudgeQueue },
   reports: Set<Promise<void>>,
   enqueue: EnqueueRound,
 ): (job: Job<JobData, JobResult, string> | undefined, err: Error) => void {
@@ -194,6 +201,10 @@ function onFailed(
     if (job && isStalledFailure(err.message)) {
       // Its run time is unknown (the runner that ran it is gone); NaN keeps it out of the duration histogram.
       o.ctx.metrics?.recordJobFinished({ status: 'failed', reason: 'stalled', durationSeconds: Number.NaN });
+      // Its hold on the tenant's runner-seconds goes with it (the time the dead runner used is unknown).
+      void releaseJobHold(o.ctx, job).catch((e: unknown) =>
+        log.warn({ jobId: job.id, err: e }, "could not release the job's quota hold; the next admission drops it"),
+      );
       const report = reportStalledJob(job, o.ctx)
         .then((state) =>
           log.info(
@@ -204,6 +215,7 @@ function onFailed(
         .catch((e: unknown) => log.error({ jobId: job.id, err: e }, 'could not report a stalled job on its issue'))
         // The round ended (given up): the asks that waited for it start the next round.
         .then(() => startNextRound(queue, o.ctx, job.data, log.child({ jobId: job.id }), enqueue))
+        .then(() => recheckCiAfterRound(ciJudge, o.ctx.redis, job.data, log.child({ jobId: job.id })))
         .finally(() => reports.delete(report));
       reports.add(report);
     }

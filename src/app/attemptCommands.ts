@@ -66,7 +66,8 @@ export async function startRetry(
       }
     }
     // Over quota: the refusal comment is the answer (once per period).
-    if (await refuseOverQuota(deps, d, key)) return { kind: 'over_quota' as const };
+    // The attempt about to be queued holds its quota (the number is taken only once it is admitted).
+    if (await refuseOverQuota(deps, d, key, (cur ?? 0) + 1)) return { kind: 'over_quota' as const };
     const attempt = await nextAttempt(redis, key);
     const base = jobData(p, key, attempt, 'comment', d.id, deps.now(), p.comment.id);
     const data = { ...base, ...(guidance ? { guidance } : {}) };

@@ -23,6 +23,7 @@ import {
   releaseCiFailure,
   answeringText,
 } from '../queue/ciFix.js';
+import { rememberCiFailure, scheduleCiJudgment, type CiJudgment } from '../queue/ciJudge.js';
 import { pullRequestKey } from '../queue/followUps.js';
 import { capText, humanHeadText, predatesText } from './ciFixMessages.js';
 import type { CiEvent } from './ciPayloads.js';
@@ -38,12 +39,23 @@ export type CiFixDecision =
   | { action: 'queued'; round: number; jobId: string }
   | { action: 'busy'; round: number | null }
   | { action: 'capped'; failing: string[] }
+  /** Judged `seconds` after the last completed check (ciFix.settleSeconds), from a delayed job. */
+  | { action: 'settling'; seconds: number }
   | { action: 'ignored'; why: string };
 
 /** Who "asked" for an automatic round: the bot itself (no person; no co-author, no two-person rule). */
 export const CI_TRIGGER = { login: DEFAULT_BOT_IDENTITY.name, id: 0 };
 
-export async function onCiCompleted(deps: HandlerDeps, d: Delivery, ev: CiEvent): Promise<CiFixDecision> {
+/**
+ * `after`: how this judgment came: from the webhook (none: a settle window may come first), from the delayed job
+ * once the window passed (`settle`), or when a round of the pull request ended (`round`).
+ */
+export async function onCiCompleted(
+  deps: HandlerDeps,
+  d: Delivery,
+  ev: CiEvent,
+  after?: CiJudgment['after'],
+): Promise<CiFixDecision> {
   if (ev.checkName === APPROVAL_CHECK_NAME) return { action: 'ignored', why: "the bot's own approval check" };
   const branches = ev.branches.filter((b) => b.startsWith(BOT_BRANCH_PREFIX));
   if (branches.length === 0) return { action: 'ignored', why: 'not a frognano branch' };
@@ -56,15 +68,44 @@ export async function onCiCompleted(deps: HandlerDeps, d: Delivery, ev: CiEvent)
   const notTarget = notFollowUpTarget(pr);
   if (notTarget) return { action: 'ignored', why: notTarget };
   const key = pullRequestKey(ev.owner, ev.repo, pr.number);
+  if (!after) {
+    const settling = await settleFirst(deps, d, ev, pr);
+    if (settling) return settling;
+  }
   const names = checks.failing.map((f) => f.name);
   if (!(await claimCiFailure(deps.redis, key, ev.headSha, names)))
     return { action: 'ignored', why: 'already handled (same head, same failing checks)' };
   try {
-    return await decide(deps, d, { ev, pr, key, failing: checks.failing });
+    const decision = await decide(deps, d, { ev, pr, key, failing: checks.failing });
+    if (decision.action === 'busy') {
+      // A round of the pull request runs: if it pushes nothing, this failure is judged again when it ends.
+      await rememberCiFailure(deps.redis, key, ev);
+      await releaseCiFailure(deps.redis, key, ev.headSha, names);
+    }
+    return decision;
   } catch (err) {
     await releaseCiFailure(deps.redis, key, ev.headSha, names); // let a redelivery or the next event try again
     throw err;
   }
+}
+
+/**
+ * The settle window: with `ciFix.settleSeconds` > 0 the head is judged by a delayed job that many seconds after
+ * the last completed check (each completion starts the window again), not now. Null: judge now.
+ */
+async function settleFirst(
+  deps: HandlerDeps,
+  d: Delivery,
+  ev: CiEvent,
+  pr: CiPullRequest,
+): Promise<CiFixDecision | null> {
+  if (!deps.ciJudge) return null;
+  const config = await readRepoConfigAt(d.octokit, { owner: ev.owner, repo: ev.repo, ref: pr.base.ref });
+  // An invalid config or CI fixes turned off: decide() says so now.
+  if (!config?.ciFix.enabled || config.ciFix.settleSeconds === 0) return null;
+  const seconds = config.ciFix.settleSeconds;
+  await scheduleCiJudgment(deps.ciJudge, { ev, after: 'settle' }, seconds * 1000);
+  return { action: 'settling', seconds };
 }
 
 async function pullRequestFor(d: Delivery, ev: CiEvent, branches: string[]): Promise<CiPullRequest | null> {

@@ -1,21 +1,12 @@
 import { z } from 'zod';
+import type { CiEvent } from '../queue/ciJudge.js';
 import { Installation, Repository } from './payloads.js';
 
 /**
  * The four events that say CI finished on a commit, as one shape: which commit, on which branches. Check runs and
  * suites (GitHub Actions and other apps), workflow runs (Actions), and commit statuses (third-party CI).
  */
-export interface CiEvent {
-  event: string;
-  owner: string;
-  repo: string;
-  installationId: number;
-  defaultBranch: string;
-  headSha: string;
-  branches: string[];
-  /** The check run's name (check_run events only): the bot's own approval check is not CI. */
-  checkName?: string;
-}
+export type { CiEvent };
 
 const sha = z.string().regex(/^[0-9a-f]{40}$/);
 const common = { repository: Repository, installation: Installation };

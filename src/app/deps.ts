@@ -6,6 +6,7 @@ import type { FrognanoMetrics } from '../ops/metrics.js';
 import type { FairShare } from '../queue/fairShare/dispatcher.js';
 import type { QuotasConfig } from '../queue/quotas/schema.js';
 import type { FrognanoQueue } from '../queue/queue.js';
+import type { CiJudgeQueue } from '../queue/ciJudge.js';
 
 export const DEFAULT_LABEL = 'frognano';
 
@@ -23,6 +24,8 @@ export interface AppDeps {
   /** The operator's quotas as last read (FROGNANO_QUOTAS_FILE); null or absent: no quotas. */
   quotas?: () => QuotasConfig | null;
   metrics?: FrognanoMetrics;
+  /** Where failing CI waits out its settle window (src/queue/ciJudge.ts); absent, CI is judged on the webhook. */
+  ciJudge?: CiJudgeQueue;
 }
 
 /** What every handler is given: the app's dependencies with their defaults filled in. */
@@ -34,6 +37,7 @@ export interface HandlerDeps {
   fairShare?: FairShare;
   quotas?: () => QuotasConfig | null;
   metrics?: FrognanoMetrics;
+  ciJudge?: CiJudgeQueue;
 }
 
 export type Log = Probot['log'];
@@ -48,13 +52,14 @@ export interface Delivery {
 }
 
 export function handlerDeps(deps: AppDeps): HandlerDeps {
-  const { queue, redis, fairShare, quotas, metrics } = deps;
+  const { queue, redis, fairShare, quotas, metrics, ciJudge } = deps;
   return {
     queue,
     redis,
     fairShare,
     quotas,
     metrics,
+    ciJudge,
     label: deps.label ?? DEFAULT_LABEL,
     now: deps.now ?? (() => new Date()),
   };

@@ -5,6 +5,7 @@ import { listRunners } from '../ops/runnerRegistry.js';
 import { FairShare, fairShareEnabled } from '../queue/fairShare/dispatcher.js';
 import { startDispatchLoop } from '../queue/fairShare/loop.js';
 import type { FrognanoQueue } from '../queue/queue.js';
+import { publishQuotas } from '../queue/quotas/published.js';
 import { weightsOf, type QuotasConfig } from '../queue/quotas/schema.js';
 import type { Log } from './deps.js';
 import { quotasFileFromEnv, watchQuotasFile } from './quotaFile.js';
@@ -52,6 +53,9 @@ export async function startSharedService(o: {
     ? watchQuotasFile(path, {
         onChange: (cfg) => {
           o.log.info({ path }, 'quotas file changed; new limits apply');
+          void publishQuotas(o.redis, cfg).catch((err: unknown) =>
+            o.log.warn({ err }, 'could not store the quotas for the runners'),
+          );
           void fairShare
             ?.setWeights(weightsOf(cfg))
             .catch((err: unknown) => o.log.warn({ err }, 'could not store weights'));
@@ -59,6 +63,10 @@ export async function startSharedService(o: {
         onError: (err) => o.log.error({ err: err.message }, 'quotas file unreadable; keeping the previous version'),
       })
     : undefined;
+  // The runners admit the rounds they queue themselves under the same limits (src/runner/quotaGate.ts).
+  await publishQuotas(o.redis, watch?.current() ?? null).catch((err: unknown) =>
+    o.log.warn({ err }, 'could not store the quotas for the runners; the next change of the file retries'),
+  );
   let stopLoop = async () => {};
   if (fairShareEnabled(env)) {
     let slots = { value: 1, at: 0 };

@@ -86,7 +86,9 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
   if (!origin) return { action: 'ignored', why: `branch ${o.pr.head.ref} is not a frognano branch` };
   if (!/^[0-9a-f]{40}$/.test(o.pr.head.sha))
     return { action: 'ignored', why: 'the pull request head is not a commit sha' };
-  const refusal = await refuseOverQuota(deps, d, pullRequestKey(o.owner, o.repo, o.pr.number));
+  const prKey = pullRequestKey(o.owner, o.repo, o.pr.number);
+  // Only a look here: an ask that waits for a running round is charged when the round that takes it starts.
+  const refusal = await refuseOverQuota(deps, d, prKey);
   if (refusal) return { action: 'over_quota', quota: refusal.quota };
   const issue = await fetchIssueText(d.octokit, o.owner, o.repo, origin.issueNumber);
   const { now } = deps;
@@ -140,7 +142,9 @@ export async function requestFollowUp(deps: HandlerDeps, d: Delivery, o: RoundRe
       statusUrl = up?.url;
     },
     (data) => enqueue(deps, data),
+    (round) => refuseOverQuota(deps, d, prKey, round),
   );
+  if (res.kind === 'over_quota') return { action: 'over_quota', quota: res.refusal.quota };
   if (res.kind === 'waiting') return { action: 'waiting', round: res.round, added: res.added };
   if (res.kind === 'busy') return { action: 'busy', round: res.round };
   return { action: 'queued', round: res.round, jobId: res.job.id!, statusUrl };

@@ -63,7 +63,7 @@ async function queueFirstAttempt(
     d.log.info({ jobId, state }, 'label: this issue already has an attempt; not enqueuing again');
     return { action: 'existing', jobId, state };
   }
-  const refusal = await refuseOverQuota(deps, d, key);
+  const refusal = await refuseOverQuota(deps, d, key, attempt);
   if (refusal) {
     await forgetFreshAttempt(redis, key); // a label after the reset starts it
     return { action: 'over_quota', quota: refusal.quota };

@@ -19,11 +19,20 @@ import { describeRedisTarget, redisConfigFromEnv } from '../queue/redisConfig.js
 import { setBotKeyPrefix } from '../queue/keys.js';
 import { answerRedisOutagesWith503 } from './redisOutage.js';
 import { createQueue, type FrognanoQueue } from '../queue/queue.js';
+import { createCiJudgeQueue, type CiJudgeQueue } from '../queue/ciJudge.js';
+import { startCiJudgeWorker } from './ciJudgeWorker.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
 import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
 
-let resources: { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; shared: SharedService } | undefined;
+let resources:
+  { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; shared: SharedService; ciJudge: CiJudging } | undefined;
+
+/** The CI settle window's queue and the app's worker that judges from it (src/queue/ciJudge.ts). */
+interface CiJudging {
+  queue: CiJudgeQueue;
+  worker: { close(): Promise<void> };
+}
 
 /** Runs only when Probot has credentials (never in setup mode), so setup needs no Redis. */
 async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
@@ -50,7 +59,11 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   });
   const { fairShare, quotas } = shared;
 
-  await createFrognanoApp({ queue, redis, label, fairShare, quotas, metrics })(app);
+  const ciJudgeQueue = createCiJudgeQueue(queueConnection, prefix);
+  const appDeps = { queue, redis, label, fairShare, quotas, metrics, ciJudge: ciJudgeQueue };
+  await createFrognanoApp(appDeps)(app);
+  // A BullMQ worker blocks on its connection: one of its own.
+  const ciJudgeWorker = startCiJudgeWorker(app, appDeps, createRedisConnection(redisConfig.target), prefix);
   // The approval gate on frognano's draft pull requests (src/app/review.ts).
   app.on('pull_request_review.submitted', async (context) => {
     await handleReviewSubmitted(context);
@@ -65,7 +78,7 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   metrics.bindQueue(queue);
   // Held jobs wait in the fair share's lines (BullMQ counts them as delayed): the autoscaling backlog adds them.
   if (fairShare) metrics.addBacklogSource(() => fairShare.backlog());
-  resources = { redis, queueConnection, queue, shared };
+  resources = { redis, queueConnection, queue, shared, ciJudge: { queue: ciJudgeQueue, worker: ciJudgeWorker } };
   const where = describeRedisTarget(redisConfig.target);
   app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
 }
@@ -97,6 +110,8 @@ async function main(): Promise<void> {
       if (resources) {
         metrics.bindQueue(null);
         await resources.shared.stop();
+        await resources.ciJudge.worker.close();
+        await resources.ciJudge.queue.close();
         await resources.queue.close();
         await Promise.all([resources.redis.quit(), resources.queueConnection.quit()]);
       }

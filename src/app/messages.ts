@@ -110,33 +110,5 @@ export function waitingAsksText(asks: { login: string; source: string; at: strin
   return [`Waiting for the next round (${asks.length}, oldest first, merged into one round):`, ...lines].join('\n');
 }
 
-const QUOTA_WORDS: Record<string, string> = {
-  runsPerHour: 'runs per hour',
-  runnerSecondsPerDay: 'runner time per day',
-  runnerSecondsPerMonth: 'runner time per month',
-};
-
-/** Runner-seconds as people read them. */
-function runnerTime(seconds: number): string {
-  if (seconds < 120) return `${seconds} s`;
-  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
-  return `${(seconds / 3600).toFixed(1)} h`;
-}
-
-/** A run refused by a quota: which one, whose, what was used, the limit and when it resets. */
-export function overQuotaText(r: {
-  quota: string;
-  scope: string;
-  tenant: string;
-  used: number;
-  limit: number;
-  resetAt: Date;
-}): string {
-  const amount = (n: number) => (r.quota === 'runsPerHour' ? String(n) : runnerTime(n));
-  const reset = `${r.resetAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-  return (
-    `Not queued: the ${r.scope} \`${r.tenant}\` has used its quota of ${QUOTA_WORDS[r.quota] ?? r.quota} ` +
-    `(\`${r.quota}\`: ${amount(r.used)} used of ${amount(r.limit)}). It resets at ${reset}; ask again after that. ` +
-    'Until then I answer further asks on this thread only with this comment.'
-  );
-}
+/** A run refused by a quota (src/github/quotaComment.ts: the runner writes it too). */
+export { overQuotaText } from '../github/quotaComment.js';

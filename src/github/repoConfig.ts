@@ -154,9 +154,14 @@ export const RepoConfigSchema = z
         enabled: z.boolean().default(true),
         /** Automatic rounds in a row per pull request; then it is labelled `frognano:needs-human`. */
         maxRounds: z.number().int().min(0).max(20).default(3),
+        /**
+         * Seconds to wait after the last completed check on a head before judging it: a workflow that registers
+         * its checks late is seen. 0 judges as soon as every check present has finished.
+         */
+        settleSeconds: z.number().int().min(0).max(3600).default(60),
       })
       .strict()
-      .default({ enabled: true, maxRounds: 3 }),
+      .default({ enabled: true, maxRounds: 3, settleSeconds: 60 }),
     verify: VerifyConfigSchema,
     approval: z
       .object({

@@ -14,6 +14,7 @@ import { enqueueJob, isUnfinishedState, type EnqueueResult, type FrognanoJob, ty
 import { JobDataSchema, jobIdFor, type JobData } from './schema.js';
 import { botKey } from './keys.js';
 import { automaticSource } from './verifyRepair.js';
+import type { QuotaRefusal } from './quotas/check.js';
 
 export type { FollowUpRequest } from './asks.js';
 
@@ -36,7 +37,15 @@ export type FollowUpEnqueued =
   /** A round of this PR is queued or running: the ask waits for the next one (`added.count` wait now). */
   | { kind: 'waiting'; round: number; added: WaitingAdded }
   /** A CI fix while a round is unfinished or people's asks wait: nothing queued (that round pushes a new head). */
-  | { kind: 'busy'; round: number | null };
+  | { kind: 'busy'; round: number | null }
+  /** The round was not admitted by the quotas: nothing queued; the asks that waited still wait. */
+  | { kind: 'over_quota'; refusal: QuotaRefusal };
+
+/**
+ * Admits the round about to be queued under the quotas (src/queue/quotas/check.ts: it holds its runner-seconds and
+ * takes its hourly run, once per round however many asks it merges), or says why not. Called under the PR's lock.
+ */
+export type AdmitRound = (round: number, req: FollowUpRequest) => Promise<QuotaRefusal | null>;
 
 /** Called under the PR's lock once the round number is known, before the job exists. */
 export type BeforeEnqueue = (round: number, req: FollowUpRequest) => Promise<void>;
@@ -56,6 +65,7 @@ export async function enqueueFollowUp(
   req: FollowUpRequest,
   beforeEnqueue?: BeforeEnqueue,
   enqueue: EnqueueRound = (data) => enqueueJob(queue, data),
+  admit?: AdmitRound,
 ): Promise<FollowUpEnqueued> {
   const key = pullRequestKey(req.owner, req.repo, req.followUp.pullNumber);
   // Bad input is refused before a round number is spent on it.
@@ -67,12 +77,12 @@ export async function enqueueFollowUp(
     if (automaticSource(req.followUp.source)) {
       if (busy !== null || (await readWaitingAsks(redis, key)).length > 0)
         return { kind: 'busy' as const, round: busy };
-      return enqueueRound(redis, key, [req], enqueue, beforeEnqueue);
+      return enqueueRound(redis, key, [req], { enqueue, beforeEnqueue, admit });
     }
     if (busy !== null) return { kind: 'waiting' as const, round: busy, added: await addWaitingAsk(redis, key, req) };
     const waiting = await readWaitingAsks(redis, key);
     const asks = [...waiting.filter((w) => askId(w) !== askId(req)), req];
-    return enqueueRound(redis, key, asks, enqueue, beforeEnqueue);
+    return enqueueRound(redis, key, asks, { enqueue, beforeEnqueue, admit });
   });
 }
 
@@ -89,13 +99,14 @@ export async function startWaitingRound(
   endedRound: number,
   beforeEnqueue?: BeforeEnqueue,
   enqueue: EnqueueRound = (data) => enqueueJob(queue, data),
-): Promise<Extract<FollowUpEnqueued, { kind: 'queued' }> | null> {
+  admit?: AdmitRound,
+): Promise<Extract<FollowUpEnqueued, { kind: 'queued' | 'over_quota' }> | null> {
   return withRedisLock(redis, pullRequestLockKey(key), async () => {
     if ((await currentAttempt(redis, key)) !== endedRound) return null;
     await redis.set(roundEndedKey(key), String(endedRound), 'EX', ROUND_ENDED_TTL_SECONDS);
     const waiting = await readWaitingAsks(redis, key);
     if (waiting.length === 0) return null;
-    return enqueueRound(redis, key, waiting, enqueue, beforeEnqueue);
+    return enqueueRound(redis, key, waiting, { enqueue, beforeEnqueue, admit });
   });
 }
 
@@ -112,10 +123,13 @@ async function enqueueRound(
   redis: Redis,
   key: IssueKey,
   asks: FollowUpRequest[],
-  enqueue: EnqueueRound,
-  beforeEnqueue?: BeforeEnqueue,
-): Promise<Extract<FollowUpEnqueued, { kind: 'queued' }>> {
+  o: { enqueue: EnqueueRound; beforeEnqueue?: BeforeEnqueue; admit?: AdmitRound },
+): Promise<Extract<FollowUpEnqueued, { kind: 'queued' | 'over_quota' }>> {
+  const { enqueue, beforeEnqueue } = o;
   const req = mergeAsks(asks);
+  // Under the lock the next number is the current one plus one: it is spent only once the round is admitted.
+  const refusal = await o.admit?.(((await currentAttempt(redis, key)) ?? 0) + 1, req);
+  if (refusal) return { kind: 'over_quota', refusal };
   const round = await nextAttempt(redis, key);
   await beforeEnqueue?.(round, req);
   const { created, job } = await enqueue({ ...req, followUp: { ...req.followUp, round } });

@@ -7,6 +7,7 @@ import { pullRequestKey, startWaitingRound, type EnqueueRound } from '../queue/f
 import type { FrognanoQueue } from '../queue/queue.js';
 import { JobDataSchema, jobIdFor, type JobData } from '../queue/schema.js';
 import { forgetSecretLater, installationAccessFor } from './jobSupport.js';
+import { runnerAdmit } from './quotaGate.js';
 import type { RunnerContext } from './types.js';
 
 /**
@@ -41,8 +42,16 @@ export async function startNextRound(
   const access = await accessIfAsksWait(ctx, parsed.data, key, log);
   try {
     const announce = (round: number, req: FollowUpRequest) => announceRound(ctx, access, round, req, log);
-    const next = await startWaitingRound(queue, ctx.redis, key, ended.round, announce, enqueue);
-    if (next) {
+    // The merged round is charged once, now that it starts (its asks were only checked when they were made).
+    const admit = runnerAdmit(queue, ctx, key, {
+      access: async () => access,
+      what: 'The next round, for the asks that waited, was not queued (they still wait)',
+      mark: 'next-round',
+      log,
+    });
+    const next = await startWaitingRound(queue, ctx.redis, key, ended.round, announce, enqueue, admit);
+    if (next?.kind === 'over_quota') log.info({ quota: next.refusal.quota }, 'the waiting asks stay: over quota');
+    else if (next) {
       const fields = { round: next.round, asks: next.asks, jobId: next.job.id };
       log.info(fields, 'queued the next round from the waiting asks');
     }

@@ -2,12 +2,15 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { postComment } from '../github/comments.js';
 import { labelNeedsHuman } from '../github/followUpPullRequest.js';
-import { enqueueFollowUp, type EnqueueRound, type FollowUpRequest } from '../queue/followUps.js';
+import { enqueueFollowUp, pullRequestKey, type EnqueueRound, type FollowUpRequest } from '../queue/followUps.js';
 import type { FrognanoQueue } from '../queue/queue.js';
 import { JobDataSchema, type JobData, type JobResult } from '../queue/schema.js';
 import type { RepairRequest, VerifyRepair } from '../queue/verifyRepair.js';
 import { errorText } from '../util/errors.js';
 import { followUpRound, type FollowUpData, type HeadCheckout } from './followUp.js';
+import type { InstallationAccess } from '../github/client.js';
+import { forgetSecretLater, installationAccessFor } from './jobSupport.js';
+import { runnerAdmit } from './quotaGate.js';
 import { repairReport } from './repairReport.js';
 import type { CheckedChange, Checkout, LiveRun, Published, RoundVariant, Stopped } from './roundVariant.js';
 import type { RunnerContext } from './types.js';
@@ -138,8 +141,20 @@ export async function startRepairRound(
   if (!parsed.success || !result?.repair) return;
   try {
     const req = repairRequestData(parsed.data, result.repair);
-    const res = await enqueueFollowUp(queue, ctx.redis, req, undefined, enqueue);
+    const key = pullRequestKey(req.owner, req.repo, req.followUp.pullNumber);
+    // Under the same quotas as a CI fix: refused, the pull request keeps its verdict and is told why (once).
+    let access: InstallationAccess | null = null;
+    const admit = runnerAdmit(queue, ctx, key, {
+      access: async () => (access = await installationAccessFor(ctx)(req.installationId, req.repo).catch(() => null)),
+      what: "The verification of this pull request's head failed, but no repair round was queued (its verdict stands)",
+      mark: 'repair',
+      log,
+    });
+    const res = await enqueueFollowUp(queue, ctx.redis, req, undefined, enqueue, admit).finally(() => {
+      if (access) forgetSecretLater((access as InstallationAccess).token);
+    });
     if (res.kind === 'queued') log.info({ round: res.round, jobId: res.job.id }, 'queued a verification-repair round');
+    else if (res.kind === 'over_quota') log.info({ quota: res.refusal.quota }, 'no repair round: over quota');
     else log.info({ round: res.round }, 'no repair round: another round of the pull request is queued or running');
   } catch (err) {
     log.error({ err, pr: result.repair.pullNumber }, 'could not queue the verification-repair round');

@@ -3,8 +3,17 @@ import nock from 'nock';
 import { nextAttempt } from '../../src/queue/attempts.js';
 import { pullRequestKey } from '../../src/queue/followUps.js';
 import { JobDataSchema } from '../../src/queue/schema.js';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { startCiJudgeWorker } from '../../src/app/ciJudgeWorker.js';
+import { createCiJudgeQueue, type CiJudgeQueue } from '../../src/queue/ciJudge.js';
+import { startWaitingRound } from '../../src/queue/followUps.js';
+import { recheckCiAfterRound } from '../../src/runner/ciRecheck.js';
+import { waitFor } from '../support/redisServers.js';
 import {
   API,
+  REDIS_URL,
   commentPayload,
   createHarness,
   example,
@@ -23,6 +32,11 @@ const BASE = 'b'.repeat(40);
 const ROUND1 = `codertocat/hello-world#${PR}@1`;
 
 let h: Harness;
+let ciJudge: CiJudgeQueue;
+let judgeWorker: Worker;
+let judgeConn: Redis;
+/** Tests that are not about the settle window judge at once (`ciFix.settleSeconds: 0`). */
+const JUDGE_NOW = 'ciFix:\n  settleSeconds: 0\n';
 
 /** GitHub as these tests need it: check runs and statuses per commit, the PR, its head commit's author, the config. */
 interface Fake {
@@ -164,21 +178,37 @@ async function jobs() {
 beforeAll(async () => {
   nock.disableNetConnect();
   nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app-cifix');
+  h = await createHarness('app-cifix', undefined, (queue) => {
+    ciJudge = createCiJudgeQueue(queue.opts.connection, queue.opts.prefix);
+    return { ciJudge };
+  });
+  // The app's own worker for delayed judgments, as src/app/main.ts starts it, on a connection of its own.
+  judgeConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  judgeWorker = startCiJudgeWorker(
+    h.probot,
+    { queue: h.queue, redis: h.redis, ciJudge },
+    judgeConn,
+    h.queue.opts.prefix,
+  );
 });
 afterAll(async () => {
+  await judgeWorker.close();
+  await ciJudge.obliterate({ force: true });
+  await ciJudge.close();
+  await judgeConn.quit();
   await h.close();
   nock.enableNetConnect();
 });
 beforeEach(async () => {
   await h.reset();
+  await ciJudge.obliterate({ force: true });
   nock.cleanAll();
   nockInstallationToken();
   gh = {
     runs: { [HEAD]: [run('lint', 'success'), run('test', 'failure', { id: 4242 })] },
     statuses: {},
     author: 'frognano[bot]',
-    config: null,
+    config: JUDGE_NOW,
     prHead: HEAD,
     comments: [],
     edits: [],
@@ -325,7 +355,7 @@ describe('CI finished on the bot pull request', () => {
   });
 
   test('ciFix.enabled: false in .github/frognano.yml starts nothing', async () => {
-    gh.config = 'ciFix:\n  enabled: false\n';
+    gh.config = 'ciFix:\n  enabled: false\n  settleSeconds: 0\n';
     await receive(h.probot, 'check_suite', checkSuiteEvent());
     expect(await jobs()).toHaveLength(0);
   });
@@ -354,7 +384,7 @@ describe('CI finished on the bot pull request', () => {
   });
 
   test('at the cap: frognano:needs-human and one comment; a round a person asks for resets the count', async () => {
-    gh.config = 'ciFix:\n  maxRounds: 1\n';
+    gh.config = 'ciFix:\n  maxRounds: 1\n  settleSeconds: 0\n';
     await receive(h.probot, 'check_suite', checkSuiteEvent());
     expect((await jobs()).map((j) => j.id)).toEqual([ROUND1]);
     await (await h.queue.getJob(ROUND1))!.remove();
@@ -388,5 +418,67 @@ describe('CI finished on the bot pull request', () => {
     const data = JobDataSchema.parse(job!.data);
     expect(data.ciFix!.checks).toHaveLength(50);
     expect(gh.comments[0]).toContain('(and 45 more)');
+  });
+});
+
+describe('when CI is judged', () => {
+  test('settleSeconds after the last completed check: a workflow that registers its checks late is seen', async () => {
+    gh.config = 'ciFix:\n  settleSeconds: 1\n';
+    await receive(h.probot, 'check_run', checkRunEvent());
+    // Every check present has finished and one failed, but the window has not passed: nothing yet.
+    expect(await jobs()).toHaveLength(0);
+    // A second workflow registers its check, then it fails; each completion starts the window again.
+    await new Promise((r) => setTimeout(r, 500));
+    gh.runs[HEAD]!.push(run('e2e', null, { id: 4300 }));
+    await new Promise((r) => setTimeout(r, 300));
+    gh.runs[HEAD] = [run('lint', 'success'), run('test', 'failure', { id: 4242 }), run('e2e', 'failure', { id: 4300 })];
+    const lastCompletion = Date.now();
+    await receive(h.probot, 'workflow_run', workflowRunEvent());
+    expect(await jobs()).toHaveLength(0);
+    const [job] = await waitFor('the CI round', async () => {
+      const all = await jobs();
+      return all.length > 0 && all;
+    });
+    expect(Date.now() - lastCompletion).toBeGreaterThanOrEqual(900);
+    const data = JobDataSchema.parse(job!.data);
+    expect(data.ciFix!.checks.map((c) => c.name).sort()).toEqual(['e2e', 'test']);
+    expect((await jobs()).map((j) => j.id)).toEqual([ROUND1]);
+  });
+
+  test('a failure that arrives while a round runs is judged again when the round ends, if the head did not move', async () => {
+    await receive(h.probot, 'check_run', checkRunEvent());
+    expect((await jobs()).map((j) => j.id)).toEqual([ROUND1]);
+    // While round 1 waits, a second workflow fails on the same head: nothing can start now.
+    gh.runs[HEAD]!.push(run('e2e', 'failure', { id: 4300 }));
+    await receive(h.probot, 'workflow_run', workflowRunEvent());
+    expect(await jobs()).toHaveLength(1);
+    // Round 1 ends without pushing (the runner marks it ended, then hands the failure back).
+    const key = pullRequestKey('Codertocat', 'Hello-World', PR);
+    await startWaitingRound(h.queue, h.redis, key, 1);
+    const round1 = (await h.queue.getJob(ROUND1))!;
+    await recheckCiAfterRound(ciJudge, h.redis, round1.data, pino({ level: 'silent' }));
+    const round2 = await waitFor('round 2', async () => h.queue.getJob(`codertocat/hello-world#${PR}@2`));
+    const data = JobDataSchema.parse(round2.data);
+    expect(data.ciFix).toMatchObject({ headSha: HEAD, streak: 2 });
+    expect(data.ciFix!.checks.map((c) => c.name).sort()).toEqual(['e2e', 'test']);
+  });
+
+  test('a failure handed back after a round that moved the head starts nothing', async () => {
+    await receive(h.probot, 'check_run', checkRunEvent());
+    gh.runs[HEAD]!.push(run('e2e', 'failure', { id: 4300 }));
+    await receive(h.probot, 'workflow_run', workflowRunEvent());
+    const key = pullRequestKey('Codertocat', 'Hello-World', PR);
+    await startWaitingRound(h.queue, h.redis, key, 1);
+    gh.prHead = 'd'.repeat(40); // round 1 pushed a new head
+    gh.openPulls = [];
+    const reads = gh.calls.length;
+    await recheckCiAfterRound(ciJudge, h.redis, (await h.queue.getJob(ROUND1))!.data, pino({ level: 'silent' }));
+    // The judgment runs (it reads the head's checks again), then finds no open pull request with that head.
+    await waitFor('the judgment', async () => gh.calls.length > reads);
+    await waitFor('the judgment to end', async () => {
+      const c = await ciJudge.getJobCounts('waiting', 'active', 'delayed');
+      return c.waiting + c.active + c.delayed === 0;
+    });
+    expect((await jobs()).map((j) => j.id)).toEqual([ROUND1]);
   });
 });

@@ -4,6 +4,7 @@ import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
 import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import type { QuotasConfig } from '../../src/queue/quotas/schema.js';
+import { recordRunnerSeconds } from '../../src/queue/quotas/store.js';
 import { issueJob } from '../support/tenantJobs.js';
 import {
   API,
@@ -148,5 +149,30 @@ describe('quotas in the app', () => {
     expect(await h.redis.get('frognano:attempt:codertocat/hello-world#2')).toBeNull();
     const body = (await metrics.render()).body;
     expect(body).toContain('frognano_quota_refusals_total{installation="codertocat",quota="runsPerHour"} 2');
+  });
+});
+
+describe('quotas hold under concurrency', () => {
+  test('a tenant at 95% of its day labels ten issues at once: only the runs whose hold fits are queued', async () => {
+    // 34,200 of 36,000 s used today; a run holds 1,800 s (the default) until it ends: room for exactly one.
+    quotas = parseQuotasFile('defaults: { runnerSecondsPerDay: 36000 }\n', 'q.yaml');
+    await recordRunnerSeconds(h.redis, { installation: 'codertocat', repository: 'codertocat/hello-world' }, 34_200);
+    const issues = Array.from({ length: 10 }, (_, i) => i + 1);
+    nockPermission('Codertocat', 'write').persist();
+    const bodies = new Map<number, string[]>();
+    for (const n of issues) {
+      bodies.set(n, []);
+      nock(API).persist().get(`${REPO}/issues/${n}/comments`).query(true).reply(200, []);
+      nockCreateComment(n, bodies.get(n)!, 100 + n).persist();
+    }
+    await Promise.all(issues.map((n) => receive(h.probot, 'issues', labeledPayload({ issueNumber: n }))));
+
+    expect(await h.queue.count()).toBe(1);
+    const refusals = issues.flatMap((n) => bodies.get(n)!.filter((b) => b.startsWith('Not queued')));
+    expect(refusals).toHaveLength(9);
+    expect(refusals[0]).toMatch(
+      /^Not queued: the installation `codertocat` has no room left in its quota of runner time per day \(`runnerSecondsPerDay`: 9\.5 h used and 30 min held by runs in progress, of 10\.0 h\)\. .* Ask again when a run has ended or after the reset/,
+    );
+    nock.cleanAll();
   });
 });

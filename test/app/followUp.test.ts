@@ -3,7 +3,11 @@ import nock from 'nock';
 import { guidanceFrom, isGuidanceRequest } from '../../src/app/guidance.js';
 import { pullRequestCommand } from '../../src/app/followUp.js';
 import { parseCommand } from '../../src/app/commands.js';
-import { JobDataSchema } from '../../src/queue/schema.js';
+import { JobDataSchema, jobIdFor } from '../../src/queue/schema.js';
+import { parseQuotasFile } from '../../src/app/quotaFile.js';
+import { startWaitingRound, pullRequestKey } from '../../src/queue/followUps.js';
+import { admitRun } from '../../src/queue/quotas/check.js';
+import type { QuotasConfig } from '../../src/queue/quotas/schema.js';
 import {
   API,
   commentPayload,
@@ -21,11 +25,12 @@ const HEAD = 'c'.repeat(40);
 const ROUND1 = `codertocat/hello-world#${PR}@1`;
 
 let h: Harness;
+let quotas: QuotasConfig | null = null;
 
 beforeAll(async () => {
   nock.disableNetConnect();
   nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app-followup');
+  h = await createHarness('app-followup', undefined, () => ({ quotas: () => quotas }));
 });
 afterAll(async () => {
   await h.close();
@@ -33,6 +38,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await h.reset();
+  quotas = null;
   nock.cleanAll();
   nockInstallationToken();
 });
@@ -133,6 +139,47 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     expect(replies[0]).toMatch(/^Queued after round 1: /);
     expect(replies[0]).not.toMatch(/did not start/);
     expect(await h.queue.count()).toBe(1);
+  });
+
+  test('asks that wait are charged when their round starts, once for the merged round', async () => {
+    quotas = parseQuotasFile('repositories:\n  codertocat/hello-world: { runsPerHour: 2 }\n', 'q.yaml');
+    nockPermission('Codertocat', 'write');
+    nockRoundRequest([]);
+    await receive(h.probot, 'issue_comment', prComment('/frognano rename it please'));
+    expect(await h.queue.getJob(ROUND1)).toBeDefined(); // round 1 took one of the hour's two runs
+    // Three asks while round 1 waits: each only looks at the quota (one run left), none takes it.
+    const replies: string[] = [];
+    for (const commentId of [41, 42, 43]) {
+      nockPermission('Codertocat', 'write');
+      nock(API)
+        .post(`${REPO}/issues/comments/${commentId}/reactions`)
+        .reply(201, {})
+        .get(`${REPO}/pulls/${PR}`)
+        .reply(200, botPullRequest())
+        .get(`${REPO}/issues/1`)
+        .reply(200, { number: 1, title: 'T', body: 'B' })
+        .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
+        .reply(201, { id: 5000 + commentId });
+      await receive(h.probot, 'issue_comment', prComment(`/frognano ask number ${commentId}`, { commentId }));
+    }
+    expect(replies).toHaveLength(3);
+    for (const r of replies) expect(r).toMatch(/^Queued after round 1: /);
+    // Round 1 ends: the three asks start round 2, admitted once (as the runner does, src/runner/nextRound.ts).
+    const key = pullRequestKey('Codertocat', 'Hello-World', PR);
+    const admit = (round: number) =>
+      admitRun(
+        h.redis,
+        quotas!,
+        { installation: 'codertocat', repository: 'codertocat/hello-world' },
+        {
+          jobId: jobIdFor({ ...key, attempt: round }),
+          jobKeyPrefix: h.queue.toKey(''),
+        },
+      );
+    const next = await startWaitingRound(h.queue, h.redis, key, 1, undefined, undefined, admit);
+    expect(next).toMatchObject({ kind: 'queued', round: 2, asks: 3 });
+    // The hour's two runs are now spent: rounds 1 and 2, not one per ask.
+    expect(await admit(3)).toMatchObject({ quota: 'runsPerHour', used: 2, limit: 2 });
   });
 
   test('/frognano cancel on the PR withdraws its queued round, and the PR status comment says so', async () => {

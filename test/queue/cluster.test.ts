@@ -19,7 +19,8 @@ import { redisConfigFromEnv, type RedisConfig } from '../../src/queue/redisConfi
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
 import { listRunners, registerRunner } from '../../src/ops/runnerRegistry.js';
 import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
-import { checkQuotas } from '../../src/queue/quotas/check.js';
+import { admitRun, checkQuotas } from '../../src/queue/quotas/check.js';
+import { HOLD_GRACE_MS, heldSeconds, settleHold } from '../../src/queue/quotas/holds.js';
 import { QuotasFileSchema } from '../../src/queue/quotas/schema.js';
 import { recordRunnerSeconds, runnerSecondsUsed } from '../../src/queue/quotas/store.js';
 import { issueJob } from '../support/tenantJobs.js';
@@ -218,13 +219,25 @@ run('Redis Cluster (3 masters): fair share and quotas', () => {
     expect(await fair.backlog()).toBe(1);
   });
 
-  test('quotas: the token bucket and the ledger', async () => {
-    const limits = QuotasFileSchema.parse({ defaults: { runsPerHour: 1, runnerSecondsPerDay: 10 } });
+  test("quotas: the token bucket, the ledger and the holds (whose sweep reads the queue's job keys)", async () => {
+    const limits = QuotasFileSchema.parse({
+      defaults: { runsPerHour: 1, runnerSecondsPerDay: 10, holdSecondsPerRun: 5 },
+    });
     const t = { installation: 'acme', repository: 'acme/a' };
-    expect(await checkQuotas(redis, limits, t)).toBeNull();
-    expect(await checkQuotas(redis, limits, t)).toMatchObject({ quota: 'runsPerHour', used: 1, limit: 1 });
-    await recordRunnerSeconds(redis, t, 12);
+    const start = (jobId: string) => ({ jobId, jobKeyPrefix: queue.toKey('') });
+    expect(await admitRun(redis, limits, t, start('q@1'))).toBeNull();
+    expect(await admitRun(redis, limits, t, start('q@2'))).toMatchObject({ quota: 'runsPerHour', used: 1, limit: 1 });
+    await settleHold(redis, t, 'q@1', 12);
     expect(await runnerSecondsUsed(redis, t, 'day')).toEqual({ installation: 12, repository: 12 });
-    expect(await checkQuotas(redis, limits, t)).toMatchObject({ quota: 'runnerSecondsPerDay', used: 12 });
+    expect(await checkQuotas(redis, limits, t, queue.toKey(''))).toMatchObject({
+      quota: 'runnerSecondsPerDay',
+      used: 12,
+    });
+    // A hold whose job never appeared is swept by the next admission once the grace is over.
+    const b = { installation: 'beta', repository: 'beta/b' };
+    const noRuns = QuotasFileSchema.parse({ defaults: { runnerSecondsPerDay: 10, holdSecondsPerRun: 10 } });
+    expect(await admitRun(redis, noRuns, b, start('gone@1'), new Date(Date.now() - HOLD_GRACE_MS - 1000))).toBeNull();
+    expect(await admitRun(redis, noRuns, b, start('next@1'))).toBeNull();
+    expect((await heldSeconds(redis, b)).jobs).toEqual(['next@1']);
   });
 });

@@ -4,7 +4,8 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { checkQuotas } from '../../src/queue/quotas/check.js';
+import { admitRun, checkQuotas } from '../../src/queue/quotas/check.js';
+import { HOLD_GRACE_MS, HOLD_MAX_SECONDS, heldSeconds, settleHold } from '../../src/queue/quotas/holds.js';
 import { limitsFor, weightsOf } from '../../src/queue/quotas/schema.js';
 import { periodEnd, recordRunnerSeconds, runnerSecondsUsed, takeRun } from '../../src/queue/quotas/store.js';
 import { parseQuotasFile, watchQuotasFile } from '../../src/app/quotaFile.js';
@@ -16,6 +17,9 @@ let redis: Redis;
 const acme = { installation: 'acme', repository: 'acme/widgets' };
 const T0 = new Date('2026-12-03T10:00:00Z');
 const later = (ms: number) => new Date(T0.getTime() + ms);
+/** A run to admit: its job id, and the (test's own) BullMQ key prefix where its job would be. */
+const JOBS = `${ns}bull:frognano:`;
+const start = (jobId: string) => ({ jobId, jobKeyPrefix: JOBS });
 
 beforeAll(() => {
   redis = new Redis(REDIS_URL, { keyPrefix: ns });
@@ -139,20 +143,95 @@ describe('runner-seconds ledger', () => {
     expect(periodEnd('month', T0)).toEqual(new Date('2027-01-01T00:00:00Z'));
   });
 
-  test('checkQuotas refuses on the ledger before taking a run, and names the quota', async () => {
-    const cfg = parseQuotasFile('defaults: { runnerSecondsPerDay: 100, runsPerHour: 1 }\n', 'q');
-    expect(await checkQuotas(redis, cfg, acme, T0)).toBeNull();
+  test('admitRun refuses on the ledger before taking a run, and names the quota; checkQuotas only looks', async () => {
+    const cfg = parseQuotasFile('defaults: { runnerSecondsPerDay: 100, runsPerHour: 1, holdSecondsPerRun: 10 }\n', 'q');
+    expect(await checkQuotas(redis, cfg, acme, JOBS, T0)).toBeNull();
+    expect(await checkQuotas(redis, cfg, acme, JOBS, T0)).toBeNull(); // looking takes no run
     await recordRunnerSeconds(redis, acme, 100, T0);
-    expect(await checkQuotas(redis, cfg, acme, T0)).toEqual({
+    const refused = {
       quota: 'runnerSecondsPerDay',
       scope: 'installation',
       tenant: 'acme',
       used: 100,
       limit: 100,
       resetAt: new Date('2026-12-04T00:00:00Z'),
-    });
-    // Next day: the ledger is fresh; the hour's one run was taken at T0 and is back by then.
-    expect(await checkQuotas(redis, cfg, acme, new Date('2026-12-04T00:00:01Z'))).toBeNull();
+      inFlight: 0,
+    };
+    expect(await admitRun(redis, cfg, acme, start('a@1'), T0)).toEqual(refused);
+    expect(await checkQuotas(redis, cfg, acme, JOBS, T0)).toEqual(refused);
+    // Next day: the ledger is fresh and the hour's run was never taken.
+    const nextDay = new Date('2026-12-04T00:00:01Z');
+    expect(await admitRun(redis, cfg, acme, start('a@2'), nextDay)).toBeNull();
+    expect(await admitRun(redis, cfg, acme, start('a@3'), nextDay)).toMatchObject({ quota: 'runsPerHour' });
+    // The run refused by the bucket holds nothing.
+    expect((await heldSeconds(redis, acme, nextDay)).jobs).toEqual(['a@2']);
+  });
+});
+
+describe('runner-seconds held by runs in progress', () => {
+  const cfg = parseQuotasFile('defaults: { runnerSecondsPerDay: 36000, holdSecondsPerRun: 600 }\n', 'q');
+
+  test('ten runs start at once at 95% of the day: three holds fit, seven are refused, none passes the limit', async () => {
+    await recordRunnerSeconds(redis, acme, 34_200, T0);
+    // Ten connections: the admissions really race in Redis.
+    const conns = Array.from({ length: 10 }, () => new Redis(REDIS_URL, { keyPrefix: ns }));
+    try {
+      const results = await Promise.all(conns.map((c, i) => admitRun(c, cfg, acme, start(`job@${i}`), T0)));
+      expect(results.filter((r) => r === null)).toHaveLength(3);
+      expect(results.filter((r) => r !== null)).toHaveLength(7);
+      expect(results.find((r) => r !== null)).toMatchObject({ used: 34_200, inFlight: 1800, limit: 36_000 });
+    } finally {
+      await Promise.all(conns.map((c) => c.quit()));
+    }
+    expect(await heldSeconds(redis, acme, T0)).toMatchObject({ installation: 1800, repository: 1800 });
+  });
+
+  test('a run that ends settles: its hold goes, the time it used counts, and the room it did not use frees', async () => {
+    await recordRunnerSeconds(redis, acme, 34_200, T0);
+    for (const id of ['r@1', 'r@2', 'r@3']) expect(await admitRun(redis, cfg, acme, start(id), T0)).toBeNull();
+    expect(await admitRun(redis, cfg, acme, start('r@4'), T0)).not.toBeNull();
+    await settleHold(redis, acme, 'r@1', 120, T0);
+    expect(await runnerSecondsUsed(redis, acme, 'day', T0)).toEqual({ installation: 34_320, repository: 34_320 });
+    expect((await heldSeconds(redis, acme, T0)).jobs.sort()).toEqual(['r@2', 'r@3']);
+    // 34,320 used + 1,200 held + 600 > 36,000; a second settle frees room for one more.
+    expect(await admitRun(redis, cfg, acme, start('r@4'), T0)).not.toBeNull();
+    await settleHold(redis, acme, 'r@2', 60, T0);
+    expect(await admitRun(redis, cfg, acme, start('r@4'), T0)).toBeNull();
+    // Admitting the same job again holds nothing more (a redelivery).
+    expect(await admitRun(redis, cfg, acme, start('r@4'), T0)).toBeNull();
+    expect((await heldSeconds(redis, acme, T0)).installation).toBe(1200);
+  });
+
+  test('a hold whose job ended without a settle, or never appeared, is dropped by the next admission', async () => {
+    const raw = new Redis(REDIS_URL);
+    const jobKey = (id: string) => `${ns}bull:frognano:${id}`;
+    try {
+      await recordRunnerSeconds(redis, acme, 34_800, T0);
+      // Two runs hold the remaining 1,200 s; their jobs: one failed (finishedOn set by BullMQ), one still waiting.
+      await raw.hset(jobKey('dead@1'), 'data', '{}', 'finishedOn', String(T0.getTime()));
+      await raw.hset(jobKey('live@1'), 'data', '{}');
+      expect(await admitRun(redis, cfg, acme, start('dead@1'), T0)).toBeNull();
+      expect(await admitRun(redis, cfg, acme, start('live@1'), T0)).toBeNull();
+      // Within the grace a hold counts even without a finished job (its job is added right after the hold).
+      expect(await admitRun(redis, cfg, acme, start('next@1'), later(HOLD_GRACE_MS))).not.toBeNull();
+      const after = later(HOLD_GRACE_MS + 1);
+      // Only looking (an ask that will wait) sweeps too: the finished job's hold no longer blocks it.
+      expect(await checkQuotas(redis, cfg, acme, JOBS, later(HOLD_GRACE_MS))).toMatchObject({ inFlight: 1200 });
+      expect(await checkQuotas(redis, cfg, acme, JOBS, after)).toBeNull();
+      expect((await heldSeconds(redis, acme, after)).jobs).toEqual(['live@1']);
+      expect(await admitRun(redis, cfg, acme, start('next@1'), after)).toBeNull();
+      expect((await heldSeconds(redis, acme, after)).jobs.sort()).toEqual(['live@1', 'next@1']);
+      // next@1's job never appears: dropped once the grace is over; live@1 stays while its job has not finished.
+      const later2 = later(2 * HOLD_GRACE_MS + 2);
+      expect(await admitRun(redis, cfg, acme, start('other@1'), later2)).toBeNull();
+      expect((await heldSeconds(redis, acme, later2)).jobs.sort()).toEqual(['live@1', 'other@1']);
+      // The last resort: a hold nobody settles expires.
+      const dayAfter = new Date(later2.getTime() + HOLD_MAX_SECONDS * 1000 + 1);
+      expect((await heldSeconds(redis, acme, dayAfter)).jobs).toEqual([]);
+    } finally {
+      await raw.del(jobKey('dead@1'), jobKey('live@1'));
+      await raw.quit();
+    }
   });
 });
 

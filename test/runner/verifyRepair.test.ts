@@ -20,6 +20,12 @@ import { useRedisAndNock } from './redisAndNock.js';
 import { recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 import { CALC, TESTS } from '../support/calcRepo.js';
+import { parseQuotasFile } from '../../src/app/quotaFile.js';
+import { currentAttempt } from '../../src/queue/attempts.js';
+import { tenantOf } from '../../src/queue/fairShare/tenants.js';
+import { heldSeconds } from '../../src/queue/quotas/holds.js';
+import { publishQuotas } from '../../src/queue/quotas/published.js';
+import { recordRunnerSeconds } from '../../src/queue/quotas/store.js';
 
 const REPO = 'calc';
 const BRANCH = 'frognano/issue-7';
@@ -177,6 +183,47 @@ describe('verification-repair rounds', () => {
       await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' }));
       expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
     } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  }, 60_000);
+
+  it('a repair round over quota is not queued: the pull request keeps its verdict and is told why, once', async () => {
+    await setup(NOTES_ONLY, config());
+    const queue = createQueue(redis, { prefix: `fn-vr-${randomUUID().slice(0, 8)}` });
+    const tenant = tenantOf({ owner, repo: REPO });
+    // The app stores the quotas for the runners; this repository has used its day.
+    await publishQuotas(
+      redis,
+      parseQuotasFile(`repositories:\n  ${owner}/${REPO}: { runnerSecondsPerDay: 3600 }\n`, 'q'),
+    );
+    await recordRunnerSeconds(redis, tenant, 3600);
+    try {
+      const data = jobData(owner, REPO);
+      const result = {
+        outcome: 'pull_request' as const,
+        exitReason: 'agent',
+        turns: 2,
+        elapsedSeconds: 1,
+        repair: repairOf(1),
+      };
+      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' }));
+      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' })); // a second verdict: no second comment
+      expect(await queue.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
+      const comments = gh.find('POST', '/issues/5/comments').map((c) => String(c.body.body));
+      expect(comments).toHaveLength(1);
+      expect(comments[0]).toMatch(
+        new RegExp(
+          "^The verification of this pull request's head failed, but no repair round was queued \\(its verdict stands\\): " +
+            `the repository \`${owner.toLowerCase()}/calc\` has used its quota of runner time per day ` +
+            '\\(`runnerSecondsPerDay`: 60 min used of 60 min\\)\\. It resets at \\d{4}-\\d\\d-\\d\\d 00:00 UTC; ask again after that\\.',
+        ),
+      );
+      // Nothing was held or counted for the refused round; the pull request's round number was not spent.
+      expect((await heldSeconds(redis, tenant)).jobs).toEqual([]);
+      expect(await currentAttempt(redis, { owner, repo: REPO, issueNumber: 5 })).toBeNull();
+    } finally {
+      await publishQuotas(redis, null);
       await queue.obliterate({ force: true });
       await queue.close();
     }

@@ -15,6 +15,9 @@ import { statusOfJob } from '../../src/app/jobStatus.js';
 import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import { tenantOf } from '../../src/queue/fairShare/tenants.js';
 import { runnerSecondsUsed } from '../../src/queue/quotas/store.js';
+import { admitRun } from '../../src/queue/quotas/check.js';
+import { heldSeconds, releaseHold } from '../../src/queue/quotas/holds.js';
+import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner, waitFor } from './fixtures.js';
@@ -124,9 +127,16 @@ describe('runner worker', () => {
 
   it('on shutdown, hands an active job back to the queue; another runner finishes it', async () => {
     const first = await startRunner(SLOW);
+    const tenant = tenantOf({ owner, repo: REPO });
+    const quotas = parseQuotasFile('defaults: { holdSecondsPerRun: 900 }\n', 'q.yaml');
+    const admitted = {
+      jobId: jobIdFor({ owner, repo: REPO, issueNumber: 7, attempt: 1 }),
+      jobKeyPrefix: queue.toKey(''),
+    };
+    expect(await admitRun(redis, quotas, tenant, admitted)).toBeNull();
     const { job } = await enqueueJob(queue, jobData(owner, REPO));
     const id = job.id!;
-    expect(id).toBe(jobIdFor({ owner, repo: REPO, issueNumber: 7, attempt: 1 }));
+    expect(id).toBe(admitted.jobId);
     await waitFor('the job to start', async () => first.activeJobs().includes(id));
     await waitFor('the model turn', async () => gh.statusBodies().some((b) => b.includes('Turn 1')));
 
@@ -135,6 +145,8 @@ describe('runner worker', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(await state(id)).toBe('waiting');
     expect(gh.statusBodies().at(-1)).toContain('queued');
+    // Handed back, the job has not ended: it keeps its hold for the run that finishes it.
+    expect((await heldSeconds(redis, tenant)).jobs).toEqual([id]);
     runners.splice(runners.indexOf(first), 1);
 
     const metrics = new FrognanoMetrics({ defaultMetrics: false });
@@ -150,8 +162,10 @@ describe('runner worker', () => {
       new RegExp(`frognano_installation_generated_tokens_total\\{installation="${installation}"\\} [1-9]`),
     );
     // The runner-seconds ledger counts both runners' time on the job (the handed-back run held a runner too).
-    const used = await runnerSecondsUsed(redis, tenantOf({ owner, repo: REPO }), 'day');
+    const used = await runnerSecondsUsed(redis, tenant, 'day');
     expect(used.repository).toBeGreaterThan(0);
+    // The handed-back run did not end the job: its hold stayed until the second runner finished it (settled).
+    expect((await heldSeconds(redis, tenant)).jobs).toEqual([]);
     expect(used.installation).toBe(used.repository);
     expect((await queue.getJob(id))!.returnvalue).toMatchObject({
       outcome: 'pull_request',
@@ -202,6 +216,30 @@ describe('runner worker', () => {
     expect((await metrics.render()).body).toContain('frognano_jobs_failed_total{reason="stalled"} 1');
     // `/frognano status` in the app reads the same reason from the failed job, instead of BullMQ's wording.
     expect(await statusOfJob(queue, redis, failed)).toEqual({ kind: 'failed', reason: stalledFailureText(1) });
+  });
+
+  it("a crashed job's quota hold does not outlive it: BullMQ gives up on the job, the hold goes", async () => {
+    const cfg = parseQuotasFile('defaults: { runnerSecondsPerDay: 3600, holdSecondsPerRun: 3600 }\n', 'q.yaml');
+    const tenant = tenantOf({ owner, repo: REPO });
+    const admit = (jobId: string) => admitRun(redis, cfg, tenant, { jobId, jobKeyPrefix: queue.toKey('') });
+    const id = jobIdFor({ owner, repo: REPO, issueNumber: 7, attempt: 1 });
+    expect(await admit(id)).toBeNull();
+    await enqueueJob(queue, jobData(owner, REPO));
+    // The job's hold fills the day: nothing else starts while it lives.
+    expect(await admit('other@1')).toMatchObject({ quota: 'runnerSecondsPerDay', inFlight: 3600 });
+    await dieWhileRunning(id);
+    expect((await heldSeconds(redis, tenant)).jobs).toEqual([id]);
+
+    await startRunner(FIX, undefined, { stalledIntervalMs: 500, maxStalledCount: 0 });
+    await waitFor('the job to fail', async () => (await state(id)) === 'failed');
+    await waitFor('the hold to go', async () => (await heldSeconds(redis, tenant)).jobs.length === 0);
+    // No runner-seconds are charged for it (the dead runner's time is unknown); the day is free again.
+    expect((await runnerSecondsUsed(redis, tenant, 'day')).installation).toBe(0);
+    expect(await admit('other@1')).toBeNull();
+    // Had no runner been there to release it, the next admission sweeps it: BullMQ marks the job finished.
+    expect(await redis.hexists(queue.toKey(id), 'finishedOn')).toBe(1);
+    await releaseHold(redis, tenant, 'other@1');
+    await waitFor('the status comment', async () => gh.statusBodies().at(-1)?.includes('stopped responding'));
   });
 
   it('a job given up after stalling that a maintainer had cancelled reads as cancelled', async () => {

@@ -12,9 +12,17 @@ export const LimitsSchema = z.strictObject({
   runsPerHour: count.optional(),
   runnerSecondsPerDay: count.optional(),
   runnerSecondsPerMonth: count.optional(),
+  /**
+   * Runner-seconds a run holds against the day and month limits from when it is accepted until it ends (then the
+   * time it really used counts): the runners' wall-time limit, or what a run of this tenant usually takes.
+   */
+  holdSecondsPerRun: z.number().int().positive().optional(),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
-export type QuotaName = keyof Limits;
+export type QuotaName = 'runsPerHour' | 'runnerSecondsPerDay' | 'runnerSecondsPerMonth';
+
+/** What a run holds when the quotas file names no `holdSecondsPerRun`: 30 minutes. */
+export const DEFAULT_HOLD_SECONDS = 1800;
 
 export const QUOTA_NAMES: readonly QuotaName[] = ['runnerSecondsPerDay', 'runnerSecondsPerMonth', 'runsPerHour'];
 
@@ -55,6 +63,16 @@ export function limitsFor(cfg: QuotasConfig, t: Tenant): TenantLimits {
     if (strictest.length) repository[q] = Math.min(...strictest);
   }
   return { installation, repository };
+}
+
+/** The runner-seconds one run of this tenant holds until it ends: the repository's, installation's or default value. */
+export function holdSecondsFor(cfg: QuotasConfig, t: Tenant): number {
+  return (
+    cfg.repositories[t.repository]?.holdSecondsPerRun ??
+    cfg.installations[t.installation]?.holdSecondsPerRun ??
+    cfg.defaults.holdSecondsPerRun ??
+    DEFAULT_HOLD_SECONDS
+  );
 }
 
 /** Fair-share weights by installation login (installations not named weigh 1). */

@@ -29,14 +29,27 @@ export function periodEnd(period: Period, at: Date): Date {
   return period === 'day' ? new Date(Date.UTC(y, m, at.getUTCDate() + 1)) : new Date(Date.UTC(y, m + 1, 1));
 }
 
-function ledgerKey(t: Tenant, period: Period, at: Date): string {
+export function ledgerKey(t: Tenant, period: Period, at: Date): string {
   return botKey('usage', t.installation, period, periodId(period, at));
 }
 
-/** Adds the time a job held a runner to its installation's (field `*`) and repository's ledgers. */
-export async function recordRunnerSeconds(redis: Redis, t: Tenant, seconds: number, at = new Date()): Promise<void> {
-  if (!Number.isFinite(seconds) || seconds <= 0) return;
+/**
+ * Adds the time a job held a runner to its installation's (field `*`) and repository's ledgers; `also` adds commands
+ * to the same transaction (the settle of the job's hold).
+ */
+export async function recordRunnerSeconds(
+  redis: Redis,
+  t: Tenant,
+  seconds: number,
+  at = new Date(),
+  also?: (tx: ReturnType<Redis['multi']>) => void,
+): Promise<void> {
   const tx = redis.multi();
+  also?.(tx);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    if (also) await tx.exec();
+    return;
+  }
   for (const [period, keep] of [
     ['day', DAY_KEEP_SECONDS],
     ['month', MONTH_KEEP_SECONDS],
@@ -60,11 +73,11 @@ export async function runnerSecondsUsed(
 
 /**
  * KEYS: installation bucket, repository bucket. ARGV: now (ms), installation capacity, repository capacity
- * (-1: no limit), refill period (ms). Takes one run from both buckets, or from neither: returns 0 when taken,
+ * (-1: no limit), refill period (ms), dry ('1': only look). Takes one run from both buckets, or from neither: returns 0 when taken,
  * else {which bucket (1|2), tokens left (as a string), ms until one run is back}.
  */
 const TAKE = `
-local now, period = tonumber(ARGV[1]), tonumber(ARGV[4])
+local now, period, dry = tonumber(ARGV[1]), tonumber(ARGV[4]), ARGV[5] == '1'
 local caps = { tonumber(ARGV[2]), tonumber(ARGV[3]) }
 local tokens = {}
 for i = 1, 2 do
@@ -80,6 +93,7 @@ for i = 1, 2 do
     end
   end
 end
+if dry then return 0 end
 for i = 1, 2 do
   if caps[i] >= 0 then
     redis.call('HSET', KEYS[i], 'tokens', tokens[i] - 1, 'at', now)
@@ -92,12 +106,16 @@ return 0
 export type RunTaken =
   { taken: true } | { taken: false; scope: 'installation' | 'repository'; used: number; resetAt: Date };
 
-/** Takes one run from the hourly buckets (capacity: runs per hour, refilled evenly over the hour). */
+/**
+ * Takes one run from the hourly buckets (capacity: runs per hour, refilled evenly over the hour); `dry` only says
+ * whether one could be taken.
+ */
 export async function takeRun(
   redis: Redis,
   t: Tenant,
   caps: { installation?: number; repository?: number },
   now = new Date(),
+  dry = false,
 ): Promise<RunTaken> {
   const res = (await redis.eval(
     TAKE,
@@ -108,6 +126,7 @@ export async function takeRun(
     String(caps.installation ?? -1),
     String(caps.repository ?? -1),
     String(HOUR_MS),
+    dry ? '1' : '0',
   )) as 0 | [number, string, number];
   if (res === 0) return { taken: true };
   const [which, left, waitMs] = res;
