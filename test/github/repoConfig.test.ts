@@ -144,8 +144,16 @@ instructionsFile: docs/bot.md
 
   it('reads ciFix: on with 3 rounds by default, off or capped when asked', () => {
     expect(defaultRepoConfig().ciFix).toEqual({ enabled: true, maxRounds: 3, settleSeconds: 60 });
-    expect(parseRepoConfig('ciFix:\n  enabled: false\n').ciFix).toEqual({ enabled: false, maxRounds: 3, settleSeconds: 60 });
-    expect(parseRepoConfig('ciFix:\n  maxRounds: 1\n').ciFix).toEqual({ enabled: true, maxRounds: 1, settleSeconds: 60 });
+    expect(parseRepoConfig('ciFix:\n  enabled: false\n').ciFix).toEqual({
+      enabled: false,
+      maxRounds: 3,
+      settleSeconds: 60,
+    });
+    expect(parseRepoConfig('ciFix:\n  maxRounds: 1\n').ciFix).toEqual({
+      enabled: true,
+      maxRounds: 1,
+      settleSeconds: 60,
+    });
     expect(() => parseRepoConfig('ciFix:\n  maxRounds: -1\n')).toThrow(RepoConfigError);
   });
 
