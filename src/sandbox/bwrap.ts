@@ -12,6 +12,7 @@ import type { WorkspaceOwner } from './ownership.js';
 import { appendNote, runProcess } from './process.js';
 import type { ExecOptions, ExecResult, Sandbox } from './types.js';
 import { shellCommand } from './shellCommand.js';
+import { hostScannersDir, SCANNERS_DIR_INSIDE } from './scanners.js';
 import { egressGrant, EGRESS_DIR_INSIDE, forwardedArgv, proxyEnv, runWithEgress } from './egress/index.js';
 
 export const BWRAP_WORKDIR = '/workspace';
@@ -82,6 +83,11 @@ function systemBinds(): string[] {
     if (/^python3(\.\d+)?$/.test(name)) args.push('--ro-bind', `/etc/${name}`, `/etc/${name}`);
   }
   return args;
+}
+
+function scannerBinds(): string[] {
+  const dir = hostScannersDir();
+  return dir ? ['--ro-bind', dir, SCANNERS_DIR_INSIDE] : [];
 }
 
 const sizeSupport = new Map<string, boolean>();
@@ -337,6 +343,8 @@ export class BwrapSandbox implements Sandbox {
       this.hostDir,
       BWRAP_WORKDIR,
       ...(egressDir ? ['--ro-bind', egressDir, EGRESS_DIR_INSIDE] : []),
+      // The verification scanners' bundles, read-only at the path the sandbox image has them (sandbox/scanners.ts).
+      ...scannerBinds(),
       // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
       '--remount-ro',
       '/',

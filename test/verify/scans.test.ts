@@ -67,6 +67,9 @@ const CONFIG = [
   '',
 ];
 
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' });
+
 /** A repository at a base commit, its working tree left holding the patch (the scan must not use it), and the patch. */
 function makeRepo(): { repoDir: string; baseCommit: string; patch: string } {
   const repoDir = mkdtempSync(path.join(os.tmpdir(), 'fn-scan-repo-'));
@@ -119,6 +122,7 @@ describe.each(sides)('scanChange on %s', (_name, factory) => {
       const r = await scanChange(opts());
       expect(r.scans).toEqual([
         { tool: 'bandit', ran: true, files: 2 },
+        { tool: 'eslint', ran: true, files: 0 },
         { tool: 'secrets', ran: true, files: 2 },
       ]);
       const where = r.findings.map((f) => `${f.tool} ${f.rule} ${f.file}:${f.line}`).sort();
@@ -149,12 +153,14 @@ describe.each(sides)('scanChange on %s', (_name, factory) => {
       expect(slow.findings).toEqual([]);
       expect(slow.scans).toEqual([
         { tool: 'bandit', ran: false, reason: 'timed out after 0.03 s' },
+        { tool: 'eslint', ran: true, files: 0 },
         { tool: 'secrets', ran: false, reason: 'disabled (verify.secrets is off)' },
       ]);
       const bad = await scanChange(
         opts({ patch: repo.patch.replace('-    os.system("ls " + x)', '-    os.system("rm " + x)') }),
       );
       expect(bad.scans.map((s) => s.reason)).toEqual([
+        'the patch does not apply to the base commit',
         'the patch does not apply to the base commit',
         'the patch does not apply to the base commit',
       ]);
@@ -215,6 +221,7 @@ describe('the secrets rules', () => {
         expect(r.scans).toEqual([
           { tool: 'secrets', ran: true, files: 1 },
           { tool: 'bandit', ran: false, reason: 'disabled (verify.security is off)' },
+          { tool: 'eslint', ran: false, reason: 'disabled (verify.security is off)' },
         ]);
         expect(r.findings.map((f) => `${f.rule}:${f.line}`)).toEqual(KEYS.map(([rule], i) => `${rule}:${2 * i + 1}`));
         const all = JSON.stringify(r);
@@ -257,12 +264,29 @@ describe('scanChange in an image without bandit', () => {
         });
         expect(r.scans).toEqual([
           { tool: 'bandit', ran: false, reason: 'bandit is not installed in the sandbox image' },
+          { tool: 'eslint', ran: true, files: 0 },
           { tool: 'secrets', ran: true, files: 2 },
         ]);
         expect(r.findings.map((f) => f.rule).sort()).toEqual([
           'aws-access-key-id',
           'aws-secret-access-key',
           'github-token',
+        ]);
+        // A patch without a Python file needs no bandit: "not installed" would be a scan missing for nothing.
+        git(repo.repoDir, 'reset', '-q', '--hard', repo.baseCommit);
+        writeFileSync(path.join(repo.repoDir, 'README.md'), 'hello\nworld\n');
+        const docs = await scanChange({
+          ...repo,
+          patch: git(repo.repoDir, 'diff', '--binary', 'HEAD'),
+          sandboxFactory: dockerFactory(image),
+          security: true,
+          secrets: true,
+          timeoutMs: 120_000,
+        });
+        expect(docs.scans).toEqual([
+          { tool: 'bandit', ran: true, files: 0 },
+          { tool: 'eslint', ran: true, files: 0 },
+          { tool: 'secrets', ran: true, files: 1 },
         ]);
       } finally {
         rmSync(repo.repoDir, { recursive: true, force: true });

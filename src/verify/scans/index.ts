@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { z } from 'zod';
+import { ESLINT_BUNDLE_INSIDE } from '../../sandbox/scanners.js';
 import type { Sandbox } from '../../sandbox/types.js';
 import { redact } from '../../util/redact.js';
 import { diffLines } from '../diffLines.js';
@@ -12,9 +14,10 @@ import type { Finding, ScanStatus } from '../types.js';
 /**
  * Security and secrets scans of what a patch adds (issue #26 item 4). Everything runs in a fresh sandbox of its own
  * (never the model's, never on the host), in the bot's clean shell, without network: a clean checkout of the base
- * commit, bandit on the base versions of the patch's Python files, the patch applied inside the sandbox, bandit on
- * the new versions and the secrets scanner on the added lines (scanner.py). Only findings on lines the patch adds are
- * reported, and a bandit finding whose rule, file and code line were already on the base (moved code) is not new.
+ * commit, bandit (Python) and ESLint (JavaScript/TypeScript, eslint.mjs with the bundle at ESLINT_BUNDLE_INSIDE) on
+ * the base versions of the patch's files, the patch applied inside the sandbox, both again on the new versions and the
+ * secrets scanner on the added lines (scanner.py). Only findings on lines the patch adds are reported, and a finding
+ * whose rule, file and code line were already on the base (moved code) is not new.
  */
 export interface ScanChangeOptions {
   /** A host git clone whose history holds `baseCommit` (its working tree is never used). */
@@ -48,6 +51,33 @@ export const BANDIT_TESTS = [
   ...['B608', 'B609', 'B610', 'B611', 'B701', 'B702', 'B703'],
 ];
 
+/**
+ * The ESLint rules the scan runs (ESLint 9.39 core and eslint-plugin-security 4.1.0, pinned in
+ * runner/scanners/eslint), with the severity a finding gets. Only these: the repository's own ESLint configuration and
+ * its inline `eslint-disable` comments are never read (eslint.mjs). Left out as they flag ordinary code far more often
+ * than a problem: security/detect-object-injection (any `a[b]`), detect-non-literal-fs-filename (any fs call on a
+ * variable), detect-non-literal-regexp and detect-possible-timing-attacks (any `===` on a name like `password`).
+ */
+export const ESLINT_RULES: Record<string, Finding['severity']> = {
+  'no-eval': 'high',
+  'no-implied-eval': 'high',
+  'no-new-func': 'high',
+  'security/detect-eval-with-expression': 'high',
+  'security/detect-child-process': 'high',
+  'security/detect-non-literal-require': 'medium',
+  'security/detect-unsafe-regex': 'medium',
+  'security/detect-new-buffer': 'medium',
+  'security/detect-buffer-noassert': 'medium',
+  'security/detect-disable-mustache-escape': 'medium',
+  'security/detect-no-csrf-before-method-override': 'medium',
+  'security/detect-pseudoRandomBytes': 'low',
+  'security/detect-bidi-characters': 'high',
+  'security/detect-invisible-characters': 'medium',
+};
+
+/** The security analysers, in the order their statuses are listed (each on its own files; see scanner.py). */
+const SECURITY_TOOLS = ['bandit', 'eslint'] as const;
+
 export const SCAN_LIMITS = {
   maxFindings: 200,
   maxFiles: 500,
@@ -58,23 +88,26 @@ export const SCAN_LIMITS = {
 };
 
 const run = promisify(execFile);
-let script: string | undefined;
+const scripts = new Map<string, string>();
 
-function scannerScript(): string {
-  script ??= readFileSync(new URL('./scanner.py', import.meta.url), 'utf8');
-  return script;
+/** A script shipped beside this file (copied to dist/ by `npm run build`). */
+function shipped(name: 'scanner.py' | 'eslint.mjs'): string {
+  let text = scripts.get(name);
+  if (text === undefined) scripts.set(name, (text = readFileSync(new URL(`./${name}`, import.meta.url), 'utf8')));
+  return text;
 }
 
 /** The statuses of the scans that are switched off (reported, so a reader never takes "no finding" for a pass). */
 function disabled(o: ScanChangeOptions): ScanStatus[] {
   const scans: ScanStatus[] = [];
-  if (!o.security) scans.push({ tool: 'bandit', ran: false, reason: 'disabled (verify.security is off)' });
+  if (!o.security)
+    for (const tool of SECURITY_TOOLS) scans.push({ tool, ran: false, reason: 'disabled (verify.security is off)' });
   if (!o.secrets) scans.push({ tool: 'secrets', ran: false, reason: 'disabled (verify.secrets is off)' });
   return scans;
 }
 
 function enabledTools(o: ScanChangeOptions): string[] {
-  return [...(o.security ? ['bandit'] : []), ...(o.secrets ? ['secrets'] : [])];
+  return [...(o.security ? SECURITY_TOOLS : []), ...(o.secrets ? ['secrets'] : [])];
 }
 
 function notRun(o: ScanChangeOptions, reason: string): ScanResult {
@@ -140,6 +173,7 @@ async function runScanner(
     security: o.security,
     secrets: o.secrets,
     banditTests: BANDIT_TESTS.join(','),
+    eslint: { bundleDir: ESLINT_BUNDLE_INSIDE, rules: ESLINT_RULES, script: shipped('eslint.mjs') },
     toolTimeoutS: Math.max(0.001, Math.min(limits.toolTimeoutMs, timeoutMs) / 1000),
     maxFindings: limits.maxFindings,
     maxFileBytes: limits.maxFileBytes,
@@ -147,7 +181,7 @@ async function runScanner(
   });
   const r = await sb.exec('exec python3 -I -S -c "$FN_SCANNER"', {
     clean: true,
-    env: { FN_SCANNER: scannerScript() },
+    env: { FN_SCANNER: shipped('scanner.py') },
     stdin: request,
     timeoutMs,
     signal: o.signal,
@@ -156,21 +190,55 @@ async function runScanner(
   if (r.cancelled) return notRun(o, 'cancelled');
   if (r.timedOut) return notRun(o, `timed out after ${Math.round(timeoutMs / 1000)} s`);
   if (r.exitCode === 127) return notRun(o, 'python3 is not in the sandbox image');
-  const parsed = parseOutput(r.stdout);
+  const parsed = parseOutput(r.stdout, files);
   if (r.exitCode !== 0 || !parsed) return notRun(o, `the scanner crashed (exit ${r.exitCode ?? 'signal'})`);
   return parsed;
 }
 
-function parseOutput(stdout: string): ScanResult | undefined {
+const ScannerOutputSchema = z.object({
+  findings: z
+    .array(
+      z.object({
+        kind: z.enum(['security', 'secret']),
+        tool: z.enum([...SECURITY_TOOLS, 'secrets']),
+        rule: z.string().max(200),
+        severity: z.enum(['low', 'medium', 'high']),
+        file: z.string().max(4096),
+        line: z.number().int().positive(),
+        message: z.string().max(2000),
+      }),
+    )
+    .max(SCAN_LIMITS.maxFindings),
+  scans: z
+    .array(
+      z.object({
+        tool: z.enum([...SECURITY_TOOLS, 'secrets']),
+        ran: z.boolean(),
+        reason: z.string().max(1000).optional(),
+        files: z.number().int().nonnegative().optional(),
+      }),
+    )
+    .max(8),
+});
+
+/**
+ * The scanner's last output line, validated: it comes out of a sandbox that read repository files. A finding is kept
+ * only on a line the patch adds to one of the patch's own files (the host never takes a path the sandbox chose).
+ */
+function parseOutput(stdout: string, files: ScanFile[]): ScanResult | undefined {
+  let out;
   try {
-    const out = JSON.parse(stdout.trim().split('\n').pop() ?? '') as ScanResult;
-    if (!Array.isArray(out.findings) || !Array.isArray(out.scans)) return undefined;
-    // The scanner masks secrets inside the sandbox; redact() is the second line, for any format it knows.
-    const findings = out.findings.map((f) => ({ ...f, message: redact(String(f.message)) }));
-    return { findings, scans: out.scans };
+    out = ScannerOutputSchema.safeParse(JSON.parse(stdout.trim().split('\n').pop() ?? ''));
   } catch {
     return undefined;
   }
+  if (!out.success) return undefined;
+  const added = new Map(files.map((f) => [f.path, new Set(f.added)]));
+  // The scanner masks secrets inside the sandbox; redact() is the second line, for any format it knows.
+  const findings = out.data.findings
+    .filter((f) => added.get(f.file)?.has(f.line))
+    .map((f) => ({ ...f, rule: redact(f.rule), message: redact(f.message) }));
+  return { findings, scans: out.data.scans.map((s) => (s.reason ? { ...s, reason: redact(s.reason) } : s)) };
 }
 
 function oneLine(err: unknown): string {

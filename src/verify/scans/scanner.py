@@ -1,7 +1,10 @@
 # The in-sandbox half of the verification scans (src/verify/scans/index.ts). Standard-library Python 3, run in a
 # fresh sandbox of its own on a clean checkout of the base commit, in the bot's clean shell, without network.
 # stdin: {"patch", "files": [{"path", "oldPath"?, "isNew", "added": [line, ...]}], "security", "secrets",
-#         "banditTests", "toolTimeoutS", "maxFindings", "maxFileBytes", "maxFiles"}
+#         "banditTests", "eslint": {"bundleDir", "rules": {rule: severity}, "script"}, "toolTimeoutS", "maxFindings",
+#         "maxFileBytes", "maxFiles"}
+# The analysers (bandit for Python, ESLint for JavaScript/TypeScript through eslint.mjs) run on the base versions of
+# the patch's files, then on the patched ones; a finding is new when its rule, file and code line were not on the base.
 # stdout: one JSON object {"scans": [...], "findings": [...]}. Secrets are masked HERE: nothing that leaves the
 # sandbox repeats a secret value (only the rule, file, line and a masked form).
 import json
@@ -125,68 +128,127 @@ class ToolFailed(Exception):
     pass
 
 
-def run_bandit(paths, req, deadline):
-    """bandit's results on `paths` (relative to the workspace), with the pinned test set."""
+def run_tool(argv, stdin, budget, req):
+    """Runs one analyser process within what is left of its own time budget (toolTimeoutS for its base and patched
+    runs together, however long the other analysers took), and charges the time it took."""
+    if budget["left"] <= 0:
+        raise ToolFailed("timed out after %g s" % req["toolTimeoutS"])
+    started = time.monotonic()
+    try:
+        return subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              timeout=budget["left"], check=False)
+    except subprocess.TimeoutExpired:
+        raise ToolFailed("timed out after %g s" % req["toolTimeoutS"])
+    finally:
+        budget["left"] -= time.monotonic() - started
+
+
+def run_bandit(paths, req, budget):
+    """bandit's results on `paths` (relative to the workspace), with the pinned test set, as (rule, line, severity,
+    message) dicts."""
+    if not paths:
+        return []  # nothing to look at: whether bandit is installed does not matter
     exe = shutil.which("bandit")
     if exe is None:
         raise ToolFailed("bandit is not installed in the sandbox image")
-    if not paths:
-        return []
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise ToolFailed("timed out after %g s" % req["toolTimeoutS"])
     argv = [exe, "-f", "json", "-q", "-t", req["banditTests"], "--"] + paths
-    try:
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=left, check=False)
-    except subprocess.TimeoutExpired:
-        raise ToolFailed("timed out after %g s" % req["toolTimeoutS"])
+    p = run_tool(argv, None, budget, req)
     if p.returncode not in (0, 1):
         raise ToolFailed("bandit crashed (exit %d)" % p.returncode)
     try:
-        return json.loads(p.stdout.decode("utf-8", "replace")).get("results", [])
+        results = json.loads(p.stdout.decode("utf-8", "replace")).get("results", [])
     except ValueError:
         raise ToolFailed("bandit crashed (its output was not JSON)")
+    return [{"path": os.path.normpath(r.get("filename", "")), "rule": r.get("test_id", "?"),
+             "line": int(r.get("line_number", 0)), "severity": SEVERITY.get(r.get("issue_severity", ""), "medium"),
+             "message": "%s: %s" % (r.get("test_name", ""), r.get("issue_text", ""))} for r in results]
+
+
+def run_eslint(paths, req, budget):
+    """ESLint's results on `paths` with the pinned rules (eslint.mjs, the bundle at req["eslint"]["bundleDir"]). The
+    texts are read here, with this script's bounds; eslint.mjs opens no file of the repository."""
+    if not paths:
+        return []
+    cfg = req["eslint"]
+    exe = shutil.which("node")
+    if exe is None:
+        raise ToolFailed("node is not installed in the sandbox image")
+    if not os.path.isfile(os.path.join(cfg["bundleDir"], "node_modules", "eslint", "package.json")):
+        raise ToolFailed("the eslint bundle is not installed in the sandbox (%s)" % cfg["bundleDir"])
+    files = []
+    for p in paths:
+        lines = read_lines(p, req["maxFileBytes"])
+        if lines is not None:
+            files.append({"path": p, "text": "\n".join(lines)})
+    stdin = json.dumps({"bundleDir": cfg["bundleDir"], "rules": cfg["rules"], "files": files}).encode("utf-8")
+    p = run_tool([exe, "--input-type=module", "-e", cfg["script"]], stdin, budget, req)
+    try:
+        out = json.loads(p.stdout.decode("utf-8", "replace").strip().split("\n")[-1])
+    except ValueError:
+        raise ToolFailed("eslint crashed (exit %d)" % p.returncode)
+    if p.returncode != 0 or "results" not in out:
+        raise ToolFailed(str(out.get("error") or "eslint crashed (exit %d)" % p.returncode)[:200])
+    found = []
+    for r in out["results"]:
+        if r.get("fatal"):
+            UNPARSED.setdefault(r["path"], r["fatal"])
+        for m in r.get("messages", []):
+            found.append({"path": r["path"], "rule": m["rule"], "line": int(m["line"]),
+                          "severity": cfg["rules"].get(m["rule"], "medium"), "message": "%s: %s" % (m["rule"], m["message"])})
+    return found
+
+
+# The analysers: which files each looks at, and how it is run (each within its own time budget, see run_tool).
+ANALYSERS = {
+    "bandit": {"ext": (".py",), "run": run_bandit},
+    "eslint": {"ext": (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"), "run": run_eslint},
+}
+# Patched files eslint could not parse (path -> reason): not checked, which the scan's status must say.
+UNPARSED = {}
 
 
 def code_key(r, lines):
-    n = int(r.get("line_number", 0))
+    n = r["line"]
     text = lines[n - 1].strip() if lines and 0 < n <= len(lines) else ""
-    return (r.get("test_id", ""), text)
+    return (r["rule"], text)
 
 
-def bandit_base(files, req, deadline):
-    """Keys (rule, new-side path, line text) of what bandit finds on the base versions of the patch's files."""
+def scan_base(tool, files, req, budget):
+    """Keys (rule, new-side path, line text) of what `tool` finds on the base versions of the patch's files."""
     old = {}
     for f in files:
         src = f.get("oldPath") or f["path"]
-        if not f["isNew"] and src.endswith(".py") and read_lines(src, req["maxFileBytes"]) is not None:
+        if not f["isNew"] and src.endswith(ANALYSERS[tool]["ext"]) and read_lines(src, req["maxFileBytes"]) is not None:
             old[src] = f["path"]
     keys = {}
-    for r in run_bandit(sorted(old), req, deadline):
-        src = os.path.normpath(r.get("filename", ""))
-        if src not in old:
+    for r in ANALYSERS[tool]["run"](sorted(old), req, budget):
+        if r["path"] not in old:
             continue
-        k = (old[src],) + code_key(r, read_lines(src, req["maxFileBytes"]))
+        k = (old[r["path"]],) + code_key(r, read_lines(r["path"], req["maxFileBytes"]))
         keys[k] = keys.get(k, 0) + 1
+    UNPARSED.clear()  # a base file that does not parse only means nothing was on the base
     return keys
 
 
-def bandit_new(files, base, req, deadline, out):
-    added = {f["path"]: set(f["added"]) for f in files if f["path"].endswith(".py") and f["added"]}
+def scan_new(tool, files, base, req, budget, out):
+    ext = ANALYSERS[tool]["ext"]
+    added = {f["path"]: set(f["added"]) for f in files if f["path"].endswith(ext) and f["added"]}
     paths = sorted(p for p in added if read_lines(p, req["maxFileBytes"]) is not None)
-    for r in run_bandit(paths, req, deadline):
-        path = os.path.normpath(r.get("filename", ""))
-        n = int(r.get("line_number", 0))
+    for r in ANALYSERS[tool]["run"](paths, req, budget):
+        path, n = r["path"], r["line"]
         if path not in added or n not in added[path]:
             continue
         k = (path,) + code_key(r, read_lines(path, req["maxFileBytes"]))
         if base.get(k, 0) > 0:
             base[k] -= 1  # the same finding on the same code was on the base: moved, not new
             continue
-        out.append({"kind": "security", "tool": "bandit", "rule": r.get("test_id", "?"),
-                    "severity": SEVERITY.get(r.get("issue_severity", ""), "medium"), "file": path, "line": n,
-                    "message": mask_text("%s: %s" % (r.get("test_name", ""), r.get("issue_text", "")))[:500]})
-    return {"tool": "bandit", "ran": True, "files": len(paths)}
+        out.append({"kind": "security", "tool": tool, "rule": r["rule"], "severity": r["severity"], "file": path,
+                    "line": n, "message": mask_text(r["message"])[:500]})
+    if UNPARSED:
+        first = sorted(UNPARSED)[0]
+        raise ToolFailed("%s could not parse %d of the patch's files (%s, %s)"
+                         % (tool, len(UNPARSED), mask_text(first)[:100], mask_text(UNPARSED[first])[:120]))
+    return {"tool": tool, "ran": True, "files": len(paths)}
 
 
 def apply_patch(patch):
@@ -198,26 +260,27 @@ def apply_patch(patch):
 def main():
     req = json.loads(sys.stdin.read())
     files = [f for f in req["files"]][: req["maxFiles"]]
-    py = [f for f in files if f["path"].endswith(".py")]
-    deadline = time.monotonic() + req["toolTimeoutS"]
-    scans, findings, base, base_error = [], [], {}, None
-    if req["security"]:
+    tools = ["bandit", "eslint"] if req["security"] else []
+    budgets, base, base_error = {}, {}, {}
+    for tool in tools:
+        budgets[tool] = {"left": req["toolTimeoutS"]}
         try:
-            base = bandit_base(py, req, deadline)
+            base[tool] = scan_base(tool, files, req, budgets[tool])
         except ToolFailed as e:
-            base_error = str(e)
+            base_error[tool] = str(e)
     if not apply_patch(req["patch"]):
         reason = "the patch does not apply to the base commit"
-        tools = (["bandit"] if req["security"] else []) + (["secrets"] if req["secrets"] else [])
-        print(json.dumps({"scans": [{"tool": t, "ran": False, "reason": reason} for t in tools], "findings": []}))
+        names = tools + (["secrets"] if req["secrets"] else [])
+        print(json.dumps({"scans": [{"tool": t, "ran": False, "reason": reason} for t in names], "findings": []}))
         return
-    if req["security"]:
+    scans, findings = [], []
+    for tool in tools:
         try:
-            if base_error:
-                raise ToolFailed(base_error)
-            scans.append(bandit_new(py, base, req, deadline, findings))
+            if tool in base_error:
+                raise ToolFailed(base_error[tool])
+            scans.append(scan_new(tool, files, base[tool], req, budgets[tool], findings))
         except ToolFailed as e:
-            scans.append({"tool": "bandit", "ran": False, "reason": str(e)})
+            scans.append({"tool": tool, "ran": False, "reason": str(e)})
     if req["secrets"]:
         scans.append(scan_secrets(files, req, findings))
     if UNREADABLE:
