@@ -2,6 +2,8 @@
 # tmpfs /tmp and HOME, the repository bind-mounted at /workspace, all capabilities dropped).
 #
 # Production:  docker build -t frognano-sandbox:latest -f runner/sandbox.Dockerfile runner/
+# (runner/ is the context: the verification scanners' bundles in runner/scanners are copied in. Installed there by
+# scripts/install-scanners.sh, or, when they are not, by npm ci inside this build, which then needs the registry.)
 # Offline (no registry, e.g. CI): scripts/build-sandbox-image.sh builds a Debian rootfs with debootstrap, imports it
 # and builds this file on top of it with BASE=<that image> and PACKAGES="" (they are already in the rootfs).
 ARG BASE=debian:bookworm-slim
@@ -14,6 +16,17 @@ ARG PACKAGES="bash ca-certificates git make patch procps python3 python3-bandit 
 RUN if [ -n "$PACKAGES" ]; then \
       apt-get update && apt-get install -y --no-install-recommends $PACKAGES && rm -rf /var/lib/apt/lists/*; \
     fi
+
+# The verification scanners (issue #26): the pinned ESLint security bundle that src/verify/scans/eslint.mjs runs with
+# the image's node (ESLint 9 needs >= 18.18; bookworm's nodejs is 18.20). Root-owned, read-only to the sandbox user;
+# the bwrap sandbox binds the host's runner/scanners at the same path.
+COPY scanners/ /opt/frognano/scanners/
+RUN cd /opt/frognano/scanners/eslint \
+ && if [ ! -f node_modules/eslint/package.json ]; then \
+      npm ci --omit=dev --ignore-scripts --no-audit --no-fund && rm -rf /root/.npm; \
+    fi \
+ && test -f node_modules/eslint/package.json \
+ && chmod -R a+rX,go-w /opt/frognano
 
 # A fixed non-root user. The sandbox runs commands as this uid (or as the runner's own uid when the runner is not
 # root); HOME is a tmpfs at run time, so nothing a job leaves there survives it.

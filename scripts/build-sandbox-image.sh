@@ -13,9 +13,9 @@ cd "$(dirname "$0")/.."
 TAG="${1:-frognano-sandbox:test}"
 SUITE=bookworm
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-# Keep in step with PACKAGES in runner/sandbox.Dockerfile (nodejs/npm and build-essential left out: they triple the
-# build time and no test needs them).
-INCLUDE="bash,ca-certificates,git,make,patch,procps,passwd,python3,python3-bandit,python3-pytest,python3-venv"
+# Keep in step with PACKAGES in runner/sandbox.Dockerfile (npm and build-essential left out: they triple the build
+# time and no test needs them). nodejs (bookworm: 18.20) runs the ESLint scan and the jest fixture's tests.
+INCLUDE="bash,ca-certificates,git,make,patch,procps,passwd,python3,python3-bandit,python3-pytest,python3-venv,nodejs"
 CACHE="${FROGNANO_CACHE_DIR:-.frognano/cache}"
 KEY="$(printf '%s' "$SUITE $INCLUDE" | sha256sum | cut -c1-12)"
 ROOTFS_TAR="$CACHE/sandbox-rootfs-$SUITE-$KEY.tar"
@@ -43,8 +43,13 @@ if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
   docker import "$ROOTFS_TAR" "$BASE_TAG" >/dev/null
 fi
 
-# The classic builder needs no BuildKit frontend image (nothing can be pulled here). The Dockerfile copies nothing,
-# so it is sent without a build context. The builder's deprecation notice is noise; real errors still show.
-DOCKER_BUILDKIT=0 docker build -q -t "$TAG" --build-arg BASE="$BASE_TAG" --build-arg PACKAGES="" - \
-  <runner/sandbox.Dockerfile >/dev/null 2>"$CACHE/build.log" || { cat "$CACHE/build.log" >&2; exit 1; }
+# The verification scanners' bundles (runner/scanners), installed here from their lock files: the image copies them,
+# so its build needs no registry either.
+scripts/install-scanners.sh >/dev/null
+
+# The classic builder needs no BuildKit frontend image (nothing can be pulled here). The build context is runner/
+# (the Dockerfile copies runner/scanners; runner/.dockerignore keeps the rest out). The builder's deprecation
+# notice is noise; real errors still show.
+DOCKER_BUILDKIT=0 docker build -q -t "$TAG" --build-arg BASE="$BASE_TAG" --build-arg PACKAGES="" \
+  -f runner/sandbox.Dockerfile runner/ >/dev/null 2>"$CACHE/build.log" || { cat "$CACHE/build.log" >&2; exit 1; }
 echo "built $TAG in $(( $(date +%s) - started ))s"
