@@ -18,15 +18,15 @@ RUN if [ -n "$PACKAGES" ]; then \
     fi
 
 # The verification scanners (issue #26): the pinned ESLint security bundle that src/verify/scans/eslint.mjs runs with
-# the image's node (ESLint 9 needs >= 18.18; bookworm's nodejs is 18.20). Root-owned, read-only to the sandbox user;
-# the bwrap sandbox binds the host's runner/scanners at the same path.
+# the image's node (ESLint 9 needs >= 18.18; bookworm's nodejs is 18.20). COPY makes it root-owned, so read-only to
+# the sandbox user (no chmod -R here: it would store the 44 MB a second time); the bwrap sandbox binds the host's
+# runner/scanners at the same path.
 COPY scanners/ /opt/frognano/scanners/
 RUN cd /opt/frognano/scanners/eslint \
  && if [ ! -f node_modules/eslint/package.json ]; then \
       npm ci --omit=dev --ignore-scripts --no-audit --no-fund && rm -rf /root/.npm; \
     fi \
- && test -f node_modules/eslint/package.json \
- && chmod -R a+rX,go-w /opt/frognano
+ && test -f node_modules/eslint/package.json
 
 # A fixed non-root user. The sandbox runs commands as this uid (or as the runner's own uid when the runner is not
 # root); HOME is a tmpfs at run time, so nothing a job leaves there survives it.
