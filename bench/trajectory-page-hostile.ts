@@ -15,28 +15,10 @@ import { LocalObjectStore } from '../src/runs/localObjectStore.js';
 import { renderRunPage } from '../src/runs/page/render.js';
 import type { StoredRound } from '../src/runs/record.js';
 import { TrajectoryStore } from '../src/runs/trajectoryStore.js';
-import { makeRound } from '../test/runs/fixture.js';
+import { hostileRound } from '../test/runs/fixture.js';
 
 const MiB = 1024 * 1024;
 const CLIENTS = 12;
-
-/** The rounds issue #31 found: each well inside the store's 16 MiB bound. */
-export function hostileRound(name: string): StoredRound {
-  if (name === 'patch') {
-    const r = makeRound({ steps: 10, bytes: 50_000 });
-    // 2.7M empty lines: 2.7 MB stored, every line a <span> on the page.
-    return { ...r, patch: `diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1,2700000 @@\n${'\n'.repeat(2_700_000)}` };
-  }
-  if (name === 'deep') {
-    const r = makeRound({ steps: 10, bytes: 50_000 });
-    const deep = `${'['.repeat(6000)}${']'.repeat(6000)}`;
-    const call = r.trajectory.steps[0]!.assistant.tool_calls![0]!;
-    call.function = { name: 'Read', arguments: `{"file_path":"src/a.ts","extra":${deep}}` };
-    return r;
-  }
-  if (name === 'steps') return makeRound({ steps: 20_000, bytes: 12_000_000 });
-  throw new Error(`no hostile round named ${name}`);
-}
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
@@ -143,8 +125,8 @@ async function main(): Promise<void> {
     name === 'clients'
       ? await measureClients()
       : mode === 'handler'
-        ? await measureHandler(hostileRound(name!))
-        : await measureRender(hostileRound(name!));
+        ? await measureHandler(hostileRound(name as 'patch' | 'deep' | 'steps'))
+        : await measureRender(hostileRound(name as 'patch' | 'deep' | 'steps'));
   console.log(JSON.stringify({ case: name, mode: mode ?? 'http', ...out }));
 }
 
