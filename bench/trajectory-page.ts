@@ -4,8 +4,14 @@
  *   handler    the whole /runs handler over loopback HTTP: read the round from a local trajectory store, validate
  *              it, render, send (no sign-in: the permission check is one cached GitHub call, measured elsewhere)
  * Prints p50/p95 render ms and the page's bytes beside the targets (200 ms, 2 MB).
- *   npx tsx bench/trajectory-page.ts [runs]
+ *
+ * Then the hostile rounds of issue #31, each in its own process (bench/trajectory-page-hostile.ts) so its peak memory
+ * is its own: a 2.7M-line empty patch, tool-call arguments nested 6,000 arrays deep, 20,000 steps; rendered alone and
+ * through the handler; and twelve clients that ask for the 2.7M-line page and never read. Goal: any stored round
+ * renders in under 500 ms with under 64 MiB of extra memory (peak RSS over the process's RSS before the render).
+ *   npx tsx bench/trajectory-page.ts [runs] [--hostile-only]
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +23,7 @@ import { renderRunPage } from '../src/runs/page/render.js';
 import { TrajectoryStore } from '../src/runs/trajectoryStore.js';
 import { makeRound } from '../test/runs/fixture.js';
 
-const runs = Number(process.argv[2] ?? 50);
+const runs = Number(process.argv.slice(2).find((a) => /^[0-9]+$/.test(a)) ?? 50);
 const TARGET_MS = 200;
 const TARGET_BYTES = 2 * 1024 * 1024;
 
@@ -79,7 +85,50 @@ async function main(): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+const HOSTILE_MS = 500;
+const HOSTILE_MIB = 64;
+
+function hostile(...args: string[]): Record<string, unknown> {
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', 'bench/trajectory-page-hostile.ts', ...args],
+    { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
+  );
+  return JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
+}
+
+function fmt(n: unknown, digits = 0): string {
+  return typeof n === 'number' ? n.toFixed(digits) : '—';
+}
+
+function hostileReport(): void {
+  console.log(`\nhostile rounds (goal: < ${HOSTILE_MS} ms, < ${HOSTILE_MIB} MiB extra)`);
+  for (const name of ['patch', 'deep', 'steps']) {
+    for (const mode of ['render', 'handler']) {
+      const r = hostile(name, mode);
+      const ok =
+        typeof r.ms === 'number' &&
+        r.ms < HOSTILE_MS &&
+        Number(r.peakRssMiB) < HOSTILE_MIB &&
+        !r.error &&
+        (r.status ?? 200) === 200;
+      const what = r.error ? `error: ${String(r.error)}` : r.status ? `HTTP ${String(r.status)}` : '';
+      console.log(
+        `${name.padEnd(6)} ${mode.padEnd(8)} ${fmt(r.ms).padStart(6)} ms  page ${fmt(typeof r.bytes === 'number' ? r.bytes / 1024 / 1024 : undefined, 2).padStart(6)} MiB  ` +
+          `peak RSS +${fmt(r.peakRssMiB).padStart(4)} MiB  ${what} ${ok ? 'within goal' : 'OVER GOAL'}`,
+      );
+    }
+  }
+  const c = hostile('clients');
+  console.log(
+    `clients  ${String(c.clients)} non-reading clients of the patch page: answered in ${fmt(c.answeredMs)} ms (${String(c.statuses)}); ` +
+      `then held ${fmt(c.queuedMiB, 1)} MiB queued in responses, heap +${fmt(c.heldHeapMiB)} MiB, RSS +${fmt(c.heldRssMiB)} MiB (peak +${fmt(c.peakRssMiB)} MiB)`,
+  );
+}
+
+(process.argv.includes('--hostile-only') ? Promise.resolve(hostileReport()) : main().then(hostileReport)).catch(
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

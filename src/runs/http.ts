@@ -1,8 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { stepFacts } from '../leaf/trajectory.js';
+import { jsonPieces } from '../util/boundedJson.js';
 import { redact } from '../util/redact.js';
 import { PAGE_CSS, PAGE_JS } from './page/assets.js';
-import { renderRunPage } from './page/render.js';
+import type { PageLimits } from './page/limits.js';
+import { renderRunPageChunks } from './page/render.js';
 import type { RoundRef, RoundSummary, RunRef, StoredRound } from './record.js';
+import { SEND_DEFAULTS, sendChunks, type SendOptions } from './send.js';
+import { createSlots, SLOT_DEFAULTS, type SlotLimits, type Slots } from './slots.js';
 import { RUNS_PATH } from './url.js';
 
 /** What the pages read: the trajectory store, or one file for `frognano view`. */
@@ -32,7 +37,14 @@ export interface RunPagesOptions {
   gate?: RunPagesGate;
   githubUrl?: string;
   log?: { warn(obj: object, msg: string): void };
+  /** Chunk size and the stalled-reader cut (send.ts), requests in flight (slots.ts), the page's caps (limits.ts). */
+  send?: Partial<SendOptions>;
+  slots?: Partial<SlotLimits>;
+  limits?: PageLimits;
 }
+
+/** Seconds a refused client is told to wait. */
+const RETRY_AFTER_S = 5;
 
 export const STATIC_PATH = `${RUNS_PATH}/_static`;
 
@@ -48,8 +60,12 @@ const PAGE_HEADERS = {
   'x-frame-options': 'DENY',
 };
 
+/**
+ * `/runs/<owner>/<repo>/<issue>[/<round>]`, and a round's raw data beside its page: `…/<round>/round.json`,
+ * `…/<round>/patch.diff`, `…/<round>/step/<n>.json` (what a clipped text on the page links to).
+ */
 const PAGE_ROUTE =
-  /^\/runs\/([A-Za-z0-9_.-]{1,100})\/([A-Za-z0-9_.-]{1,100})\/([1-9][0-9]{0,9})(?:\/([0-9]{1,6}))?\/?$/;
+  /^\/runs\/([A-Za-z0-9_.-]{1,100})\/([A-Za-z0-9_.-]{1,100})\/([1-9][0-9]{0,9})(?:\/([0-9]{1,6})(?:\/(round\.json|patch\.diff|step\/([1-9][0-9]{0,6})\.json))?)?\/?$/;
 
 /** Where a sign-in without a page to return to lands; it names no run, so it needs no permission. */
 const INDEX_PAGE =
@@ -76,8 +92,19 @@ function send(
   res.end(body);
 }
 
+interface Serving {
+  o: RunPagesOptions;
+  slots: Slots;
+  send: SendOptions;
+}
+
 /** Builds the /runs handler: true when it took the request (answering it asynchronously), false for other paths. */
 export function createRunPagesHandler(o: RunPagesOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const serving: Serving = {
+    o,
+    slots: createSlots({ ...SLOT_DEFAULTS, ...o.slots }),
+    send: { ...SEND_DEFAULTS, ...o.send },
+  };
   return (req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (path !== RUNS_PATH && !path.startsWith(`${RUNS_PATH}/`)) return false;
@@ -85,16 +112,17 @@ export function createRunPagesHandler(o: RunPagesOptions): (req: IncomingMessage
       send(res, 405, 'text/plain; charset=utf-8', 'Method Not Allowed\n', { allow: 'GET, HEAD' });
       return true;
     }
-    answer(o, req, res, path).catch((err: unknown) => {
+    answer(serving, req, res, path).catch((err: unknown) => {
       o.log?.warn({ err: redact(err instanceof Error ? err.message : String(err)) }, 'run page failed');
       if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'The run page could not be shown.\n');
-      else res.end();
+      else res.destroy(); // a page cut short must not read as whole
     });
     return true;
   };
 }
 
-async function answer(o: RunPagesOptions, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+async function answer(s: Serving, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  const o = s.o;
   if (path === `${STATIC_PATH}/page.css`)
     return send(res, 200, 'text/css; charset=utf-8', PAGE_CSS, { 'cache-control': 'public, max-age=300' });
   if (path === `${STATIC_PATH}/page.js`)
@@ -105,32 +133,71 @@ async function answer(o: RunPagesOptions, req: IncomingMessage, res: ServerRespo
   // `.` and `..` match the name pattern but name no repository (and no store folder).
   if (!m || /^\.+$/.test(m[1]!) || /^\.+$/.test(m[2]!)) return sendNotFound(res);
   const run: RunRef = { owner: m[1]!, repo: m[2]!, issueNumber: Number(m[3]) };
+  // The raw routes pass the same check as the page: they hold the same data, unclipped.
   const user = o.gate ? await o.gate.allow(req, res, run) : undefined;
   if (user === null) return; // the gate answered
-  const html = await renderRunResponse(o, run, m[4] === undefined ? undefined : Number(m[4]), user);
-  if (html === null) return sendNotFound(res);
-  send(res, 200, 'text/html; charset=utf-8', html);
+  const slot = s.slots.take(user ? `user:${user.login.toLowerCase()}` : `addr:${req.socket.remoteAddress ?? ''}`);
+  if ('refused' in slot) {
+    const text = slot.refused === 429 ? 'Too many run pages at once from you' : 'Too many run pages at once';
+    return send(res, slot.refused, 'text/plain; charset=utf-8', `${text}; try again shortly.\n`, {
+      'retry-after': String(RETRY_AFTER_S),
+    });
+  }
+  // 'close' comes after the last byte, or when the reader left or was cut off: the slot lasts as long as the answer.
+  res.once('close', slot.release);
+  const round = m[4] === undefined ? undefined : Number(m[4]);
+  const pieces =
+    m[5] === undefined
+      ? await pagePieces(s.o, run, round, user)
+      : await rawPieces(s.o, { ...run, round: round! }, m[5], m[6] === undefined ? undefined : Number(m[6]));
+  if (pieces === null) return sendNotFound(res);
+  res.writeHead(200, { ...PAGE_HEADERS, 'content-type': pieces.type });
+  if (req.method === 'HEAD') return void res.end();
+  await sendChunks(res, pieces.body, s.send);
 }
 
-/** The page for a run's round (its latest when none is named); null when there is no such run or round. */
-export async function renderRunResponse(
-  o: Pick<RunPagesOptions, 'source' | 'githubUrl' | 'gate'>,
+type Pieces = { type: string; body: Iterable<string> };
+
+/** The page for a run's round (its latest when none is named), as pieces; null when there is no such run or round. */
+async function pagePieces(
+  o: RunPagesOptions,
   run: RunRef,
   round: number | undefined,
   user?: { login: string },
-): Promise<string | null> {
+): Promise<Pieces | null> {
   const rounds = await o.source.listRounds(run);
   if (rounds.length === 0) return null;
   const wanted = round ?? rounds[rounds.length - 1]!.round;
   const stored = await o.source.getRound({ ...run, round: wanted });
   if (!stored) return null;
   const base = `${RUNS_PATH}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/${run.issueNumber}`;
-  return renderRunPage({
+  const body = renderRunPageChunks({
     round: stored,
     rounds,
     roundHref: (n) => `${base}/${n}`,
+    rawBase: `${base}/${wanted}`,
     staticBase: STATIC_PATH,
     githubUrl: o.githubUrl,
     user: user && o.gate ? { login: user.login, signOutHref: o.gate.signOutPath } : undefined,
+    limits: o.limits,
   });
+  return { type: 'text/html; charset=utf-8', body };
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * A round's raw data, unclipped: the whole round, its patch, or one step with its timing facts. Written by an
+ * iterative walk (util/boundedJson.ts), so no nesting depth in the stored data can overflow the stack.
+ */
+async function rawPieces(o: RunPagesOptions, ref: RoundRef, what: string, step?: number): Promise<Pieces | null> {
+  const stored = await o.source.getRound(ref);
+  if (!stored) return null;
+  if (what === 'patch.diff') return { type: 'text/plain; charset=utf-8', body: [stored.patch] };
+  if (what === 'round.json') return { type: JSON_TYPE, body: jsonPieces(stored, { maxDepth: Infinity }) };
+  const t = stored.trajectory;
+  if (step === undefined || step > t.steps.length) return null;
+  // `step` in the stored step counts from 0; the page and this route count from 1.
+  const value = { page_step: step, ...t.steps[step - 1], facts: stepFacts(t, step - 1) };
+  return { type: JSON_TYPE, body: jsonPieces(value, { maxDepth: Infinity }) };
 }

@@ -113,3 +113,21 @@ export function makeRound(
     ],
   });
 }
+
+/** The rounds issue #31 found: each well inside the store's 16 MiB bound. */
+export function hostileRound(name: 'patch' | 'deep' | 'steps'): StoredRound {
+  if (name === 'patch') {
+    const r = makeRound({ steps: 10, bytes: 50_000 });
+    // 2.7M empty lines: 2.7 MB stored, every line a <span> on the page.
+    return { ...r, patch: `diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1,2700000 @@\n${'\n'.repeat(2_700_000)}` };
+  }
+  if (name === 'deep') {
+    const r = makeRound({ steps: 10, bytes: 50_000 });
+    const deep = `${'['.repeat(6000)}${']'.repeat(6000)}`;
+    const call = r.trajectory.steps[0]!.assistant.tool_calls![0]!;
+    call.function = { name: 'Read', arguments: `{"file_path":"src/a.ts","extra":${deep}}` };
+    return r;
+  }
+  return makeRound({ steps: 20_000, bytes: 12_000_000 });
+}
+

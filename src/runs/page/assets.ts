@@ -74,6 +74,9 @@ ul.verify-list{padding-left:20px;margin:4px 0}ul.verify-list li{margin:2px 0}
 pre.msg{max-height:160px}
 .sev{font-weight:600;font-size:12px}.sev-high{color:var(--err)}.sev-medium{color:var(--warn)}.sev-low{color:var(--muted)}
 .invisible{color:var(--err);font-size:11px}
+.clip{display:block;color:var(--muted);font-style:italic}
+.bidi-warn{display:block;color:var(--warn);background:var(--cur);font-weight:600}
+li.step.cut .meta{font-style:italic}
 `;
 
 export const PAGE_JS = `

@@ -1,9 +1,10 @@
-import { escapeHtml } from './html.js';
+import { clipLines, clipNote, moreLinesText, shownLine, type LineCaps, type Marks } from './clipText.js';
+import { hasInvisible } from './html.js';
 
 /** Above this many line pairs, an edit shows as all-removed then all-added (the LCS table would cost too much). */
 const MAX_LCS_CELLS = 400_000;
 
-type DiffLine = { op: ' ' | '-' | '+'; text: string };
+export type DiffLine = { op: ' ' | '-' | '+'; text: string };
 
 /** Line diff of an Edit's old_string -> new_string, by longest common subsequence. */
 export function lineDiff(before: string, after: string): DiffLine[] {
@@ -36,28 +37,69 @@ export function lineDiff(before: string, after: string): DiffLine[] {
   return out;
 }
 
-export function renderDiffLines(lines: DiffLine[]): string {
-  // Block spans, one per line: a newline between them would show as an empty line in the <pre>.
-  return lines.map((l) => `<span class="${CLASS[l.op]}">${l.op}${escapeHtml(l.text)}</span>`).join('');
+/** Diff lines as block spans, until the rendered bytes pass `maxBytes`; `shown` says how many made it. */
+export function renderDiffLines(
+  lines: DiffLine[],
+  o: { maxBytes?: number; lineChars?: number; marks?: Marks } = {},
+): { html: string; shown: number } {
+  const parts: string[] = [];
+  let bytes = 0;
+  for (const l of lines) {
+    const text = l.text.slice(0, o.lineChars ?? Infinity);
+    // Block spans, one per line: a newline between them would show as an empty line in the <pre>.
+    const html = `<span class="${CLASS[l.op]}">${l.op}${shownLine(text, l.text.length - text.length)}</span>`;
+    if (parts.length > 0 && bytes + html.length > (o.maxBytes ?? Infinity)) break;
+    if (o.marks && !o.marks.invisible && hasInvisible(text)) o.marks.invisible = true;
+    parts.push(html);
+    bytes += html.length;
+  }
+  return { html: parts.join(''), shown: parts.length };
 }
 
 const CLASS = { ' ': 'ctx', '-': 'del', '+': 'add' } as const;
 
-/** A git patch with its lines coloured: file headers, hunks, removals, additions. */
-export function renderPatch(patch: string): string {
-  return patch
-    .split('\n')
-    .map((line) => {
-      const cls = /^(diff |index |--- |\+\+\+ )/.test(line)
-        ? 'hdr'
-        : line.startsWith('@@')
-          ? 'hunk'
-          : line.startsWith('+')
-            ? 'add'
-            : line.startsWith('-')
-              ? 'del'
-              : 'ctx';
-      return `<span class="${cls}">${escapeHtml(line) || ' '}</span>`;
-    })
-    .join('');
+const BIDI_HUNK =
+  '<span class="bidi-warn">⚠ This hunk contains bidirectional or invisible Unicode characters, shown as ⟨U+…⟩ below: the code may read differently from how it runs.</span>';
+
+function patchClass(line: string): string {
+  return /^(diff |index |--- |\+\+\+ )/.test(line)
+    ? 'hdr'
+    : line.startsWith('@@')
+      ? 'hunk'
+      : line.startsWith('+')
+        ? 'add'
+        : line.startsWith('-')
+          ? 'del'
+          : 'ctx';
+}
+
+/**
+ * A git patch with its lines coloured (file headers, hunks, removals, additions), clipped to `caps` with a link to
+ * the whole patch; a hunk holding invisible or bidirectional characters gets GitHub's kind of warning above it.
+ */
+export function renderPatch(patch: string, o: { caps?: LineCaps; rawHref?: string } = {}): string {
+  const caps = o.caps ?? { maxLines: Infinity, maxBytes: Infinity, lineChars: Infinity };
+  const lines: { cls: string; html: string; invisible: boolean }[] = [];
+  const c = clipLines(patch, caps, (line, cut) => {
+    const cls = patchClass(line);
+    const html = `<span class="${cls}">${shownLine(line, cut) || ' '}</span>`;
+    lines.push({ cls, html, invisible: hasInvisible(line) });
+    return html;
+  });
+  lines.length = c.html.length; // the line past the byte cap was rendered, not shown
+  const out: string[] = [];
+  for (let start = 0; start < lines.length;) {
+    let end = start + 1;
+    while (end < lines.length && !startsHunk(lines[end]!)) end++;
+    const hunk = lines.slice(start, end);
+    if (hunk.some((l) => l.invisible)) out.push(BIDI_HUNK);
+    for (const l of hunk) out.push(l.html);
+    start = end;
+  }
+  if (c.moreLines > 0 && o.rawHref) out.push(clipNote(moreLinesText(c.moreLines), o.rawHref, 'whole patch'));
+  return out.join('');
+}
+
+function startsHunk(l: { cls: string; html: string }): boolean {
+  return l.cls === 'hunk' || (l.cls === 'hdr' && l.html.startsWith('<span class="hdr">diff '));
 }

@@ -39,6 +39,14 @@ export function foldedPre(
 const INVISIBLE =
   /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|\uDB40[\uDC00-\uDC7F]/g;
 
+/** Whether the text holds a character escapeShown would mark (the warning banners of steps and hunks). */
+export function hasInvisible(text: string): boolean {
+  INVISIBLE.lastIndex = 0;
+  const found = INVISIBLE.test(text);
+  INVISIBLE.lastIndex = 0;
+  return found;
+}
+
 /** escapeHtml, with every invisible character shown as its code point (`⟨U+202E⟩`). */
 export function escapeShown(text: string): string {
   return escapeHtml(text).replace(INVISIBLE, (c) => {

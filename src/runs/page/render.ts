@@ -1,7 +1,10 @@
 import { describeExit } from '../../leaf/trajectory.js';
 import type { RoundSummary, StoredRound } from '../record.js';
+import { clip } from '../../util/clip.js';
+import { clipNote, clippedPre } from './clipText.js';
 import { renderPatch } from './diff.js';
-import { escapeHtml, foldedPre, formatCount, formatDuration } from './html.js';
+import { escapeHtml, escapeShown, formatCount, formatDuration } from './html.js';
+import { PAGE_LIMITS, type PageLimits } from './limits.js';
 import { renderTimeline } from './steps.js';
 import { renderTimelineBar } from './timelineBar.js';
 import { renderVerification } from './verification.js';
@@ -18,35 +21,56 @@ export interface RunPageInput {
   githubUrl?: string;
   /** Shown in the corner with a sign-out link, when signed in. */
   user?: { login: string; signOutHref: string };
+  /** Where this round's raw JSON routes start (`…/<round>`); roundHref of this round when omitted. */
+  rawBase?: string;
+  limits?: PageLimits;
 }
 
 const KIND_TEXT = { draft: 'First draft', 'follow-up': 'Follow-up', 'ci-fix': 'CI fix' } as const;
 
-/** The whole page, server-rendered: readable without JavaScript; the script only adds j/k and the filter. */
+/** The whole page as one string (tests, the bench); the server streams `renderRunPageChunks`. */
 export function renderRunPage(p: RunPageInput): string {
+  return [...renderRunPageChunks(p)].join('');
+}
+
+/**
+ * The whole page, server-rendered, in pieces to stream: readable without JavaScript; the script only adds j/k and
+ * the filter. Its size is bounded by `limits.pageBytes` whatever the round holds (limits.ts).
+ */
+export function* renderRunPageChunks(p: RunPageInput): Generator<string> {
+  const L = p.limits ?? PAGE_LIMITS;
   const { ref, summary } = p.round;
   const title = `${ref.owner}/${ref.repo}#${ref.issueNumber} · round ${summary.round}`;
-  return [
+  const raw = rawLinks(p);
+  const top = [
     '<!doctype html><html lang="en"><head><meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="no-referrer">',
     '<meta name="color-scheme" content="light dark">',
-    `<title>${escapeHtml(title)} · frognano</title>`,
+    `<title>${escapeHtml(clip(title, L.labelChars))} · frognano</title>`,
     `<link rel="stylesheet" href="${p.staticBase}/page.css"><script src="${p.staticBase}/page.js" defer></script>`,
     '</head><body>',
-    renderHeader(p),
+    renderHeader(p, L),
     // Concatenated, not its own line: a round without verification renders byte for byte as before.
     `<main>${renderVerification(p.round.verification)}`,
     '<div class="toolbar"><label>Filter steps <input type="search" id="filter" placeholder="text in a step" autocomplete="off"></label>',
     `<span class="hint">${formatCount(p.round.trajectory.steps.length)} steps · <kbd>j</kbd>/<kbd>k</kbd> next/previous · <kbd>/</kbd> filter</span></div>`,
-    renderTimelineBar(p.round.trajectory),
-    renderTask(p.round),
-    renderTimeline(p.round.trajectory),
-    renderOutcome(p.round),
-    '</main></body></html>',
+    renderTimelineBar(p.round.trajectory, L),
+    renderTask(p.round, L, raw.round),
+    '',
   ].join('\n');
+  yield top;
+  const budgetBytes = L.pageBytes - L.tailBytes - Buffer.byteLength(top);
+  yield* renderTimeline(p.round.trajectory, { rawStep: raw.step, rawRound: raw.round, budgetBytes, limits: L });
+  yield `\n${renderOutcome(p.round, L, raw)}\n</main></body></html>`;
 }
 
-function renderHeader(p: RunPageInput): string {
+/** Where the raw JSON of the round, of a step, and the whole patch are served (http.ts, the same permission check). */
+function rawLinks(p: RunPageInput): { round: string; patch: string; step: (n: number) => string } {
+  const base = p.rawBase ?? p.roundHref(p.round.summary.round);
+  return { round: `${base}/round.json`, patch: `${base}/patch.diff`, step: (n) => `${base}/step/${n}.json` };
+}
+
+function renderHeader(p: RunPageInput, L: PageLimits): string {
   const { ref, summary } = p.round;
   const gh = p.githubUrl
     ? `${p.githubUrl}/${encodeURIComponent(ref.owner)}/${encodeURIComponent(ref.repo)}`
@@ -65,19 +89,20 @@ function renderHeader(p: RunPageInput): string {
     ? `<p class="user">${escapeHtml(p.user.login)} · <a href="${p.user.signOutHref}">sign out</a></p>`
     : '';
   const t = p.round.trajectory;
+  const text = (x: string) => escapeShown(clip(x, L.labelChars));
   return [
     `<header class="run">${user}<p class="crumbs">${escapeHtml(ref.owner)}/${escapeHtml(ref.repo)} · ${links.join(' · ')}</p>`,
-    `<h1>${escapeHtml(summary.issueTitle || `Issue #${ref.issueNumber}`)}</h1>`,
-    renderRoundNav(p),
+    `<h1>${text(summary.issueTitle || `Issue #${ref.issueNumber}`)}</h1>`,
+    renderRoundNav(p, L),
     '<dl class="facts">',
     fact('Round', `${summary.round} · ${KIND_TEXT[summary.kind]}`),
-    fact('Trigger', escapeHtml(summary.trigger)),
-    fact('Result', escapeHtml(summary.result)),
-    fact('Ended', `<code>${escapeHtml(t.exit_reason)}</code> · ${escapeHtml(describeExit(t))}`),
+    fact('Trigger', text(summary.trigger)),
+    fact('Result', text(summary.result)),
+    fact('Ended', `<code>${text(t.exit_reason)}</code> · ${text(describeExit(t))}`),
     fact('Duration', formatDuration(summary.durationSec * 1000)),
     fact('Tokens', `${formatCount(summary.promptTokens)} prompt · ${formatCount(summary.completionTokens)} completion`),
-    fact('Model', escapeHtml(`${t.frognano.model.model} (${t.frognano.model.backend})`)),
-    fact('Started', escapeHtml(summary.startedAt || '—')),
+    fact('Model', text(`${t.frognano.model.model} (${t.frognano.model.backend})`)),
+    fact('Started', text(summary.startedAt || '—')),
     '</dl></header>',
   ].join('');
 }
@@ -87,36 +112,55 @@ function fact(name: string, html: string): string {
 }
 
 /** Links, one per round: they work without JavaScript, and the current one is marked for screen readers. */
-function renderRoundNav(p: RunPageInput): string {
+function renderRoundNav(p: RunPageInput, L: PageLimits): string {
   const items = p.rounds.map((r) => {
     const current = r.round === p.round.summary.round ? ' aria-current="page"' : '';
-    const text = `<b>Round ${r.round}</b> ${KIND_TEXT[r.kind]}<br><small>${escapeHtml(r.trigger)} · ${escapeHtml(r.result)} · ${formatDuration(r.durationSec * 1000)} · ${formatCount(r.promptTokens + r.completionTokens)} tokens</small>`;
+    const text = `<b>Round ${r.round}</b> ${KIND_TEXT[r.kind]}<br><small>${escapeShown(clip(r.trigger, L.labelChars))} · ${escapeShown(clip(r.result, L.labelChars))} · ${formatDuration(r.durationSec * 1000)} · ${formatCount(r.promptTokens + r.completionTokens)} tokens</small>`;
     return `<li><a class="round" data-round="${r.round}" href="${p.roundHref(r.round)}"${current}>${text}</a></li>`;
   });
   return `<nav class="rounds" aria-label="Rounds"><ol>${items.join('')}</ol></nav>`;
 }
 
-function renderTask(r: StoredRound): string {
+function renderTask(r: StoredRound, L: PageLimits, rawRound: string): string {
   const task = r.trajectory.frognano.task;
-  const context = (task.context ?? []).map(
-    (s) => `<h3>${escapeHtml(s.heading)}</h3>${foldedPre(s.text, { label: s.heading, cls: 'prose' })}`,
-  );
-  return `<details class="task"><summary>Task given to the model</summary><h3>${escapeHtml(task.title)}</h3><pre class="prose">${escapeHtml(task.body)}</pre>${context.join('')}</details>`;
+  const caps = { maxLines: L.proseLines, maxBytes: L.proseBytes, lineChars: L.lineChars };
+  const context = (task.context ?? [])
+    .slice(0, L.contextSections)
+    .map(
+      (s) =>
+        `<h3>${escapeShown(clip(s.heading, L.labelChars))}</h3>${clippedPre(s.text, { label: clip(s.heading, L.labelChars), cls: 'prose', caps, rawHref: rawRound })}`,
+    );
+  const body = clippedPre(task.body, { label: 'Body', cls: 'prose', caps, rawHref: rawRound, fold: false });
+  return `<details class="task"><summary>Task given to the model</summary><h3>${escapeShown(clip(task.title, L.labelChars))}</h3>${body}${context.join('')}</details>`;
 }
 
-function renderOutcome(r: StoredRound): string {
+function renderOutcome(r: StoredRound, L: PageLimits, raw: { round: string; patch: string }): string {
   const t = r.trajectory;
+  const prose = { maxLines: L.proseLines, maxBytes: L.proseBytes, lineChars: L.lineChars };
   const final = t.final_message.trim()
-    ? `<section id="final"><h2>Final message</h2><pre class="prose">${escapeHtml(t.final_message)}</pre></section>`
+    ? `<section id="final"><h2>Final message</h2>${clippedPre(t.final_message, { label: 'Final message', cls: 'prose', caps: prose, rawHref: raw.round, fold: false })}</section>`
     : '';
-  const patch = r.patch.trim()
-    ? `<pre class="diff patch">${renderPatch(r.patch)}</pre>`
+  const patchCaps = { maxLines: L.patchLines, maxBytes: L.patchBytes, lineChars: L.lineChars };
+  const patch = hasText(r.patch)
+    ? `<pre class="diff patch">${renderPatch(r.patch, { caps: patchCaps, rawHref: raw.patch })}</pre>`
     : '<p class="none">This round left no patch.</p>';
+  const out = { maxLines: L.outputLines, maxBytes: L.outputBytes, lineChars: L.lineChars };
+  const testItem = (x: StoredRound['tests'][number]) =>
+    `<li class="${x.exitCode === 0 && !x.timedOut ? 'pass' : 'fail'}"><code>${escapeShown(clip(x.command, L.labelChars))}</code> ${testVerdict(x)}${hasText(x.outputTail) ? clippedPre(x.outputTail, { label: 'Output (tail)', caps: out, rawHref: raw.round, foldLines: 0 }) : ''}</li>`;
+  const moreTests =
+    r.tests.length > L.tests
+      ? `<li>${clipNote(`${formatCount(r.tests.length - L.tests)} more test commands`, raw.round)}</li>`
+      : '';
   const tests = r.tests.length
-    ? `<ul class="tests">${r.tests.map((x) => `<li class="${x.exitCode === 0 && !x.timedOut ? 'pass' : 'fail'}"><code>${escapeHtml(x.command)}</code> ${testVerdict(x)}${x.outputTail.trim() ? foldedPre(x.outputTail, { label: 'Output (tail)', maxLines: 0 }) : ''}</li>`).join('')}</ul>`
+    ? `<ul class="tests">${r.tests.slice(0, L.tests).map(testItem).join('')}${moreTests}</ul>`
     : '<p class="none">No test commands ran after the model finished.</p>';
-  const error = t.error ? `<p class="warn">Error: <code>${escapeHtml(t.error)}</code></p>` : '';
+  const error = t.error ? `<p class="warn">Error: <code>${escapeShown(clip(t.error, L.proseBytes))}</code></p>` : '';
   return `${error}${final}<section id="patch"><h2>Final patch</h2>${patch}</section><section id="tests"><h2>Tests</h2>${tests}</section>`;
+}
+
+/** Whether the text has a non-space character, without trimming (a copy) a 16 MiB text. */
+function hasText(text: string): boolean {
+  return /\S/.test(text);
 }
 
 function testVerdict(x: StoredRound['tests'][number]): string {
