@@ -29,6 +29,8 @@ export type MirrorState = 'created' | 'updated' | 'recloned';
 
 export interface MirrorCloneResult extends CloneResult {
   mirror: MirrorState;
+  /** Where the time went (the runner logs it; bench/follow-up-start.ts reads it): the fetch and the job's clone. */
+  timings: { fetchMs: number; cloneMs: number };
 }
 
 const NAME = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -120,7 +122,11 @@ export class GitMirrorCache {
   }
 }
 
-async function updateAndClone(mirror: string, o: MirrorCloneOptions): Promise<CloneResult> {
+async function updateAndClone(
+  mirror: string,
+  o: MirrorCloneOptions,
+): Promise<CloneResult & Pick<MirrorCloneResult, 'timings'>> {
+  const started = Date.now();
   const url = remoteUrlFor(o.auth.baseUrl, o.owner, o.repo);
   const common = { timeoutMs: o.timeoutMs, signal: o.signal };
   if (!(await isDir(mirror))) {
@@ -134,7 +140,9 @@ async function updateAndClone(mirror: string, o: MirrorCloneOptions): Promise<Cl
     auth: o.auth,
   });
   await fs.writeFile(path.join(mirror, LAST_USED), new Date().toISOString());
-  return cloneWith(o, ['--quiet', '--reference', mirror, '--dissociate']);
+  const fetched = Date.now();
+  const r = await cloneWith(o, ['--quiet', '--reference', mirror, '--dissociate']);
+  return { ...r, timings: { fetchMs: fetched - started, cloneMs: Date.now() - fetched } };
 }
 
 /** The failure came from the mirror: git said so, or the mirror no longer passes a connectivity check. */
