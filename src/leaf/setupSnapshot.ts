@@ -87,6 +87,8 @@ export class SetupSnapshotCache {
     const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
     const done = finished(sink);
+    // Awaited below; a capture that throws first destroys the sink, and that rejection must not go unhandled.
+    done.catch(() => undefined);
     const cap = this.o.maxSnapshotBytes;
     let reason: string | undefined;
     try {

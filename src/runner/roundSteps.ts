@@ -97,7 +97,7 @@ export function cloneForRound(run: LiveRun, branch: string, dest: string): Promi
   };
   if (!ctx.gitCache) return cloneRepo(o);
   return ctx.gitCache.clone({ ...o, installationId: data.installationId }).then((r) => {
-    run.log.info({ branch, mirror: r.mirror }, 'cloned through the git mirror');
+    run.log.info({ branch, mirror: r.mirror, ...r.timings }, 'cloned through the git mirror');
     return r;
   });
 }

@@ -67,7 +67,7 @@ describe('git mirror per installation and repository', () => {
     expect(second.headSha).toBe(sha);
     expect(await fs.readFile(path.join(second.dir, 'NEW.md'), 'utf8')).toBe('new\n');
     expect(gitIn(mirror, 'rev-parse', 'refs/heads/main').trim()).toBe(sha);
-    // --dissociate: no alternates left pointing into the mirror, so the clone stands alone.
+    // No alternates pointing into the mirror: the clone stands alone.
     await expect(fs.stat(path.join(second.dir, '.git/objects/info/alternates'))).rejects.toThrow();
     await fs.rm(mirror, { recursive: true });
     expect(gitIn(second.dir, 'fsck', '--no-dangling').trim()).toBe('');
@@ -88,6 +88,30 @@ describe('git mirror per installation and repository', () => {
       expect(text).not.toContain(basic);
       expect(text).not.toContain('extraheader');
     }
+  });
+
+  it("hardlinks the mirror's packs into the clone; neither side's later writes touch the other's files", async () => {
+    const first = await clone('one', 'main');
+    const mirror = cache.mirrorPath(INST, 'octo', 'hello');
+    const packs = (await filesUnder(path.join(mirror, 'objects/pack'))).filter((f) => f.endsWith('.pack'));
+    const ownPacks = (await filesUnder(path.join(first.dir, '.git/objects/pack'))).filter((f) => f.endsWith('.pack'));
+    // The same inode (a hardlink, nothing copied), and no alternates into the cache.
+    const inodes = async (fs_: string[]) => Promise.all(fs_.map(async (f) => (await fs.stat(f)).ino));
+    expect((await inodes(ownPacks)).sort()).toEqual((await inodes(packs)).sort());
+    await expect(fs.stat(path.join(first.dir, '.git/objects/info/alternates'))).rejects.toThrow();
+    const before = await Promise.all(packs.map((f) => fs.readFile(f)));
+    // The job's clone commits and repacks (new files, the old names unlinked); the mirror fetches a new commit.
+    await fs.writeFile(path.join(first.dir, 'JOB.md'), 'job\n');
+    gitIn(first.dir, 'add', '-A');
+    gitIn(first.dir, '-c', 'user.name=b', '-c', 'user.email=b@x', 'commit', '-q', '-m', 'job');
+    gitIn(first.dir, 'repack', '-a', '-d', '-q');
+    gitIn(first.dir, 'prune-packed');
+    const sha = await pushCommit(remote, 'main', 'NEW.md', 'new\n');
+    expect((await clone('two', 'main')).headSha).toBe(sha);
+    expect(await Promise.all(packs.map((f) => fs.readFile(f)))).toEqual(before);
+    expect(gitIn(mirror, 'fsck', '--no-dangling').trim()).toBe('');
+    await fs.rm(mirror, { recursive: true });
+    expect(gitIn(first.dir, 'fsck', '--no-dangling').trim()).toBe('');
   });
 
   it('survives a concurrent pair of jobs on the same repository', async () => {

@@ -64,3 +64,24 @@ export async function makeBareRemote(
 export function gitIn(cwd: string, ...args: string[]): string {
   return sh(args, cwd);
 }
+
+/** `files` of GitHub's compare answer for `base...head`: numstat of the bare remote (a binary file has no patch). */
+export function compareFiles(remote: BareRemote, base: string, head: string) {
+  const out = gitIn(remote.bare, 'diff', '--numstat', '--no-renames', `${base}...${head}`).trim();
+  return out
+    ? out.split('\n').map((line) => {
+        const [adds, dels, filename] = line.split('\t');
+        const binary = adds === '-';
+        const additions = binary ? 0 : Number(adds);
+        const deletions = binary ? 0 : Number(dels);
+        return {
+          filename,
+          status: 'modified',
+          additions,
+          deletions,
+          changes: additions + deletions,
+          ...(binary ? {} : { patch: '@@' }),
+        };
+      })
+    : [];
+}

@@ -1,6 +1,8 @@
 import nock from 'nock';
-import { gitIn, type BareRemote } from '../github/gitRepo.js';
+import { compareFiles, gitIn, type BareRemote } from '../github/gitRepo.js';
 import { API, type RecordedCall } from './githubRecorder.js';
+
+export { compareFiles };
 
 /**
  * nock interceptors for the REST calls a follow-up round makes on the bot's pull request, answering like
@@ -88,25 +90,4 @@ export function recordPullRequest(
     setBody,
     find: (method: string, suffix: string) => calls.filter((c) => c.method === method && c.path.endsWith(suffix)),
   };
-}
-
-/** `files` of GitHub's compare answer for `base...head`: numstat of the bare remote (a binary file has no patch). */
-export function compareFiles(remote: BareRemote, base: string, head: string) {
-  const out = gitIn(remote.bare, 'diff', '--numstat', '--no-renames', `${base}...${head}`).trim();
-  return out
-    ? out.split('\n').map((line) => {
-        const [adds, dels, filename] = line.split('\t');
-        const binary = adds === '-';
-        const additions = binary ? 0 : Number(adds);
-        const deletions = binary ? 0 : Number(dels);
-        return {
-          filename,
-          status: 'modified',
-          additions,
-          deletions,
-          changes: additions + deletions,
-          ...(binary ? {} : { patch: '@@' }),
-        };
-      })
-    : [];
 }
