@@ -26,7 +26,7 @@ async function entry() {
   process.exit(3);
 }
 
-const { runCli } = await import(pathToFileURL(await entry()).href);
-const code = await runCli(process.argv.slice(2));
+const { runMain } = await import(pathToFileURL(await entry()).href);
+const code = await runMain(process.argv.slice(2));
 // stdout/stderr are synchronous for files and pipes on Linux; exit now so no leftover handle keeps us alive.
 process.exit(code);

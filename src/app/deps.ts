@@ -1,3 +1,4 @@
+import { readSetting } from '../util/settings.js';
 import type { Probot } from 'probot';
 import type { Redis } from 'ioredis';
 import type { PermissionOctokit } from '../github/permissions.js';
@@ -66,5 +67,5 @@ export function handlerDeps(deps: AppDeps): HandlerDeps {
 }
 
 export function labelFromEnv(env: NodeJS.ProcessEnv = process.env): string {
-  return env.FROGNANO_LABEL?.trim() || DEFAULT_LABEL;
+  return readSetting(env, 'FROGNANO_LABEL') ?? DEFAULT_LABEL;
 }

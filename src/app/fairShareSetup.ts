@@ -1,3 +1,4 @@
+import { readSetting } from '../util/settings.js';
 import { botKeyPrefix } from '../queue/keys.js';
 import type { ConnectionOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -16,8 +17,8 @@ import { quotasFileFromEnv, watchQuotasFile } from './quotaFile.js';
  * scales up from zero finds a job.
  */
 export async function modelSlots(redis: Redis, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const fixed = Number.parseInt(env.FROGNANO_MODEL_SLOTS ?? '', 10);
-  if (Number.isInteger(fixed) && fixed > 0) return fixed;
+  const fixed = readSetting(env, 'FROGNANO_MODEL_SLOTS');
+  if (fixed !== undefined) return fixed;
   const runners = await listRunners(redis, { prefix: botKeyPrefix() });
   return Math.max(
     1,

@@ -1,12 +1,14 @@
 import { readFileSync, statSync, type Stats } from 'node:fs';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { readSetting } from '../util/settings.js';
 import { QuotasFileSchema, type QuotasConfig } from '../queue/quotas/schema.js';
 
 /** The operator's quotas file, read at start and again whenever it changes (docs/operating-at-scale.md, "Quotas"). */
 
+/** FROGNANO_QUOTAS_FILE, an existing file (SettingError naming the variable otherwise); undefined: no quotas. */
 export function quotasFileFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  return env.FROGNANO_QUOTAS_FILE?.trim() || undefined;
+  return readSetting(env, 'FROGNANO_QUOTAS_FILE');
 }
 
 /** Parses the file's text; an unknown key, a bad value or bad YAML throws an error that names the file. */

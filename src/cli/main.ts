@@ -2,6 +2,9 @@ import { CliError, EXIT, UsageError } from './exitCodes.js';
 import { HELP, MAIN_HELP } from './help.js';
 import { processIo, writeLine, type CliIo } from './io.js';
 import { packageInfo } from '../util/packageInfo.js';
+import { loadDotEnv } from '../util/dotenv.js';
+import { checkSettingsOrExit } from '../util/settings.js';
+import path from 'node:path';
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
@@ -14,6 +17,28 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   view: async () => (await import('./commands/view.js')).viewCommand,
   model: async () => (await import('./commands/model.js')).modelCommand,
 };
+
+/**
+ * bin/frognano.js: the directory the user typed the command in (npm runs `npm run frognano` from the package root,
+ * and says where it was typed in INIT_CWD), its `.env` (the environment wins, as for the app and the runner), a
+ * check of the settings the CLI reads (exit code 2 and one line when one does not parse), then the command.
+ */
+export async function runMain(argv: string[]): Promise<number> {
+  const typedIn = invocationDir(process.env, process.cwd());
+  if (typedIn !== process.cwd()) process.chdir(typedIn);
+  loadDotEnv(path.join(typedIn, '.env'));
+  checkSettingsOrExit(process.env, 'cli', 'frognano');
+  return runCli(argv, processIo());
+}
+
+/**
+ * INIT_CWD only inside this package's own `frognano` script: other processes inherit INIT_CWD and
+ * npm_lifecycle_event from whatever npm script started them (a test run, a user's build), where it is not ours.
+ */
+export function invocationDir(env: NodeJS.ProcessEnv, cwd: string): string {
+  const initCwd = env.INIT_CWD?.trim();
+  return env.npm_lifecycle_event === 'frognano' && initCwd && path.isAbsolute(initCwd) ? initCwd : cwd;
+}
 
 /** `frognano <command> ...` -> exit code. Never throws: every failure becomes a message and an exit code. */
 export async function runCli(argv: string[], io: CliIo = processIo()): Promise<number> {

@@ -10,6 +10,7 @@
  */
 import pino, { type DestinationStream, type Logger, type LoggerOptions as PinoOptions } from 'pino';
 import { REDACTED, redact } from '../util/redact.js';
+import { readSetting } from '../util/settings.js';
 
 export type { Logger } from 'pino';
 
@@ -127,7 +128,7 @@ export interface CreateLoggerOptions {
 
 export function createLogger(opts: CreateLoggerOptions = {}): Logger {
   const options: PinoOptions = {
-    level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+    level: opts.level ?? readSetting(process.env, 'LOG_LEVEL') ?? 'info',
     name: opts.name,
     base: { pid: process.pid, ...(opts.base ?? {}) },
     redact: { paths: REDACT_PATHS, censor: REDACTED },

@@ -66,7 +66,7 @@ export interface RunnerContext {
   /** FROGNANO_VERIFY=off: this runner publishes changes without verifying them (and the pull request says so). */
   verifyOff?: boolean;
   /**
-   * The verifier (src/verify/index.ts verifyChange), for runner/main.ts to pass. Absent: no verify step (the
+   * The verifier (src/verify/index.ts verifyChange), for runner/service.ts to pass. Absent: no verify step (the
    * description keeps its Tests section, as before).
    */
   verifyChange?: (options: VerifyOptions) => Promise<Verdict>;

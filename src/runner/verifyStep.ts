@@ -25,7 +25,7 @@ export async function verifyStep(
   change: CheckedChange,
 ): Promise<VerificationOutcome | undefined> {
   const cfg = checkout.config;
-  // A context without the verifier (some tests) publishes as before; runner/main.ts always passes it.
+  // A context without the verifier (some tests) publishes as before; runner/service.ts always passes it.
   const verify = run.ctx.verifyChange;
   if (!verify) return undefined;
   if (run.ctx.verifyOff) return { state: 'off', reason: OFF_ON_RUNNER };

@@ -182,7 +182,7 @@ beforeAll(async () => {
     ciJudge = createCiJudgeQueue(queue.opts.connection, queue.opts.prefix);
     return { ciJudge };
   });
-  // The app's own worker for delayed judgments, as src/app/main.ts starts it, on a connection of its own.
+  // The app's own worker for delayed judgments, as src/app/server.ts starts it, on a connection of its own.
   judgeConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   judgeWorker = startCiJudgeWorker(
     h.probot,

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -355,6 +355,67 @@ describe('npm start (src/app/main.ts)', () => {
     }
   }, 60_000);
 
+  test('the environment wins over .env for every setting, not only LOG_LEVEL (Probot copies .env over it)', async () => {
+    const keyPath = appKeyFile();
+    writeFileSync(join(tmp!, '.env'), 'FROGNANO_LABEL=from-file\nLOG_LEVEL=warn\n');
+    const { output } = await start(
+      {
+        APP_ID: '12345',
+        PRIVATE_KEY_PATH: keyPath,
+        WEBHOOK_SECRET: 's',
+        FROGNANO_LABEL: 'from-env',
+        LOG_LEVEL: 'info',
+      },
+      tmp,
+    );
+    const deadline = Date.now() + 20_000;
+    while (!output().includes('triggering on label') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    // A JSON line: the quotes around the label are escaped.
+    expect(output()).toContain('frognano: triggering on label \\"from-env\\"');
+  }, 60_000);
+
+  test.each([
+    ['FROGNANO_FAIR_SHARE', 'maybe', 'FROGNANO_FAIR_SHARE=maybe is not accepted: expected on, off'],
+    [
+      'FROGNANO_QUOTAS_FILE',
+      '/nonexistent/quotas.yaml',
+      'FROGNANO_QUOTAS_FILE=/nonexistent/quotas.yaml is not accepted: expected the path of an existing YAML quotas ' +
+        'file; unset it for no quotas (docs/operating-at-scale.md#quotas)',
+    ],
+  ])(
+    '%s=%s stops the start-up with exit code 2 and one line naming it',
+    async (name, value, line) => {
+      const keyPath = appKeyFile();
+      const { code, output } = await refusal({
+        APP_ID: '12345',
+        PRIVATE_KEY_PATH: keyPath,
+        WEBHOOK_SECRET: 's',
+        [name]: value,
+      });
+      expect({ code, output }).toEqual({ code: 2, output: `frognano app: ${line}\n` });
+    },
+    60_000,
+  );
+
+  test('a PRIVATE_KEY_PATH that does not exist says what to do, in one line', async () => {
+    const { code, output } = await refusal({ APP_ID: '12345', PRIVATE_KEY_PATH: '/nonexistent/app.pem' });
+    expect(code).toBe(2);
+    expect(output).toMatch(
+      /^frognano app: PRIVATE_KEY_PATH=\/nonexistent\/app\.pem is not accepted: .*register the App/,
+    );
+    expect(output.trim().split('\n')).toHaveLength(1);
+  }, 60_000);
+
+  test('cp deploy/env.example .env && npm start: the setup page, without a stack trace', async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'fn-main-'));
+    copyFileSync(join(ROOT, 'deploy/env.example'), join(tmp, '.env'));
+    copyFileSync(join(ROOT, 'app.yml'), join(tmp, 'app.yml'));
+    const { base, output } = await start({ LOG_LEVEL: undefined }, tmp);
+    expect((await fetch(`${base}/probot`)).status).toBe(200);
+    expect(output()).not.toMatch(/\n\s+at |Error|ENOENT/);
+  }, 60_000);
+
   test('a weak FROGNANO_SESSION_SECRET stops the start-up with one line that says what to use, and no stack', async () => {
     const keyPath = appKeyFile();
     const { code, output } = await refusal({
@@ -367,7 +428,7 @@ describe('npm start (src/app/main.ts)', () => {
       FROGNANO_SESSION_SECRET: 'dragon',
     });
     expect({ code, output }).toEqual({
-      code: 1,
+      code: 2,
       output:
         'frognano app: FROGNANO_SESSION_SECRET is too weak to sign run-page sessions (it is 6 bytes long): use at least 32 random bytes, e.g. `openssl rand -hex 32`\n',
     });

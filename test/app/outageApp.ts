@@ -1,5 +1,5 @@
 /**
- * The app's webhook server as src/app/main.ts wires it (frognano handlers, the 503-while-Redis-is-down guard,
+ * The app's webhook server as src/app/server.ts wires it (frognano handlers, the 503-while-Redis-is-down guard,
  * Probot's signature-checking middleware) on a real HTTP port, over connections the test chooses: the Redis HA
  * tests point it at a Sentinel-managed master or at a server they kill. GitHub is nock'd (labeled issue flow).
  */

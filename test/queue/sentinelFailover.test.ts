@@ -109,7 +109,7 @@ run('Redis Sentinel: kill -9 the master while a job runs', () => {
     const runnerQueue = createQueue(connect(target, 'worker'), { prefix: PREFIX });
     runnerQueue.on('error', () => undefined);
     opened.push(runnerQueue);
-    // The app: fail-fast connections and its webhook server, as src/app/main.ts wires them.
+    // The app: fail-fast connections and its webhook server, as src/app/server.ts wires them.
     const appQueueConnection = connect(target, 'enqueue');
     const appRedis = connect(target, 'enqueue');
     const appQueue: FrognanoQueue = createQueue(appQueueConnection, { prefix: PREFIX });

@@ -58,7 +58,7 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
     nock.disableNetConnect();
     nock.enableNetConnect('127.0.0.1');
     h = await createHarness('e2e-cifix');
-    // The approval gate runs beside the app's handlers, as in src/app/main.ts.
+    // The approval gate runs beside the app's handlers, as in src/app/server.ts.
     await h.probot.load((app) => {
       app.on('pull_request_review.submitted', async (c) => void decisions.push(await handleReviewSubmitted(c)));
     });

@@ -58,7 +58,7 @@ run('the runner across a Sentinel failover', () => {
   test('kill -9 of the master mid-round: the round finishes once, one push, one draft PR', async () => {
     const target: RedisTarget = { mode: 'sentinel', sentinels: group.sentinelAddresses, name: NAME, tls: false };
     const connect = () => {
-      // As runner/main.ts makes them: commands wait through the failover.
+      // As runner/service.ts makes them: commands wait through the failover.
       const c = createRedisConnection(target);
       c.on('error', () => undefined);
       clients.push(c);

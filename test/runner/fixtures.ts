@@ -71,7 +71,7 @@ export async function runnerContext(o: {
   remote: BareRemote;
   backend: ModelBackend;
   logger: RunnerContext['logger'];
-  /** The verify step as runner/main.ts wires it (verifyChange, base results cached in this Redis). */
+  /** The verify step as runner/service.ts wires it (verifyChange, base results cached in this Redis). */
   verify?: boolean;
 }): Promise<RunnerContext & { cleanup(): Promise<void> }> {
   const root = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-runner-test-'));
@@ -85,9 +85,9 @@ export async function runnerContext(o: {
     sandbox: SandboxConfigSchema.parse({ kind: 'bwrap', defaultTimeoutMs: 60_000 }),
     workDir: path.join(root, 'work'),
     trajectoryDir: path.join(root, 'trajectories'),
-    // As runner/main.ts builds it by default: every round's clone goes through the git mirror.
+    // As runner/service.ts builds it by default: every round's clone goes through the git mirror.
     gitCache: new GitMirrorCache({ dir: path.join(root, 'git-cache'), maxBytes: 1024 ** 3 }),
-    // As runner/main.ts builds it: the public name, never the hostname.
+    // As runner/service.ts builds it: the public name, never the hostname.
     runnerDescription: describeRunner({
       name: TEST_RUNNER_NAME,
       gpu: 'cpu',

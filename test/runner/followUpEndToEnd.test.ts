@@ -59,7 +59,7 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
     h = await createHarness('e2e-followup');
-    // The approval gate runs beside the app's handlers, as in src/app/main.ts.
+    // The approval gate runs beside the app's handlers, as in src/app/server.ts.
     await h.probot.load((app) => {
       app.on('pull_request_review.submitted', async (c) => void decisions.push(await handleReviewSubmitted(c)));
     });

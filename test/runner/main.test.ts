@@ -10,12 +10,17 @@ import { PRIVATE_KEY } from './fixtures.js';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** Starts `tsx runner/main.ts` as a real process and collects its (JSON) log lines. */
-function startRunner(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'runner/main.ts'], {
-    cwd: process.cwd(),
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.tmpdir(), LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function startRunner(env: Record<string, string>, cwd = process.cwd()) {
+  const root = process.cwd();
+  const child = spawn(
+    process.execPath,
+    [path.join(root, 'node_modules/tsx/dist/cli.mjs'), path.join(root, 'runner/main.ts')],
+    {
+      cwd,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.tmpdir(), LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
@@ -84,5 +89,19 @@ describe('runner/main.ts', () => {
     const r = startRunner({ REDIS_URL, FROGNANO_BACKEND: 'replay', FROGNANO_REPLAY_FILE: '/nonexistent.json' });
     expect(await r.exited).toBe(1);
     expect(r.output()).toContain('runner configuration: APP_ID is required; PRIVATE_KEY is required');
+  });
+
+  it('reads .env from its directory, the environment winning; a bad value: exit code 2 and one line', async () => {
+    const cwd = await fs.mkdtemp(path.join(dir, 'envdir-'));
+    await fs.writeFile(path.join(cwd, '.env'), 'FROGNANO_CONCURRENCY=lots\nFROGNANO_SANDBOX=bwrap\n');
+    const bad = startRunner({ REDIS_URL }, cwd);
+    expect(await bad.exited).toBe(2);
+    expect(bad.output()).toBe(
+      'frognano runner: FROGNANO_CONCURRENCY=lots is not accepted: expected a whole number from 1 to 64\n',
+    );
+    // The same .env under an environment that sets the variable: past the check, to the missing credentials.
+    const good = startRunner({ REDIS_URL, FROGNANO_CONCURRENCY: '1' }, cwd);
+    expect(await good.exited).toBe(1);
+    expect(good.output()).toContain('APP_ID is required');
   });
 });

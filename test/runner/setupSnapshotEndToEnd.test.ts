@@ -1,5 +1,5 @@
 /**
- * Set-up snapshots through whole rounds, as a runner wires them (runner/main.ts: a SetupSnapshotCache in the
+ * Set-up snapshots through whole rounds, as a runner wires them (runner/service.ts: a SetupSnapshotCache in the
  * context): the first round runs its set-up and stores the snapshot before the model runs; its verification sides
  * restore that snapshot, so an ignored interpreter the model replaced stays replaced only in the model's workspace;
  * the next round of the repository restores the set-up instead of running it, and the status comment says so.

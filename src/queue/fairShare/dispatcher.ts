@@ -5,6 +5,7 @@ import { fairShareBacklog, fairShareRoot } from './backlog.js';
 import { fairOrder, type ClassLine } from './order.js';
 import { FORGET, HOLD, PICK, runScript, SNAPSHOT, STRIDE } from './scripts.js';
 import { serviceClassOf, tenantOf } from './tenants.js';
+import { readSetting } from '../../util/settings.js';
 
 /**
  * Weighted fair share in front of the runners' queue (docs/operating-at-scale.md, "Fair share"). A job is added
@@ -25,7 +26,7 @@ const STRANDED_SWEEP_JOBS = 1000;
 
 /** FROGNANO_FAIR_SHARE=off turns the fair share off (jobs go straight into the queue); app and runners read it. */
 export function fairShareEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.FROGNANO_FAIR_SHARE?.trim().toLowerCase() !== 'off';
+  return readSetting(env, 'FROGNANO_FAIR_SHARE') !== 'off';
 }
 
 export interface FairShareOptions {

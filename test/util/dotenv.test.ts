@@ -1,7 +1,7 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadDotEnv } from '../../src/ops/dotenv.js';
+import { loadDotEnv } from '../../src/util/dotenv.js';
 
 describe('loadDotEnv', () => {
   let dir: string;

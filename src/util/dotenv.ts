@@ -3,8 +3,9 @@ import { parseEnv } from 'node:util';
 
 /**
  * Puts the variables of a `.env` file into `env`, leaving those already set alone: the real environment wins.
- * Probot reads `.env` itself, but only once `run()` starts, after modules that read a setting when they are
- * imported (the logger and LOG_LEVEL); entry points call this first so `.env` applies to those too.
+ * The one reader of `.env` for the app, the runner and the CLI (each entry point calls it first, before any module
+ * that reads a setting when it is imported, such as the logger and LOG_LEVEL). Probot copies `.env` OVER
+ * process.env when run() starts; src/app/server.ts undoes that (keepEnvironment), so this file's rule holds there too.
  * Uses node's own parser, as Probot does, so both read the file alike. Returns the names it set; a missing
  * file sets nothing.
  */
@@ -24,4 +25,17 @@ export function loadDotEnv(file: string, env: NodeJS.ProcessEnv = process.env): 
     set.push(name);
   }
   return set;
+}
+
+/**
+ * Runs `start` (which may copy a `.env` over `env`, as Probot's run() does synchronously before its first await) and
+ * puts back every variable `env` had before: the environment, and what loadDotEnv already took from `.env`, wins.
+ */
+export function keepEnvironment<T>(start: () => T, env: NodeJS.ProcessEnv = process.env): T {
+  const before = { ...env };
+  try {
+    return start();
+  } finally {
+    for (const [name, value] of Object.entries(before)) env[name] = value;
+  }
 }

@@ -1,0 +1,139 @@
+/**
+ * The webhook server that `npm start` (main.ts) loads once `.env` is read and the settings are checked. With APP_ID and a private key (env or .env) it serves Probot's
+ * webhook endpoint, the frognano handlers and the ops routes (/healthz, /readyz, /metrics). Without
+ * them Probot starts in setup mode: open http://localhost:3000 to register the GitHub App from
+ * app.yml (manifest flow), which writes the credentials to .env; then restart.
+ */
+import { run, type Probot, type ApplicationFunctionOptions } from 'probot';
+import type { Redis } from 'ioredis';
+import { startSharedService, type SharedService } from './fairShareSetup.js';
+import { createFrognanoApp, labelFromEnv } from './index.js';
+import { handleReviewSubmitted } from './review.js';
+import { capProbotWebhookBodies } from './webhookBody.js';
+import { runPagesFromEnv } from './runPages/index.js';
+import { RunPagesSettingsError, runPagesSettingsFromEnv } from './runPages/settings.js';
+import { createRedisConnection } from '../queue/connection.js';
+import { describeRedisTarget, redisConfigFromEnv } from '../queue/redisConfig.js';
+import { setBotKeyPrefix } from '../queue/keys.js';
+import { answerRedisOutagesWith503 } from './redisOutage.js';
+import { createQueue, type FrognanoQueue } from '../queue/queue.js';
+import { createCiJudgeQueue, type CiJudgeQueue } from '../queue/ciJudge.js';
+import { startCiJudgeWorker } from './ciJudgeWorker.js';
+import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
+import { metrics } from '../ops/metrics.js';
+import { logger } from '../ops/logger.js';
+import { keepEnvironment } from '../util/dotenv.js';
+
+let resources:
+  { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; shared: SharedService; ciJudge: CiJudging } | undefined;
+
+/** The CI settle window's queue and the app's worker that judges from it (src/queue/ciJudge.ts). */
+interface CiJudging {
+  queue: CiJudgeQueue;
+  worker: { close(): Promise<void> };
+}
+
+/** Runs only when Probot has credentials (never in setup mode), so setup needs no Redis. */
+async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
+  // Before anything reads a body: an oversized POST is refused with 413, never buffered or HMAC'd.
+  capProbotWebhookBodies(app);
+  const redisConfig = redisConfigFromEnv();
+  setBotKeyPrefix(redisConfig.keyPrefix);
+  // Fail-fast connections: while Redis is unreachable a webhook is answered 503 instead of hanging.
+  const queueConnection = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
+  const redis = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
+  for (const c of [queueConnection, redis])
+    c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  answerRedisOutagesWith503(app, [queueConnection, redis]);
+  const prefix = redisConfig.queuePrefix;
+  const queue = createQueue(queueConnection, { prefix });
+  const label = labelFromEnv();
+  // Fair share and quotas (docs/operating-at-scale.md); BullMQ's event stream needs a connection of its own.
+  const shared = await startSharedService({
+    queue,
+    redis,
+    events: createRedisConnection(redisConfig.target),
+    prefix,
+    log: app.log,
+  });
+  const { fairShare, quotas } = shared;
+
+  const ciJudgeQueue = createCiJudgeQueue(queueConnection, prefix);
+  const appDeps = { queue, redis, label, fairShare, quotas, metrics, ciJudge: ciJudgeQueue };
+  await createFrognanoApp(appDeps)(app);
+  // A BullMQ worker blocks on its connection: one of its own.
+  const ciJudgeWorker = startCiJudgeWorker(app, appDeps, createRedisConnection(redisConfig.target), prefix);
+  // The approval gate on frognano's draft pull requests (src/app/review.ts).
+  app.on('pull_request_review.submitted', async (context) => {
+    await handleReviewSubmitted(context);
+  });
+
+  addReadinessCheck(redisCheck(redis));
+  options.addHandler?.(opsHandler);
+  // The run pages (/runs/...) behind GitHub sign-in; off without the App's OAuth credentials.
+  const runPages = runPagesFromEnv(app, redis);
+  if (runPages) options.addHandler?.(runPages.handler);
+  // /metrics reads the queue's counts on each scrape, so they are never older than the scrape.
+  metrics.bindQueue(queue);
+  // Held jobs wait in the fair share's lines (BullMQ counts them as delayed): the autoscaling backlog adds them.
+  if (fairShare) metrics.addBacklogSource(() => fairShare.backlog());
+  resources = { redis, queueConnection, queue, shared, ciJudge: { queue: ciJudgeQueue, worker: ciJudgeWorker } };
+  const where = describeRedisTarget(redisConfig.target);
+  app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
+}
+
+/**
+ * How long a SIGTERM may take: a clean stop normally takes well under a second, but with Redis down the queue's and
+ * the clients' closes wait for a reconnect that never comes; past this the process exits anyway (in time for
+ * Kubernetes' default 30 s grace and `docker compose stop`'s 10 s).
+ */
+const SHUTDOWN_DEADLINE_MS = 5_000;
+
+async function main(): Promise<void> {
+  // Settings that must stop the start-up are read before anything listens (throws RunPagesSettingsError).
+  runPagesSettingsFromEnv(process.env);
+  // Probot's run() copies `.env` over process.env before its first await; keepEnvironment puts the environment back
+  // (main.ts has already read `.env` without overriding), and Probot reads its own options from that same snapshot.
+  const server = await keepEnvironment(() =>
+    run(frognano, { log: logger.child({ name: 'app' }), env: { ...process.env } }),
+  );
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info(`${signal}: shutting down`);
+    setTimeout(() => {
+      logger.warn(`${signal}: shutdown took over ${SHUTDOWN_DEADLINE_MS / 1000} s (is Redis down?); exiting now`);
+      // Connections still retrying would keep the event loop alive: drop them without waiting.
+      for (const c of resources ? [resources.redis, resources.queueConnection] : []) c.disconnect();
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
+    try {
+      await server.stop();
+      if (resources) {
+        metrics.bindQueue(null);
+        await resources.shared.stop();
+        await resources.ciJudge.worker.close();
+        await resources.ciJudge.queue.close();
+        await resources.queue.close();
+        await Promise.all([resources.redis.quit(), resources.queueConnection.quit()]);
+      }
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err }, 'error while shutting down');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof RunPagesSettingsError) {
+    // A setting to fix, not a fault: one line that names it, no stack, and the exit code of every setting error.
+    process.stderr.write(`frognano app: ${err.message}\n`);
+    process.exit(2);
+  }
+  logger.fatal({ err }, 'frognano app failed to start');
+  process.exit(1);
+});
