@@ -52,7 +52,27 @@ const limits = {
 
 /** Directories a docker workdir may not be: the system's, and the ones the sandbox mounts itself. */
 const RESERVED_WORKDIRS = new Set(
-  ['bin', 'boot', 'dev', 'etc', 'home', 'lib', 'lib32', 'lib64', 'libx32', 'opt', 'proc', 'root', 'run', 'sbin', 'srv', 'sys', 'tmp', 'usr', 'var'].map((d) => `/${d}`),
+  [
+    'bin',
+    'boot',
+    'dev',
+    'etc',
+    'home',
+    'lib',
+    'lib32',
+    'lib64',
+    'libx32',
+    'opt',
+    'proc',
+    'root',
+    'run',
+    'sbin',
+    'srv',
+    'sys',
+    'tmp',
+    'usr',
+    'var',
+  ].map((d) => `/${d}`),
 );
 
 export const DockerSandboxConfigSchema = z.object({
