@@ -7,6 +7,9 @@ import { setupError, UsageError } from './exitCodes.js';
 import { describeBackend } from './modelConfig.js';
 import type { ProgressReporter } from './progress.js';
 
+/** What opening a backend reports to: solve's ProgressReporter, or eval's own. */
+export type BackendProgress = Pick<ProgressReporter, 'phase' | 'note' | 'stop'>;
+
 /**
  * The options of a Leaf run that `solve` and `eval` share: the model, the sandbox, upstream's limits and sampling.
  * One table and one set of parsers, so both commands read them alike.
@@ -37,7 +40,7 @@ export const RUN_OPTIONS = {
 export type RunFlags = { [K in keyof typeof RUN_OPTIONS]?: string };
 
 /** Loads the model; an OpenAI-compatible server that is down or serves another model fails now, not after retries. */
-export async function openBackend(backendCfg: BackendConfig, progress: ProgressReporter): Promise<ModelBackend> {
+export async function openBackend(backendCfg: BackendConfig, progress: BackendProgress): Promise<ModelBackend> {
   progress.phase(`loading model: ${describeBackend(backendCfg)}`);
   let backend: ModelBackend;
   try {
