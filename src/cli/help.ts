@@ -9,6 +9,7 @@ Usage:
   frognano replay <trajectory.json> [--markdown]
   frognano view <trajectory.json> [--port N]
   frognano model pull [--dir DIR]
+  frognano eval --dataset FILE --out DIR [options]   (and: frognano eval grade DIR)
   frognano <command> --help
 
 Commands:
@@ -18,6 +19,8 @@ Commands:
   replay   Print a trajectory written by solve (or by the runner) readably.
   view     Serve a trajectory as the app's run page, on 127.0.0.1, for a browser.
   model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull).
+  eval     Run SWE-bench-format instances through the bot's pipeline into predictions; grade them with the
+           official harness (docs/evaluation.md).
 
 Exit codes:
   0    solve produced a patch / doctor: every required check passed / verify: success or neutral
@@ -197,7 +200,64 @@ Examples:
   HF_ENDPOINT=https://hf-mirror.example frognano model pull --dir /models/FrogNano-4B-2609
 `;
 
+export const EVAL_GRADE_HELP = `Usage: frognano eval grade <out-dir> [--python PATH | --venv DIR] [--run-id ID] [--report FILE]
+
+Grades the predictions of an eval run with SWE-bench's own harness (python -m swebench.harness.run_evaluation,
+in <out-dir>/grade; it needs Docker and pulls or builds the instances' eval images), reads its run report, prints
+resolved X of Y with the per-repository breakdown beside the model card's 61.5%, and writes it into
+eval-summary.json under "grade".
+
+  --python PATH            A Python with swebench installed (else a venv is used, see --venv)
+  --venv DIR               The venv to use, made with pip install swebench==4.1.0 when it has no swebench
+                           (default ~/.cache/frognano/swebench-4.1.0; needs PyPI)
+  --run-id ID              The harness's run id (default frognano-eval; a rerun with the same id skips what it graded)
+  --harness-workers N      The harness's --max_workers (default 4)
+  --namespace NS           The harness's image namespace (default: the harness's own, swebench)
+  --grade-timeout DURATION Stop the harness after this long (default 12h)
+  --report FILE            Read this run report (written by the harness earlier, or elsewhere) instead of running it
+`;
+
+export const EVAL_HELP = `Usage: frognano eval --dataset FILE --out DIR [options]
+       frognano eval grade DIR [options]     (frognano eval grade --help)
+
+Runs SWE-bench-format instances (instance_id, repo, base_commit, problem_statement, ...) through the bot's own
+solve(): each in a docker sandbox of the instance's image with the repository at /testbed, the first user message
+the bare problem statement, upstream Leaf's SWE-bench Verified limits and sampling, the patch git diff against
+base_commit inside the sandbox. Writes predictions.jsonl (SWE-bench's format), a trajectory per instance and
+eval-summary.json. A second run with the same --out skips the instances that have a prediction.
+
+The instances:
+  --dataset FILE           .jsonl, .json (an array) or .parquet (as on the Hugging Face Hub)
+  --instances A,B,...      Only these instance ids
+  --shuffle                Shuffle (with --seed, default 42) before --limit
+  --limit N                At most N instances
+  --image-template T       The instance's image; {id} is the instance id with __ as _1776_, lower case
+                           (default swebench/sweb.eval.x86_64.{id}:latest); pull the images first
+  --activate CMD           Written to the model's ~/.bash_profile so its shell runs in the image's environment
+                           (default: source /opt/miniconda3/bin/activate && conda activate testbed; '' for none)
+
+The run:
+  --out DIR                Where everything goes (required; resumable)
+  --workers N              Instances at once (default 1); each is a container, and with --model-dir a model copy
+  --model-name NAME        predictions' model_name_or_path (default: the model's name)
+  --grade                  Grade when every instance has a prediction (the options of frognano eval grade apply)
+
+The model, the sandbox limits (FROGNANO_SANDBOX_* environment), --max-turns, --wall-time, --max-new-tokens,
+--context-tokens, --bash-timeout and the sampling options are solve's (frognano solve --help); --seed is also
+the shuffle's seed. --sandbox can only be docker.
+
+Exit codes: 0 every instance has a prediction (and, with --grade, it was graded); 3 setup error; 4 some instance
+could not run (see eval-summary.json; run again to retry it) or the harness failed; 130 interrupted (what is done
+is kept).
+
+Examples:
+  frognano eval --dataset verified.parquet --limit 20 --shuffle --out runs/vllm-bf16 \\
+    --endpoint http://localhost:8000/v1 --model frognano-4b --workers 4 --grade
+  frognano eval grade runs/vllm-bf16 --python ~/swebench-venv/bin/python
+`;
+
 export const HELP: Record<string, string> = {
+  eval: EVAL_HELP,
   model: MODEL_HELP,
   solve: SOLVE_HELP,
   verify: VERIFY_HELP,

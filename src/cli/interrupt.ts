@@ -12,7 +12,7 @@ export interface Interrupt {
  * Ctrl-C (or SIGTERM) aborts the work through the returned signal so it can stop cleanly and write what it has
  * (`stopping` says what that is). A second one quits at once.
  */
-export function onInterrupt(progress: ProgressReporter, io: CliIo, stopping: string): Interrupt {
+export function onInterrupt(progress: Pick<ProgressReporter, 'note' | 'stop'>, io: CliIo, stopping: string): Interrupt {
   const controller = new AbortController();
   let interrupted = false;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   replay: async () => (await import('./commands/replay.js')).replayCommand,
   view: async () => (await import('./commands/view.js')).viewCommand,
   model: async () => (await import('./commands/model.js')).modelCommand,
+  eval: async () => (await import('./commands/eval.js')).evalCommand,
 };
 
 /**

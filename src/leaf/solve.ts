@@ -50,6 +50,8 @@ export interface SolveOptions {
   sampling?: Partial<Sampling>;
   /** Environment of the in-sandbox tool runner (upstream's LEAF_* limits, e.g. LEAF_BASH_TIMEOUT_SEC). */
   toolEnv?: Record<string, string>;
+  /** The trajectory's instance_id (a benchmark's, for `frognano eval`); default: derived from the task. */
+  instanceId?: string;
 }
 
 export interface SolveResult {
@@ -103,6 +105,7 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       sampling: opts.sampling,
       toolEnv: opts.toolEnv,
       notes,
+      instanceId: opts.instanceId,
     });
 
     let patch = '';

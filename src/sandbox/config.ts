@@ -50,6 +50,31 @@ const limits = {
   user: uidGid.default('1000:1000'),
 };
 
+/** Directories a docker workdir may not be: the system's, and the ones the sandbox mounts itself. */
+const RESERVED_WORKDIRS = new Set(
+  [
+    'bin',
+    'boot',
+    'dev',
+    'etc',
+    'home',
+    'lib',
+    'lib32',
+    'lib64',
+    'libx32',
+    'opt',
+    'proc',
+    'root',
+    'run',
+    'sbin',
+    'srv',
+    'sys',
+    'tmp',
+    'usr',
+    'var',
+  ].map((d) => `/${d}`),
+);
+
 export const DockerSandboxConfigSchema = z.object({
   kind: z.literal('docker'),
   image: z.string().min(1).default(DEFAULT_SANDBOX_IMAGE),
@@ -58,6 +83,16 @@ export const DockerSandboxConfigSchema = z.object({
   socketPath: z.string().optional(),
   /** Extra labels on the container (e.g. the job id), besides the ones every frognano sandbox gets. */
   labels: z.record(z.string(), z.string()).default({}),
+  /**
+   * Where the workspace is mounted and commands start: /workspace, or a benchmark image's own repository path
+   * (SWE-bench's /testbed, whose environment was installed against that path; `frognano eval`). One directory
+   * right below the root, never one the sandbox itself uses (/tmp, HOME) or the system's.
+   */
+  workdir: z
+    .string()
+    .regex(/^\/[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/, 'workdir must be one directory right below /, like /testbed')
+    .refine((w) => !RESERVED_WORKDIRS.has(w), 'workdir must not be a system directory or one the sandbox uses')
+    .default('/workspace'),
   ...limits,
 });
 

@@ -1,13 +1,12 @@
 import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createBackend, describeRetry, OpenAIBackend, type BackendConfig } from '../../inference/index.js';
-import type { ModelBackend } from '../../inference/types.js';
-import { resolveLimits, type LeafLimits } from '../../leaf/limits.js';
+import type { BackendConfig } from '../../inference/index.js';
+import type { LeafLimits } from '../../leaf/limits.js';
 import { solve, type SolveResult } from '../../leaf/solve.js';
 import { describeExit, endedInMalformedCalls } from '../../leaf/trajectory.js';
-import { samplingFromFlags, type Sampling } from '../../leaf/sampling.js';
+import type { Sampling } from '../../leaf/sampling.js';
 import { createSandbox } from '../../sandbox/index.js';
-import { assertSandboxKind, parseCommandArgs, parseDuration, parseIssueRef, parsePositiveInt } from '../args.js';
+import { assertSandboxKind, parseCommandArgs, parseIssueRef } from '../args.js';
 import { renderDiffStat } from '../diffStat.js';
 import { CliError, EXIT, setupError, UsageError, type ExitCode } from '../exitCodes.js';
 import { formatDuration, formatTokens, oneLine } from '../format.js';
@@ -18,6 +17,14 @@ import { backendConfigFromFlags, describeBackend, precheckBackend } from '../mod
 import { onInterrupt } from '../interrupt.js';
 import { prepareOutDir } from '../outDir.js';
 import { ProgressReporter } from '../progress.js';
+import {
+  closeBackend,
+  limitsFromFlags,
+  openBackend,
+  RUN_OPTIONS,
+  samplingOrUsageError,
+  toolEnvFromFlags,
+} from '../runOptions.js';
 import { usableSandbox, type ConcreteSandboxConfig } from '../sandboxChoice.js';
 import { checkSourceRepo, type SourceRepo } from '../sourceRepo.js';
 import { repoChecks, type RepoChecks } from '../repoChecks.js';
@@ -28,25 +35,7 @@ const OPTIONS = {
   'issue-file': { type: 'string' },
   issue: { type: 'string' },
   github: { type: 'string' },
-  sandbox: { type: 'string' },
-  'model-dir': { type: 'string' },
-  endpoint: { type: 'string' },
-  model: { type: 'string' },
-  replay: { type: 'string' },
-  'max-turns': { type: 'string' },
-  'wall-time': { type: 'string' },
-  'max-new-tokens': { type: 'string' },
-  'context-tokens': { type: 'string' },
-  'bash-timeout': { type: 'string' },
-  // Sampling overrides of upstream's eval settings (src/leaf/sampling.ts).
-  temperature: { type: 'string' },
-  'top-p': { type: 'string' },
-  'top-k': { type: 'string' },
-  'min-p': { type: 'string' },
-  'repetition-penalty': { type: 'string' },
-  seed: { type: 'string' },
-  thinking: { type: 'string' },
-  'parallel-tool-calls': { type: 'string' },
+  ...RUN_OPTIONS,
   setup: { type: 'string', multiple: true },
   test: { type: 'string', multiple: true },
   'no-verify': { type: 'boolean' },
@@ -101,9 +90,9 @@ async function runSolve(values: Values, positionals: string[], io: CliIo): Promi
       'solve',
     );
   }
-  const limits = limitsFromFlags(values);
-  const sampling = samplingOrUsageError(values);
-  const toolEnv = toolEnvFromFlags(values);
+  const limits = limitsFromFlags(values, 'solve');
+  const sampling = samplingOrUsageError(values, 'solve');
+  const toolEnv = toolEnvFromFlags(values, 'solve');
   const githubRef = values.github !== undefined ? parseIssueRef(values.github, 'solve') : undefined;
   assertSandboxKind(values.sandbox, 'solve');
   const backendCfg = backendConfigFromFlags(values, io.env, io.cwd, 'solve');
@@ -236,71 +225,6 @@ function noteSetup(
       `note: ${repo.dirtyFiles} uncommitted file${repo.dirtyFiles === 1 ? '' : 's'} in ${repo.dir} ${repo.dirtyFiles === 1 ? 'is' : 'are'} copied too and will show up in the patch (commit or stash first to keep them out)`,
     );
   }
-}
-
-/** Loads the model; an OpenAI-compatible server that is down or serves another model fails now, not after retries. */
-async function openBackend(backendCfg: BackendConfig, progress: ProgressReporter): Promise<ModelBackend> {
-  progress.phase(`loading model: ${describeBackend(backendCfg)}`);
-  let backend: ModelBackend;
-  try {
-    backend = await createBackend(backendCfg, {
-      onRetry: (retry) => progress.note(describeRetry(retry)),
-      onWarning: (message) => progress.note(`warning: ${message}`),
-    });
-  } catch (err) {
-    progress.stop();
-    throw setupError(
-      `could not load the model (${describeBackend(backendCfg)}): ${(err as Error).message}`,
-      'run `frognano doctor` with the same model options for details',
-    );
-  }
-  if (backend instanceof OpenAIBackend) {
-    const ping = await backend.ping();
-    if (!ping.ok) {
-      progress.stop();
-      await closeBackend(backend);
-      throw setupError(
-        `the model endpoint is not usable: ${ping.message}`,
-        'check --endpoint and --model (or start the server); `frognano doctor` checks it too',
-      );
-    }
-  }
-  return backend;
-}
-
-async function closeBackend(backend: ModelBackend): Promise<void> {
-  await backend.close?.().catch(() => undefined);
-}
-
-function limitsFromFlags(v: Values): Partial<LeafLimits> {
-  const limits: Partial<LeafLimits> = {};
-  if (v['max-turns'] !== undefined) limits.maxTurns = parsePositiveInt('max-turns', v['max-turns'], 'solve');
-  if (v['max-new-tokens'] !== undefined)
-    limits.maxNewTokens = parsePositiveInt('max-new-tokens', v['max-new-tokens'], 'solve');
-  if (v['context-tokens'] !== undefined)
-    limits.contextTokens = parsePositiveInt('context-tokens', v['context-tokens'], 'solve');
-  if (v['wall-time'] !== undefined) limits.wallTimeMs = parseDuration('wall-time', v['wall-time'], 'solve');
-  try {
-    resolveLimits(limits);
-  } catch (err) {
-    throw new UsageError((err as Error).message, 'solve');
-  }
-  return limits;
-}
-
-function samplingOrUsageError(v: Values): Partial<Sampling> {
-  try {
-    return samplingFromFlags(v);
-  } catch (err) {
-    throw new UsageError((err as Error).message, 'solve');
-  }
-}
-
-/** --bash-timeout is upstream's LEAF_BASH_TIMEOUT_SEC: the Bash timeout when the model gives none. */
-function toolEnvFromFlags(v: Values): Record<string, string> {
-  if (v['bash-timeout'] === undefined) return {};
-  const ms = parseDuration('bash-timeout', v['bash-timeout'], 'solve');
-  return { LEAF_BASH_TIMEOUT_SEC: String(Math.max(1, Math.round(ms / 1000))) };
 }
 
 async function loadTask(v: Values, ref: ReturnType<typeof parseIssueRef> | undefined, io: CliIo): Promise<IssueTask> {

@@ -19,12 +19,13 @@ export const LABEL_WORKSPACE_OWNER = 'dev.frognano.workspace-owner';
 /** Distinguishes this runner process from an earlier one that had the same pid (restarted container). */
 export const INSTANCE_ID = randomUUID();
 
+/** The default workdir (DockerSandboxConfig.workdir): where the workspace is mounted and commands start. */
 export const CONTAINER_WORKDIR = '/workspace';
 export const CONTAINER_HOME = '/home/agent';
 
 /**
  * The container every command runs in (and, with `egressDir`, the short-lived one a setup command with network runs
- * in): the workspace bind-mounted read-write at /workspace and nothing else writable but tmpfs /tmp and HOME; no
+ * in): the workspace bind-mounted read-write at the workdir (/workspace unless configured) and nothing else writable but tmpfs /tmp and HOME; no
  * network interface but loopback, no capabilities for commands, no privilege gain, memory/CPU/pids limits, no host
  * environment. `egressDir`: the host directory of the egress proxy's socket, mounted read-only at
  * EGRESS_DIR_INSIDE (the container's only way out, see egress/session.ts).
@@ -41,7 +42,7 @@ export function containerOptions(
     // PID 1 (init.py), as root like the exec wrapper and the sweep: the sandbox user cannot signal it.
     Cmd: ['python3', '-c', initProgram(), String(Math.ceil(cfg.jobTimeoutMs / 1000))],
     User: '0:0',
-    WorkingDir: CONTAINER_WORKDIR,
+    WorkingDir: cfg.workdir,
     // The complete environment: nothing of the runner's (tokens, keys) reaches the container.
     Env: Object.entries(baseEnv(CONTAINER_HOME)).map(([k, v]) => `${k}=${v}`),
     Hostname: 'sandbox',
@@ -74,7 +75,7 @@ function hostConfig(
     NetworkMode: 'none',
     // A Mount, not a "src:dst" Bind string, so a path with ':' or ',' cannot change its meaning.
     Mounts: [
-      { Type: 'bind', Source: hostDir, Target: CONTAINER_WORKDIR, ReadOnly: false },
+      { Type: 'bind', Source: hostDir, Target: cfg.workdir, ReadOnly: false },
       ...(egressDir ? [{ Type: 'bind' as const, Source: egressDir, Target: EGRESS_DIR_INSIDE, ReadOnly: true }] : []),
     ],
     ReadonlyRootfs: true,

@@ -8,7 +8,7 @@ import { baseEnv } from '../local.js';
 import { appendNote, CappedBuffer, cancelledBeforeStart } from '../process.js';
 import type { ExecOptions, ExecResult, Sandbox } from '../types.js';
 import { shellCommand } from '../shellCommand.js';
-import { CONTAINER_HOME, CONTAINER_WORKDIR, containerOptions } from './containerSpec.js';
+import { CONTAINER_HOME, containerOptions } from './containerSpec.js';
 import {
   engineUnreachable,
   ensureDockerImage,
@@ -48,7 +48,7 @@ interface Ending {
  */
 export class DockerSandbox implements Sandbox {
   readonly kind = 'docker' as const;
-  readonly workdir = CONTAINER_WORKDIR;
+  readonly workdir: string;
   /** Commands wait here for the one before them (see spawn). */
   private queue: Promise<void> = Promise.resolve();
 
@@ -58,6 +58,7 @@ export class DockerSandbox implements Sandbox {
     private readonly cfg: DockerSandboxConfig,
     private readonly job: JobWorkspace,
   ) {
+    this.workdir = cfg.workdir;
     job.measureWith(() => this.measureWorkspace());
     job.whenExpired(() => void this.container.kill().catch(() => {}));
   }
@@ -190,7 +191,7 @@ export class DockerSandbox implements Sandbox {
           ...argv,
         ],
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-        WorkingDir: CONTAINER_WORKDIR,
+        WorkingDir: this.workdir,
         User: '0:0',
         AttachStdin: hasStdin,
         AttachStdout: true,
@@ -271,7 +272,7 @@ export class DockerSandbox implements Sandbox {
     let last = '';
     // A sweep (kill -1 at the end of a command) can kill a measurement that runs beside it: try again.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const argv = ['bash', '-c', MEASURE_SCRIPT, 'measure', CONTAINER_WORKDIR];
+      const argv = ['bash', '-c', MEASURE_SCRIPT, 'measure', this.workdir];
       const r = await rootExec(this.docker, this.container, argv, 120_000);
       if (r === 'gone') return { kib: 0, files: 0 };
       if (r.exitCode === 0) return parseUsage(r.stdout);

@@ -1,0 +1,284 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import Docker from 'dockerode';
+import type { BackendConfig } from '../../inference/index.js';
+import type { ModelBackend } from '../../inference/types.js';
+import { sandboxConfigFromEnv, type DockerSandboxConfig } from '../../sandbox/index.js';
+import { registerSecret } from '../../util/redact.js';
+import { parseCommandArgs, parsePositiveInt } from '../args.js';
+import { loadDataset, selectInstances, type Instance } from '../eval/dataset.js';
+import { gradeCommand, gradeOutDir, GRADE_OPTIONS } from '../eval/grade.js';
+import { DEFAULT_ACTIVATION, DEFAULT_IMAGE_TEMPLATE, imageFor } from '../eval/image.js';
+import { FILES, mergeDataset, PredictionWriter, readPredictions, writeRecord, writeSummary } from '../eval/outputs.js';
+import { EvalProgress } from '../eval/progress.js';
+import { runInstance, type InstanceRunContext } from '../eval/runInstance.js';
+import { CliError, EXIT, setupError, UsageError } from '../exitCodes.js';
+import { formatDuration, formatTokens } from '../format.js';
+import { EVAL_HELP } from '../help.js';
+import type { CliIo } from '../io.js';
+import { onInterrupt } from '../interrupt.js';
+import { backendConfigFromFlags, describeBackend, precheckBackend } from '../modelConfig.js';
+import {
+  closeBackend,
+  limitsFromFlags,
+  openBackend,
+  RUN_OPTIONS,
+  samplingOrUsageError,
+  toolEnvFromFlags,
+} from '../runOptions.js';
+
+const OPTIONS = {
+  dataset: { type: 'string' },
+  instances: { type: 'string' },
+  limit: { type: 'string' },
+  shuffle: { type: 'boolean' },
+  out: { type: 'string' },
+  workers: { type: 'string' },
+  'image-template': { type: 'string' },
+  activate: { type: 'string' },
+  'model-name': { type: 'string' },
+  grade: { type: 'boolean' },
+  ...GRADE_OPTIONS,
+  ...RUN_OPTIONS,
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>['values'];
+
+/** Upstream's eval config seeds its task order with 42; so does --shuffle without --seed. */
+const DEFAULT_SHUFFLE_SEED = 42;
+/** Parallel instances on one machine, at most (each is a container and, with a local model, a model copy). */
+const MAX_WORKERS = 64;
+
+/** `frognano eval`: SWE-bench-format instances through the bot's own solve(), into official-format predictions. */
+export async function evalCommand(args: string[], io: CliIo): Promise<number> {
+  if (args[0] === 'grade') return gradeCommand(args.slice(1), io);
+  const { values, positionals } = parseCommandArgs('eval', args, OPTIONS);
+  if (values.help) {
+    io.stdout.write(EVAL_HELP);
+    return EXIT.OK;
+  }
+  if (positionals.length) throw new UsageError(`eval takes no arguments, got '${positionals[0]}'.`, 'eval');
+  registerSecret(io.env.FROGNANO_OPENAI_API_KEY);
+  const plan = await planRun(values, io);
+  const code = await runAll(plan, io);
+  if (code !== EXIT.OK || !values.grade) return code;
+  return gradeOutDir(plan.out, values, io);
+}
+
+interface Plan {
+  out: string;
+  chosen: Instance[];
+  ids: string[];
+  template: string;
+  workers: number;
+  backendCfg: BackendConfig;
+  modelName: string;
+  meta: Record<string, unknown>;
+  ctx: Omit<InstanceRunContext, 'signal' | 'onEvent'>;
+}
+
+/** Everything the command line, the dataset and the machine can get wrong, before any instance runs. */
+async function planRun(values: Values, io: CliIo): Promise<Plan> {
+  if (!values.dataset) throw new UsageError('eval needs --dataset FILE (.jsonl, .json or .parquet).', 'eval');
+  if (!values.out) throw new UsageError('eval needs --out DIR (resumable: a second run skips what is done).', 'eval');
+  if (values.sandbox !== undefined && values.sandbox !== 'docker') {
+    throw new UsageError(
+      `eval runs every instance in its own docker image; --sandbox ${values.sandbox} cannot.`,
+      'eval',
+    );
+  }
+  const limit = values.limit !== undefined ? parsePositiveInt('limit', values.limit, 'eval') : undefined;
+  const workers = values.workers !== undefined ? parsePositiveInt('workers', values.workers, 'eval') : 1;
+  if (workers > MAX_WORKERS) throw new UsageError(`--workers is at most ${MAX_WORKERS}.`, 'eval');
+  const limits = limitsFromFlags(values, 'eval');
+  const sampling = samplingOrUsageError(values, 'eval');
+  const toolEnv = toolEnvFromFlags(values, 'eval');
+  const template = values['image-template'] ?? DEFAULT_IMAGE_TEMPLATE;
+  try {
+    imageFor(template, 'a__b-1');
+  } catch (err) {
+    throw new UsageError((err as Error).message, 'eval');
+  }
+  const backendCfg = backendConfigFromFlags(values, io.env, io.cwd, 'eval');
+  if (!backendCfg)
+    throw setupError('no model configured', 'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE');
+  await precheckBackend(backendCfg);
+  const ids = values.instances
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const seed = values.seed !== undefined ? Number(values.seed) : DEFAULT_SHUFFLE_SEED;
+  const dataset = path.resolve(io.cwd, values.dataset);
+  const chosen = selectInstances(await loadDataset(dataset), {
+    ids,
+    limit,
+    shuffleSeed: values.shuffle ? seed : undefined,
+  });
+  const sandboxCfg = await dockerConfig(io.env);
+  const out = path.resolve(io.cwd, values.out);
+  await mkdir(out, { recursive: true });
+  const all = await mergeDataset(out, chosen);
+  const modelName = values['model-name'] ?? defaultModelName(backendCfg);
+  const activation = values.activate ?? DEFAULT_ACTIVATION;
+  const docker = new Docker(sandboxCfg.socketPath ? { socketPath: sandboxCfg.socketPath } : undefined);
+  const meta = { model: modelName, backend: describeBackend(backendCfg), dataset, image_template: template, workers };
+  return {
+    out,
+    chosen,
+    ids: all.map((i) => i.instance_id),
+    template,
+    workers: Math.min(workers, Math.max(1, chosen.length)),
+    backendCfg,
+    modelName,
+    meta,
+    ctx: { docker, sandboxCfg, limits, sampling, toolEnv, activation, out },
+  };
+}
+
+/** The docker sandbox settings of the environment (FROGNANO_SANDBOX_*), with the engine reachable. */
+async function dockerConfig(env: NodeJS.ProcessEnv): Promise<DockerSandboxConfig> {
+  let cfg;
+  try {
+    cfg = sandboxConfigFromEnv({ ...env, FROGNANO_SANDBOX: 'docker' });
+  } catch (err) {
+    throw setupError((err as Error).message, 'fix the FROGNANO_SANDBOX* environment variables');
+  }
+  if (cfg.kind !== 'docker') throw setupError('eval needs the docker sandbox');
+  const docker = new Docker(cfg.socketPath ? { socketPath: cfg.socketPath } : undefined);
+  try {
+    await docker.ping();
+  } catch (err) {
+    throw setupError(`Docker engine not reachable: ${(err as Error).message}`, 'start dockerd or set DOCKER_HOST');
+  }
+  return cfg;
+}
+
+/** predictions.jsonl's model_name_or_path: the served model's name, the model directory's, or `replay`. */
+function defaultModelName(cfg: BackendConfig): string {
+  if (cfg.kind === 'openai') return cfg.model;
+  if (cfg.kind === 'onnx') return path.basename(cfg.modelDir);
+  return 'replay';
+}
+
+/** Instances share a worker's backend; a replay is per instance (its script starts over for each). */
+class BackendPool {
+  private backend: ModelBackend | undefined;
+  constructor(
+    private readonly cfg: BackendConfig,
+    private readonly progress: EvalProgress,
+  ) {}
+
+  async get(): Promise<ModelBackend> {
+    if (this.cfg.kind === 'replay') await this.close();
+    const note = (t: string) => this.progress.note(t);
+    this.backend ??= await openBackend(this.cfg, { phase: note, note, stop: () => undefined });
+    return this.backend;
+  }
+
+  async close(): Promise<void> {
+    if (this.backend) await closeBackend(this.backend);
+    this.backend = undefined;
+  }
+}
+
+async function runAll(plan: Plan, io: CliIo): Promise<number> {
+  const done = await readPredictions(plan.out).catch((err: Error) => {
+    throw setupError(`cannot resume from ${plan.out}: ${err.message}`, 'use another --out, or fix the file');
+  });
+  const todo = plan.chosen.filter((i) => !done.has(i.instance_id));
+  const progress = new EvalProgress(io.stderr, todo.length, plan.workers);
+  if (todo.length < plan.chosen.length) {
+    progress.note(
+      `${plan.chosen.length - todo.length} of ${plan.chosen.length} instances already done in ${plan.out}: skipped`,
+    );
+  }
+  const interrupt = onInterrupt(progress, io, 'stopping the running instances, keeping what is done');
+  const started = Date.now();
+  const writer = new PredictionWriter(plan.out);
+  let summaryChain = Promise.resolve();
+  const summarize = () => {
+    summaryChain = summaryChain.then(async () => {
+      await writeSummary(plan.out, plan.ids, { ...plan.meta, updated_at: new Date().toISOString() });
+    });
+    return summaryChain;
+  };
+  const queue = [...todo];
+  const worker = async () => {
+    const pool = new BackendPool(plan.backendCfg, progress);
+    try {
+      for (let inst = queue.shift(); inst && !interrupt.signal.aborted; inst = queue.shift()) {
+        await runOne(plan, inst, { pool, progress, writer, signal: interrupt.signal });
+        await summarize();
+      }
+    } finally {
+      await pool.close();
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: plan.workers }, worker));
+  } finally {
+    interrupt.dispose();
+  }
+  await summarize();
+  return report(plan, io, interrupt.interrupted, Date.now() - started);
+}
+
+async function runOne(
+  plan: Plan,
+  inst: Instance,
+  w: { pool: BackendPool; progress: EvalProgress; writer: PredictionWriter; signal: AbortSignal },
+): Promise<void> {
+  const started = Date.now();
+  const image = imageFor(plan.template, inst.instance_id);
+  w.progress.start(inst.instance_id);
+  let backend: ModelBackend;
+  try {
+    backend = await w.pool.get();
+  } catch (err) {
+    w.progress.stopped();
+    throw err;
+  }
+  const outcome = await runInstance(inst, image, backend, { ...plan.ctx, signal: w.signal });
+  if (outcome.kind === 'cancelled') {
+    w.progress.stopped();
+    return;
+  }
+  // The record first: a prediction line without its record would be a finished instance the summary cannot count.
+  await writeRecord(plan.out, outcome.record);
+  if (outcome.kind === 'finished') {
+    await w.writer.append({
+      instance_id: inst.instance_id,
+      model_name_or_path: plan.modelName,
+      model_patch: outcome.patch,
+    });
+  }
+  const r = outcome.record;
+  const what =
+    outcome.kind === 'error'
+      ? `error: ${r.error ?? r.exit_reason}`
+      : `${r.patch_bytes ? 'patch' : 'no patch'} (${r.exit_reason}, ${r.turns} turns, ${formatTokens(r.completion_tokens)} tokens generated)`;
+  w.progress.finish(inst.instance_id, what, Date.now() - started);
+}
+
+async function report(plan: Plan, io: CliIo, interrupted: boolean, ms: number): Promise<number> {
+  const { totals } = await writeSummary(plan.out, plan.ids, { ...plan.meta, updated_at: new Date().toISOString() });
+  const done = await readPredictions(plan.out);
+  const missing = plan.chosen.filter((i) => !done.has(i.instance_id)).length;
+  const lines = [
+    `${interrupted ? 'Interrupted' : 'Done'} in ${formatDuration(ms)}: ${plan.chosen.length - missing} of ${plan.chosen.length} instances have a prediction` +
+      ` (${plan.out} holds ${totals.finished} of ${totals.instances}: ${totals.patches} with a patch, ${totals.errors} errors).`,
+    `Turns ${totals.turns} · ${formatTokens(totals.completion_tokens)} tokens generated · model time ${formatDuration(totals.wall_sec * 1000)} in total.`,
+    `Results in ${plan.out}:`,
+    `  predictions  ${path.join(plan.out, FILES.predictions)}`,
+    `  summary      ${path.join(plan.out, FILES.summary)}`,
+    `  trajectories ${path.join(plan.out, FILES.instances)}/<instance_id>/trajectory.json`,
+  ];
+  if (missing && !interrupted)
+    lines.push(`${missing} instance(s) could not run (see the summary's errors); run again to retry them.`);
+  else if (!interrupted) lines.push(`Grade with: frognano eval grade ${plan.out}`);
+  io.stdout.write(`${lines.join('\n')}\n`);
+  if (interrupted) return EXIT.INTERRUPTED;
+  if (missing) throw new CliError(`${missing} of ${plan.chosen.length} instances could not run`, EXIT.RUNTIME);
+  return EXIT.OK;
+}
