@@ -45,6 +45,15 @@ describe('BwrapSandbox host view', () => {
     expect(r.stdout).toBe('FrogNano x\n42\n');
   });
 
+  it("binds the host's scanner bundles read-only where the image has them, and node runs ESLint there", async () => {
+    const r = await sb.exec(
+      'cd /opt/frognano/scanners/eslint && node -e "console.log(require(\'eslint/package.json\').version)" && ' +
+        '(touch x 2>/dev/null && echo writable || echo read-only)',
+    );
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^9\.39\.\d+\nread-only\n$/);
+  });
+
   it('reports a missing bwrap binary clearly', async () => {
     const bad = await BwrapSandbox.create(dir, { bwrapPath: '/nonexistent/bwrap' });
     try {
