@@ -41,7 +41,8 @@ COPY runner ./runner
 RUN npm run build \
  && test -f dist/src/app/main.js && test -f dist/runner/main.js && test -f dist/src/leaf/sandboxTool.py \
  && test -f dist/src/sandbox/docker/init.py && test -f dist/src/sandbox/docker/sweep.sh \
- && test -f dist/src/sandbox/docker/exec-wrapper.sh && test -f dist/src/sandbox/egress/forward.py
+ && test -f dist/src/sandbox/docker/exec-wrapper.sh && test -f dist/src/sandbox/egress/forward.py \
+ && test -f dist/src/verify/scans/scanner.py && test -f dist/src/verify/scans/eslint.mjs
 
 # ---- prod-deps: runtime dependencies only -------------------------------------------------------------------
 FROM node-base AS prod-deps
@@ -51,6 +52,14 @@ RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts \
  && ort=node_modules/onnxruntime-node/bin/napi-v6 \
  && find "$ort" -mindepth 1 -maxdepth 1 ! -name linux -exec rm -rf {} + \
  && find "$ort/linux" -mindepth 1 -maxdepth 1 ! -name "$(node -p process.arch)" -exec rm -rf {} +
+
+# ---- scanners: the verification scanners' bundles (runner/scanners; today the pinned ESLint security bundle) ------
+# A runner whose sandbox is bwrap binds /app/runner/scanners read-only into the sandbox at /opt/frognano/scanners (the
+# docker sandbox's image has its own copy, runner/sandbox.Dockerfile). Production dependencies only, no install scripts.
+FROM node-base AS scanners
+COPY runner/scanners ./runner/scanners
+RUN --mount=type=cache,target=/root/.npm cd runner/scanners/eslint && npm ci --omit=dev --ignore-scripts \
+ && test -f node_modules/eslint/package.json
 
 # Same, plus onnxruntime's CUDA 12 execution provider (libonnxruntime_providers_cuda.so, ~400 MB) from NuGet.
 FROM prod-deps AS prod-deps-cuda
@@ -90,6 +99,7 @@ ENV NODE_ENV=production \
 RUN mkdir -p /var/lib/frognano/work && chown node:node /var/lib/frognano/work
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=scanners /app/runner/scanners ./runner/scanners
 COPY package.json ./
 # The CLI, for `docker exec <runner> node bin/frognano.js doctor` (it runs dist/ when there are no sources).
 COPY bin ./bin
@@ -120,6 +130,7 @@ ENV NODE_ENV=production \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 COPY --from=prod-deps-cuda /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=scanners /app/runner/scanners ./runner/scanners
 COPY package.json ./
 COPY bin ./bin
 USER 1000:1000

@@ -15,7 +15,7 @@ Usage:
 Commands:
   solve    Let the model work on an issue in a sandboxed copy of a repository; writes patch + trajectory.
   verify   Measure a patch in fresh sandboxes, base vs base + patch: fixed tests, regressions, findings.
-  doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, model, GitHub App credentials.
+  doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, scanners, model, GitHub App credentials.
   replay   Print a trajectory written by solve (or by the runner) readably.
   view     Serve a trajectory as the app's run page, on 127.0.0.1, for a browser.
   model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull).

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -85,9 +85,30 @@ function systemBinds(): string[] {
   return args;
 }
 
-function scannerBinds(): string[] {
+/**
+ * The host's scanner bundles, read-only at the path the sandbox image has them, when the user bwrap runs as can walk
+ * down to them: a checkout under /root, say, is not reachable by the sandbox uid a root runner starts bwrap as, and
+ * an unreachable bind would fail every sandbox. Without it the scan reports the bundle as not installed.
+ */
+function scannerBinds(user: { uid: number; gid: number }): string[] {
   const dir = hostScannersDir();
-  return dir ? ['--ro-bind', dir, SCANNERS_DIR_INSIDE] : [];
+  return dir && searchableBy(dir, user) ? ['--ro-bind', dir, SCANNERS_DIR_INSIDE] : [];
+}
+
+/** Whether `user` may walk down to `dir` (every directory on the way searchable by it), as bwrap under a root runner must. */
+export function searchableBy(dir: string, user: { uid: number; gid: number }): boolean {
+  if ((process.getuid?.() ?? 0) !== 0) return true; // bwrap runs as this process, which found the directory
+  for (let d = dir; ; d = path.dirname(d)) {
+    let st;
+    try {
+      st = statSync(d);
+    } catch {
+      return false;
+    }
+    const bits = st.uid === user.uid ? st.mode & 0o100 : st.gid === user.gid ? st.mode & 0o010 : st.mode & 0o001;
+    if (!bits) return false;
+    if (d === path.dirname(d)) return true;
+  }
 }
 
 const sizeSupport = new Map<string, boolean>();
@@ -344,7 +365,7 @@ export class BwrapSandbox implements Sandbox {
       BWRAP_WORKDIR,
       ...(egressDir ? ['--ro-bind', egressDir, EGRESS_DIR_INSIDE] : []),
       // The verification scanners' bundles, read-only at the path the sandbox image has them (sandbox/scanners.ts).
-      ...scannerBinds(),
+      ...scannerBinds(this.owner),
       // bwrap's own root is a writable tmpfs (where /etc etc. were created): make it read-only too.
       '--remount-ro',
       '/',

@@ -38,6 +38,8 @@ export {
 export { DockerSandbox, reapStaleSandboxes, SandboxUnavailableError, SANDBOX_LABEL } from './docker/index.js';
 export { BwrapSandbox } from './bwrap.js';
 export { LocalSandbox } from './local.js';
+export { ESLINT_BUNDLE_INSIDE, hostScannersDir, SCANNERS_DIR_INSIDE } from './scanners.js';
+export { CLEAN_PATH } from './shellCommand.js';
 export { SandboxLimitError, type Sandbox, type SandboxKind, type ExecOptions, type ExecResult } from './types.js';
 
 export async function createSandbox(cfg: SandboxConfigInput, workspaceDir: string): Promise<Sandbox> {

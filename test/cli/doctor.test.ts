@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { checkGitHubApp } from '../../src/cli/doctor/githubApp.js';
+import { checkScanners } from '../../src/cli/doctor/scanners.js';
 import { checkRedis } from '../../src/cli/doctor/system.js';
 import { maskUrlPassword } from '../../src/util/redact.js';
 import { cleanEnv, runFrognano, tempDir } from './helpers.js';
@@ -28,6 +29,8 @@ describe('frognano doctor (subprocess)', () => {
       expect.stringMatching(/^(✓ Runners\s+\d+ registered: runner |! Runners\s+none registered in this Redis$)/),
     );
     expect(lines).toContainEqual(expect.stringMatching(/^✓ bwrap sandbox\s+bubblewrap works/));
+    // .ci/run installs the ESLint bundle (scripts/install-scanners.sh); the host's /usr/bin/node is what bwrap sees.
+    expect(lines).toContainEqual(expect.stringMatching(/^✓ Scanners\s+ESLint 9\.39\.\d+ bundle \(.*\), node v\d+/));
     expect(lines).toContainEqual(expect.stringMatching(/^! Model\s+no model configured$/));
     expect(lines).toContainEqual(expect.stringMatching(/^! GitHub App\s+not configured/));
     expect(r.stdout).toMatch(/All required checks passed \([23] warnings\)\.\n$/);
@@ -93,6 +96,19 @@ describe('frognano doctor (subprocess)', () => {
 });
 
 describe('doctor checks (in process)', () => {
+  test('Scanners: a bundle not installed, or no node the bwrap sandbox sees, is a warning saying what to do', async () => {
+    const ok = await checkScanners();
+    expect(ok).toMatchObject({ status: 'ok', required: false });
+    await fs.mkdir(path.join(work, 'scanners', 'eslint'), { recursive: true });
+    await fs.copyFile('runner/scanners/eslint/package.json', path.join(work, 'scanners', 'eslint', 'package.json'));
+    const missing = await checkScanners(path.join(work, 'scanners'));
+    expect(missing).toMatchObject({ status: 'warn', hint: 'run scripts/install-scanners.sh' });
+    expect(missing.detail).toMatch(/^ESLint bundle: not installed; /);
+    const noNode = await checkScanners(undefined, [path.join(work, 'scanners')]);
+    expect(noNode).toMatchObject({ status: 'warn' });
+    expect(noNode.detail).toContain('no node in /usr or /bin');
+  });
+
   test('Redis: an unreachable REDIS_URL fails without showing its password', async () => {
     const unreachable = await checkRedis({ REDIS_URL: 'redis://:hunter2-password@127.0.0.1:1' }, 1000);
     expect(unreachable.status).toBe('fail');

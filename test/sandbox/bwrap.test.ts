@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { chown, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
-import { BwrapSandbox } from '../../src/sandbox/bwrap.js';
+import { BwrapSandbox, searchableBy } from '../../src/sandbox/bwrap.js';
 import { describeIsolation } from './conformance.js';
 
 describeIsolation('bwrap', (ws, limits) => BwrapSandbox.create(ws, limits));
@@ -45,6 +45,15 @@ describe('BwrapSandbox host view', () => {
     expect(r.stdout).toBe('FrogNano x\n42\n');
   });
 
+  it("binds the host's scanner bundles read-only where the image has them, and node runs ESLint there", async () => {
+    const r = await sb.exec(
+      'cd /opt/frognano/scanners/eslint && node -e "console.log(require(\'eslint/package.json\').version)" && ' +
+        '(touch x 2>/dev/null && echo writable || echo read-only)',
+    );
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^9\.39\.\d+\nread-only\n$/);
+  });
+
   it('reports a missing bwrap binary clearly', async () => {
     const bad = await BwrapSandbox.create(dir, { bwrapPath: '/nonexistent/bwrap' });
     try {
@@ -60,6 +69,22 @@ describe('BwrapSandbox host view', () => {
 const itAsRoot = process.getuid?.() === 0 ? it : it.skip;
 
 describe('BwrapSandbox workspace location', () => {
+  itAsRoot(
+    'binds the scanner bundles only where the sandbox user can reach them (else no sandbox would start)',
+    async () => {
+      const parent = await mkdtemp(path.join(os.tmpdir(), 'fn-bwrap-scanners-')); // mode 700, owned by root
+      try {
+        const dir = path.join(parent, 'runner', 'scanners');
+        await mkdir(dir, { recursive: true });
+        expect(searchableBy(dir, { uid: 1000, gid: 1000 })).toBe(false);
+        await chmod(parent, 0o755);
+        expect(searchableBy(dir, { uid: 1000, gid: 1000 })).toBe(true);
+      } finally {
+        await rm(parent, { recursive: true, force: true });
+      }
+    },
+  );
+
   itAsRoot('explains when the sandbox user cannot reach the workspace', async () => {
     const parent = await mkdtemp(path.join(os.tmpdir(), 'fn-bwrap-private-')); // mode 700, owned by root
     try {

@@ -3,6 +3,7 @@ import { formatCheck, guarded, type CheckResult } from '../doctor/check.js';
 import { checkGitHubApp } from '../doctor/githubApp.js';
 import { checkModel } from '../doctor/model.js';
 import { checkSandboxes } from '../doctor/sandbox.js';
+import { checkScanners } from '../doctor/scanners.js';
 import { checkNode, checkRedisAndRunners } from '../doctor/system.js';
 import { CliError, EXIT, UsageError } from '../exitCodes.js';
 import { DOCTOR_HELP } from '../help.js';
@@ -42,7 +43,7 @@ export async function doctorCommand(args: string[], io: CliIo): Promise<number> 
   }
 
   // Independent checks run concurrently: a slow Docker daemon must not add to a Redis timeout.
-  const [node, redis, sandboxes, model, app] = await Promise.all([
+  const [node, redis, sandboxes, scanners, model, app] = await Promise.all([
     guarded('Node.js', true, () => checkNode()),
     checkRedisAndRunners(io.env).catch((err: Error) => [
       {
@@ -62,10 +63,11 @@ export async function doctorCommand(args: string[], io: CliIo): Promise<number> 
         required: true,
       },
     ]),
+    guarded('Scanners', false, () => checkScanners()),
     guarded('Model', true, () => checkModel(modelCfg, modelError)),
     guarded('GitHub App', true, () => checkGitHubApp(io.env, io.cwd)),
   ]);
-  const checks: CheckResult[] = [node, ...redis, ...sandboxes, model, app];
+  const checks: CheckResult[] = [node, ...redis, ...sandboxes, scanners, model, app];
 
   const failed = checks.filter((c) => c.status === 'fail' && c.required);
   const code = failed.length > 0 ? EXIT.CHECKS_FAILED : EXIT.OK;
