@@ -1,8 +1,8 @@
 /**
  * One hostile round's page cost, measured in this process alone (bench/trajectory-page.ts starts one per case, so
  * each peak is its own: `maxRSS` only ever grows). Prints one JSON line.
- *   npx tsx --expose-gc bench/trajectory-page-hostile.ts <patch|deep|steps> <render|handler>
- *   npx tsx --expose-gc bench/trajectory-page-hostile.ts clients
+ *   node --expose-gc --import tsx bench/trajectory-page-hostile.ts <patch|deep|steps> <render|handler>
+ *   node --expose-gc --import tsx bench/trajectory-page-hostile.ts clients
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -15,7 +15,7 @@ import { LocalObjectStore } from '../src/runs/localObjectStore.js';
 import { renderRunPage } from '../src/runs/page/render.js';
 import type { StoredRound } from '../src/runs/record.js';
 import { TrajectoryStore } from '../src/runs/trajectoryStore.js';
-import { hostileRound } from '../test/runs/fixture.js';
+import { hostileRound, makeRound } from '../test/runs/fixture.js';
 
 const MiB = 1024 * 1024;
 const CLIENTS = 12;
@@ -34,6 +34,7 @@ async function serve(
   const dir = await mkdtemp(path.join(os.tmpdir(), 'frognano-bench-hostile-'));
   const store = new TrajectoryStore(new LocalObjectStore(dir));
   await store.putRound(round);
+  await store.putRound(makeRound({ steps: 20, bytes: 100_000, issueNumber: 99 })); // the warm-up's
   const handler = createRunPagesHandler({ source: store });
   const server = http.createServer((req, res) => {
     responses.push(res);
@@ -51,32 +52,56 @@ async function serve(
   };
 }
 
+const RUNS = 3;
+
+function median(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+}
+
+/** renderRunPage to one string: a warm-up on an ordinary round, then the median of RUNS renders of this one. */
 async function measureRender(round: StoredRound): Promise<object> {
-  const input = { round, rounds: [round.summary], roundHref: (n: number) => `/runs/o/r/1/${n}`, staticBase: '/s' };
+  const input = (r: StoredRound) => ({
+    round: r,
+    rounds: [r.summary],
+    roundHref: (n: number) => `/runs/o/r/1/${n}`,
+    staticBase: '/s',
+  });
+  renderRunPage(input(makeRound({ steps: 20, bytes: 100_000 })));
   gc();
   const rss0 = rssMiB();
-  const heap0 = process.memoryUsage().heapUsed / MiB;
-  const started = performance.now();
+  const ms: number[] = [];
+  let bytes = 0;
   try {
-    const html = renderRunPage(input);
-    const ms = performance.now() - started;
-    const heapAfter = process.memoryUsage().heapUsed / MiB - heap0;
-    return { ms, bytes: Buffer.byteLength(html), peakRssMiB: maxRssMiB() - rss0, heapAfterMiB: heapAfter };
+    for (let i = 0; i < RUNS; i++) {
+      const started = performance.now();
+      bytes = Buffer.byteLength(renderRunPage(input(round)));
+      ms.push(performance.now() - started);
+    }
+    return { ms: median(ms), bytes, peakRssMiB: maxRssMiB() - rss0 };
   } catch (err) {
-    return { ms: performance.now() - started, error: (err as Error).message, peakRssMiB: maxRssMiB() - rss0 };
+    return { error: (err as Error).message, peakRssMiB: maxRssMiB() - rss0 };
   }
 }
 
+/** GET over loopback from a local store (read, validate, render, send): one warm-up request, then the median of RUNS. */
 async function measureHandler(round: StoredRound): Promise<object> {
   const server = await serve(round);
+  const warm = server.url.replace(/\/[0-9]+\/[0-9]+$/, '/99/0');
+  await (await fetch(warm)).arrayBuffer();
   gc();
   const rss0 = rssMiB();
-  const started = performance.now();
-  const res = await fetch(server.url);
-  const body = await res.arrayBuffer();
-  const ms = performance.now() - started;
+  const ms: number[] = [];
+  let status = 0;
+  let bytes = 0;
+  for (let i = 0; i < RUNS; i++) {
+    const started = performance.now();
+    const res = await fetch(server.url);
+    bytes = (await res.arrayBuffer()).byteLength;
+    ms.push(performance.now() - started);
+    status = res.status;
+  }
   await server.close();
-  return { ms, status: res.status, bytes: body.byteLength, peakRssMiB: maxRssMiB() - rss0 };
+  return { ms: median(ms), status, bytes, peakRssMiB: maxRssMiB() - rss0 };
 }
 
 /**

@@ -102,7 +102,9 @@ function fmt(n: unknown, digits = 0): string {
 }
 
 function hostileReport(): void {
-  console.log(`\nhostile rounds (goal: < ${HOSTILE_MS} ms, < ${HOSTILE_MIB} MiB extra)`);
+  console.log(
+    `\nhostile rounds (goal: < ${HOSTILE_MS} ms, < ${HOSTILE_MIB} MiB extra; median of 3 after a warm-up; load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs)`,
+  );
   for (const name of ['patch', 'deep', 'steps']) {
     for (const mode of ['render', 'handler']) {
       const r = hostile(name, mode);

@@ -130,4 +130,3 @@ export function hostileRound(name: 'patch' | 'deep' | 'steps'): StoredRound {
   }
   return makeRound({ steps: 20_000, bytes: 12_000_000 });
 }
-

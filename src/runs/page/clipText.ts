@@ -90,7 +90,7 @@ export function shownLine(line: string, cutChars: number): string {
 
 /**
  * Text in a <pre>, clipped (`clipNote` at the end), folded into <details> when long with its first line as the
- * summary (as foldedPre), unless `fold` is false.
+ * summary, unless `fold` is false.
  */
 export function clippedPre(
   text: string,

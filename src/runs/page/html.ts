@@ -18,19 +18,6 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
 }
 
-/** Text in a <pre>, folded into <details> when long, with its first line as the summary. */
-export function foldedPre(
-  text: string,
-  o: { label: string; cls?: string; maxLines?: number; maxChars?: number },
-): string {
-  const lines = text.split('\n');
-  const maxLines = o.maxLines ?? 30;
-  const pre = `<pre class="${o.cls ?? 'out'}">${escapeHtml(text)}</pre>`;
-  if (lines.length <= maxLines && text.length <= (o.maxChars ?? 3000)) return pre;
-  const first = escapeHtml((lines.find((l) => l.trim()) ?? '').slice(0, 120));
-  return `<details class="fold"><summary>${escapeHtml(o.label)} · ${formatCount(lines.length)} lines · <code>${first}</code></summary>${pre}</details>`;
-}
-
 /**
  * Characters nobody sees (zero-width, bidi embeddings, overrides and isolates, the tag block): in a test name or a
  * repository's message they can make one text read as another, so the page shows where they are. The same set as
