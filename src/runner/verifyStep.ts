@@ -65,7 +65,7 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
   const sandboxCfg = sandboxFor(ctx.sandbox, cfg, run.jobId);
   const makeSandbox = ctx.createSandbox ?? createSandbox;
   // The same key as the round's own set-up: the clone's HEAD is the base the change was made on.
-  const setupSnapshot = await setupSnapshotFor(run, cfg, dir, baseCommit, sandboxCfg);
+  const setupSnapshot = await setupSnapshotFor(run, cfg, dir, baseCommit, sandboxCfg, 'verify');
   return {
     repoDir: dir,
     baseCommit,

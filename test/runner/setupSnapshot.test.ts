@@ -35,21 +35,36 @@ describe('setupSnapshotFor', () => {
     const cfg = parseRepoConfig(
       'setupCommands: ["pip install -r requirements.txt"]\nsetup:\n  cacheKeyFiles: ["tools/*.sh"]\n',
     );
-    const use = await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), docker);
+    const use = await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), docker, 'round');
     expect(use).toMatchObject({ repository: '7/acme/calc', keyFiles: [...DEFAULT_KEY_FILES, 'tools/*.sh'] });
     expect(use!.key).toMatch(/^[0-9a-f]{64}$/);
     expect(use!.mayStore).toBe(true);
-    // A follow-up (or CI-fix) round sets up the model's own branch: same key, restores, never stores.
+    expect(use!.scope).toBeUndefined();
+    // A follow-up (or CI-fix) round sets up the model's own branch: same key, stored in its pull request's own scope.
     const followUp = { ...data, followUp: { pullNumber: 3, round: 2 } } as unknown as JobData;
-    const later = await setupSnapshotFor({ ctx, data: followUp, log }, cfg, repo, head(), docker);
-    expect(later).toMatchObject({ key: use!.key, mayStore: false });
+    const later = await setupSnapshotFor({ ctx, data: followUp, log }, cfg, repo, head(), docker, 'round');
+    expect(later).toMatchObject({ key: use!.key, mayStore: true, scope: 'pull-3' });
+    // Its verification sides restore the repository's snapshots only, and store none.
+    const verify = await setupSnapshotFor({ ctx, data: followUp, log }, cfg, repo, head(), docker, 'verify');
+    expect(verify).toMatchObject({ key: use!.key, mayStore: false });
+    expect(verify!.scope).toBeUndefined();
+    expect(path.basename(later!.cache.fileFor(later!.repository, later!.key, later!.scope))).toBe(
+      `pull-3.${use!.key}.tgz`,
+    );
     expect(path.dirname(use!.cache.fileFor(use!.repository, use!.key))).toBe(path.join(cacheDir, '7', 'acme', 'calc'));
-    const other = await setupSnapshotFor({ ctx, data: { ...data, installationId: 8 }, log }, cfg, repo, head(), docker);
+    const other = await setupSnapshotFor(
+      { ctx, data: { ...data, installationId: 8 }, log },
+      cfg,
+      repo,
+      head(),
+      docker,
+      'round',
+    );
     expect(other!.key).not.toBe(use!.key);
     const bwrap = SandboxConfigSchema.parse({ kind: 'bwrap' });
-    expect((await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), bwrap))!.key).not.toBe(use!.key);
+    expect((await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), bwrap, 'round'))!.key).not.toBe(use!.key);
     // A file `setup.cacheKeyFiles` names changes the key once committed; another file does not.
-    const keyNow = async () => (await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), docker))!.key;
+    const keyNow = async () => (await setupSnapshotFor({ ctx, data, log }, cfg, repo, head(), docker, 'round'))!.key;
     await writeFile(path.join(repo, 'tools.sh'), 'x');
     git(repo, 'add', '-A');
     git(repo, 'commit', '-qm', 'not a key file');
@@ -63,11 +78,15 @@ describe('setupSnapshotFor', () => {
 
   it('gives none with `setup.cache: false`, without set-up commands, or without a cache on the runner', async () => {
     const off = parseRepoConfig('setupCommands: ["make deps"]\nsetup:\n  cache: false\n');
-    expect(await setupSnapshotFor({ ctx, data, log }, off, repo, head(), docker)).toBeUndefined();
-    expect(await setupSnapshotFor({ ctx, data, log }, parseRepoConfig(''), repo, head(), docker)).toBeUndefined();
+    expect(await setupSnapshotFor({ ctx, data, log }, off, repo, head(), docker, 'round')).toBeUndefined();
+    expect(
+      await setupSnapshotFor({ ctx, data, log }, parseRepoConfig(''), repo, head(), docker, 'round'),
+    ).toBeUndefined();
     const on = parseRepoConfig('setupCommands: ["make deps"]\n');
-    expect(await setupSnapshotFor({ ctx: {} as RunnerContext, data, log }, on, repo, head(), docker)).toBeUndefined();
-    expect(await setupSnapshotFor({ ctx, data, log }, on, repo, head(), docker)).toBeDefined();
+    expect(
+      await setupSnapshotFor({ ctx: {} as RunnerContext, data, log }, on, repo, head(), docker, 'round'),
+    ).toBeUndefined();
+    expect(await setupSnapshotFor({ ctx, data, log }, on, repo, head(), docker, 'round')).toBeDefined();
   });
 
   it('refuses cacheKeyFiles outside the repository', () => {
