@@ -36,7 +36,7 @@ export async function setupSnapshotFor(
       repository,
       setupCommands: config.setupCommands,
       network: JSON.stringify(config.setup.network),
-      environment: environmentKey(sandboxCfg),
+      environment: await environmentKey(sandboxCfg),
       keyFiles: config.setup.cacheKeyFiles,
     });
     return {

@@ -78,7 +78,7 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
     setupNetwork: setupEgress(cfg) ?? false,
     reportGlobs: cfg.verify.reports,
     sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
-    environmentKey: environmentKey(sandboxCfg),
+    environmentKey: await environmentKey(sandboxCfg),
     repository: `${data.installationId}/${data.owner}/${data.repo}`,
     task: `${data.title}\n\n${data.body}`,
     security: cfg.verify.security,
