@@ -1,4 +1,5 @@
 import { checkSandbox, resolveSandboxConfig, sandboxConfigFromEnv, type SandboxConfig } from '../sandbox/index.js';
+import { sandboxIdentity } from '../sandbox/identity.js';
 import { setupError } from './exitCodes.js';
 
 export type ConcreteSandboxConfig = Awaited<ReturnType<typeof resolveSandboxConfig>>;
@@ -36,7 +37,10 @@ export async function usableSandbox(kind: string | undefined, env: NodeJS.Proces
   return cfg;
 }
 
-/** The sandbox in base-result cache keys (VerifyOptions.environmentKey): the image on docker, else the kind. */
-export function environmentKey(cfg: ConcreteSandboxConfig): string {
-  return cfg.kind === 'docker' ? `docker:${cfg.image}` : cfg.kind;
+/**
+ * The sandbox in base-result cache keys (VerifyOptions.environmentKey): the image's ID on docker, the host's identity
+ * otherwise (src/sandbox/identity.ts).
+ */
+export function environmentKey(cfg: ConcreteSandboxConfig): Promise<string> {
+  return sandboxIdentity(cfg);
 }

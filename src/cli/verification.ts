@@ -29,7 +29,7 @@ export interface CliVerifyOptions {
  * The verifier (src/verify/) on a patch from the command line, with the runner's per-command limits. Set-up runs
  * without network: the CLI has no egress proxy to give `setup.network` its meaning.
  */
-export function verifyFromCli(o: CliVerifyOptions): Promise<Verdict> {
+export async function verifyFromCli(o: CliVerifyOptions): Promise<Verdict> {
   return verifyChange({
     repoDir: o.repoDir,
     baseCommit: o.baseCommit,
@@ -39,7 +39,7 @@ export function verifyFromCli(o: CliVerifyOptions): Promise<Verdict> {
     setupNetwork: false,
     reportGlobs: o.checks.verify.reports,
     sandboxFactory: (workspaceDir) => createSandbox(o.sandboxCfg, workspaceDir),
-    environmentKey: environmentKey(o.sandboxCfg),
+    environmentKey: await environmentKey(o.sandboxCfg),
     security: o.security,
     secrets: o.secrets,
     repository: o.repoDir,

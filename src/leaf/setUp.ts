@@ -1,6 +1,6 @@
 import type { Sandbox } from '../sandbox/types.js';
 import { runSetupCommands, type BotCommandOptions, type CommandResult } from './botCommands.js';
-import { keyFileMatcher, type SetupSnapshotCache } from './setupSnapshot.js';
+import { keyFileMatcher, type RestoreResult, type SetupSnapshotCache, type SnapshotScope } from './setupSnapshot.js';
 
 /** A round's (or a verification side's) use of the set-up snapshot cache (src/leaf/setupSnapshot.ts). */
 export interface SetupSnapshotUse {
@@ -12,10 +12,17 @@ export interface SetupSnapshotUse {
   /** The key files' globs (DEFAULT_KEY_FILES and `setup.cacheKeyFiles`): a patch touching one cannot reuse it. */
   keyFiles: string[];
   /**
-   * Whether this round's set-up may be stored: only one on a commit no model wrote (a first attempt on the base
-   * branch), since the key covers the key files, not every file the set-up may read. Any round may restore.
+   * Whether this round's set-up may be stored (in `scope`): never from a verification side (it holds the patch). Any
+   * round may restore the repository's snapshots.
    */
   mayStore: boolean;
+  /**
+   * A follow-up round's pull request (`pull-<n>`): the round sets up a commit the model wrote, and the key covers the
+   * key files, not every file a set-up may read, so what it stores goes to that pull request's own scope, which only
+   * its later rounds restore (after the repository's own snapshot of the key, when there is one). Undefined: the
+   * repository's scope (a first attempt on the base branch, and every verification side).
+   */
+  scope?: SnapshotScope;
   /** Where the cache's decisions go (the runner's log); never the issue. */
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -48,30 +55,34 @@ export async function setUpSandbox(sandbox: Sandbox, commands: string[], o: SetU
   const snap = o.snapshot;
   const log = snap?.log ?? (() => undefined);
   const step = { timeoutMs: o.timeoutMs, signal: o.signal };
-  if (snap && commands.length > 0) {
-    const r = await snap.cache.restore(sandbox, snap.repository, snap.key, step).catch((e: Error) => ({
-      restored: false as const,
-      reason: e.message,
-    }));
+  // The repository's snapshot first, then (a follow-up round) its pull request's own.
+  const scopes: SnapshotScope[] = snap?.scope ? [undefined, snap.scope] : [undefined];
+  for (const scope of snap && commands.length > 0 ? scopes : []) {
+    const r: RestoreResult = await snap!.cache
+      .restore(sandbox, snap!.repository, snap!.key, { ...step, scope })
+      .catch((e: Error) => ({ restored: false as const, reason: e.message }));
+    const where = { key: snap!.key, scope: scope ?? 'repository' };
     if (r.restored) {
       const durationMs = Date.now() - started;
-      log('set-up restored from a snapshot', { key: snap.key, bytes: r.bytes, durationMs });
-      o.emit?.({ type: 'setup_end', reusedKey: snap.key, durationMs });
-      return { results: [], notes: [], reusedKey: snap.key, durationMs };
+      log('set-up restored from a snapshot', { ...where, bytes: r.bytes, durationMs });
+      o.emit?.({ type: 'setup_end', reusedKey: snap!.key, durationMs });
+      return { results: [], notes: [], reusedKey: snap!.key, durationMs };
     }
-    if (r.reason !== 'no snapshot') log('set-up snapshot not restored; running the set-up', { key: snap.key, ...r });
+    // A failed extraction may have left part of the archive: the set-up then runs over it (it must be rerunnable).
+    if (r.reason !== 'no snapshot') log('set-up snapshot not restored; running the set-up', { ...where, ...r });
+    if (r.reason.startsWith('extracting failed')) break;
   }
   const { results, notes } = await runSetupCommands(sandbox, commands, o);
   const ranMs = Date.now() - started;
   const ok = results.length === commands.length && results.every((r) => r.exitCode === 0);
   if (snap?.mayStore && o.capture && ok && commands.length > 0 && !o.signal?.aborted) {
-    const c = await snap.cache.capture(sandbox, snap.repository, snap.key, step).catch((e: Error) => ({
-      stored: false as const,
-      reason: e.message,
-    }));
-    if (c.stored)
-      log('set-up snapshot stored', { key: snap.key, bytes: c.bytes, durationMs: Date.now() - started - ranMs });
-    else log('no set-up snapshot stored', { key: snap.key, reason: c.reason });
+    const scope = snap.scope;
+    const c = await snap.cache
+      .capture(sandbox, snap.repository, snap.key, { ...step, scope })
+      .catch((e: Error) => ({ stored: false as const, reason: e.message }));
+    const where = { key: snap.key, scope: scope ?? 'repository' };
+    if (c.stored) log('set-up snapshot stored', { ...where, bytes: c.bytes, durationMs: Date.now() - started - ranMs });
+    else log('no set-up snapshot stored', { ...where, reason: c.reason });
   }
   if (commands.length > 0) o.emit?.({ type: 'setup_end', durationMs: ranMs });
   return { results, notes, durationMs: ranMs };

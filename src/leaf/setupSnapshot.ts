@@ -13,7 +13,11 @@ import { hostGit } from './workspace.js';
  * and ignored files: `.venv/`, `node_modules/` …), archived INSIDE the sandbox right after the set-up succeeded and
  * before the model ran, streamed out as opaque bytes to one file on the host, and streamed into a later round's fresh
  * sandbox, where the sandbox user extracts it. The host never lists, opens or extracts a path from an archive.
- * Layout: `<dir>/<installation id>/<owner>/<repo>/<key>.tgz`: never shared across repositories or installations.
+ * Layout: `<dir>/<installation id>/<owner>/<repo>/<key>.tgz` (a first attempt's, on the base branch), and
+ * `<dir>/<installation id>/<owner>/<repo>/pull-<n>.<key>.tgz` (a follow-up round's, which only later rounds of pull
+ * request n restore): never shared across repositories or installations.
+ * A file is a 128-byte header (format version, the archive's sha256 and length) and the gzipped tar: a file that does
+ * not match its header (truncated, altered, an older format) is deleted and the set-up runs instead.
  */
 
 export interface SetupSnapshotCacheOptions {
@@ -28,6 +32,12 @@ export interface SetupSnapshotCacheOptions {
 export type CaptureResult = { stored: true; bytes: number } | { stored: false; reason: string };
 export type RestoreResult = { restored: true; bytes: number } | { restored: false; reason: string };
 
+/**
+ * Which snapshots a round shares: `undefined`, the repository's (stored by first attempts on the base branch); or
+ * `pull-<n>`, pull request n's own (stored by its follow-up rounds, restored only by its later rounds).
+ */
+export type SnapshotScope = `pull-${number}` | undefined;
+
 interface SandboxStep {
   timeoutMs: number;
   signal?: AbortSignal;
@@ -35,6 +45,11 @@ interface SandboxStep {
 
 const NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 const KEY = /^[0-9a-f]{64}$/;
+const SCOPE = /^pull-[1-9][0-9]{0,9}$/;
+/** The file's header: format, the archive's sha256 and length, padded with spaces to HEADER_BYTES (last byte \n). */
+const HEADER_BYTES = 128;
+const FORMAT = 'frognano-setup-snapshot 2';
+const HEADER = /^frognano-setup-snapshot 2 sha256=([0-9a-f]{64}) bytes=([0-9]{1,15}) *\n$/;
 /** A temp file older than this belongs to a capture that died (a crashed runner): eviction removes it. */
 const STALE_TMP_MS = 6 * 3600_000;
 
@@ -45,18 +60,16 @@ const GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_
 /**
  * The archive, made in the clean shell: tracked files the set-up changed cannot be carried by it (exit 3: no
  * snapshot); every untracked and ignored file (`--others` without `--exclude-standard`; a nested repository whole)
- * goes into a gzipped tar on stdout (names verbatim: one starting with `-` is never an option), cut at `cap` bytes by
+ * goes into a tar gzipped at level 1 (a venv or node_modules compresses nearly as well, several times faster) on stdout (names verbatim: one starting with `-` is never an option), cut at `cap` bytes by
  * head so an oversized set-up stops early instead of being read to the end.
  */
 function captureCommand(cap: number): string {
   return (
     `set -o pipefail; ${GIT} diff --quiet HEAD -- || exit 3; ` +
-    `${GIT} ls-files --others -z | tar --null --verbatim-files-from -T - -czf - | head -c ${cap}`
+    `${GIT} ls-files --others -z | tar --null --verbatim-files-from -T - -cf - | gzip -1 | head -c ${cap}`
   );
 }
 
-/** Lists the archive without writing anything: a corrupt file fails here before a single path is extracted. */
-const CHECK_COMMAND = 'tar -tzf - > /dev/null';
 /** Extracts as the sandbox user; files and directories already there (the patch's, on a verification side) are kept. */
 const EXTRACT_COMMAND = 'tar -xzf - --no-same-owner --skip-old-files';
 
@@ -69,23 +82,31 @@ export class SetupSnapshotCache {
   constructor(readonly o: SetupSnapshotCacheOptions) {}
 
   /** `repository` is `<installation id>/<owner>/<repo>` (VerifyOptions.repository). */
-  fileFor(repository: string, key: string): string {
+  fileFor(repository: string, key: string, scope?: SnapshotScope): string {
     const parts = repository.split('/');
     if (parts.length !== 3 || !/^[1-9][0-9]{0,15}$/.test(parts[0]))
       throw new Error('the set-up cache needs <installation id>/<owner>/<repo>');
     if (!KEY.test(key)) throw new Error('invalid set-up snapshot key');
-    return path.join(this.o.dir, parts[0], checkName('owner', parts[1]), checkName('repo', parts[2]), `${key}.tgz`);
+    if (scope !== undefined && !SCOPE.test(scope)) throw new Error('invalid set-up snapshot scope');
+    const name = scope ? `${scope}.${key}.tgz` : `${key}.tgz`;
+    return path.join(this.o.dir, parts[0], checkName('owner', parts[1]), checkName('repo', parts[2]), name);
   }
 
   /**
    * Archives the workspace's untracked and ignored files inside `sandbox` into the cache under `key`. Call it only
    * right after the set-up succeeded, before the model touched the workspace.
    */
-  async capture(sandbox: Sandbox, repository: string, key: string, o: SandboxStep): Promise<CaptureResult> {
-    const file = this.fileFor(repository, key);
+  async capture(
+    sandbox: Sandbox,
+    repository: string,
+    key: string,
+    o: SandboxStep & { scope?: SnapshotScope },
+  ): Promise<CaptureResult> {
+    const file = this.fileFor(repository, key, o.scope);
     await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-    const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
+    // The archive goes after the header's room; the header is written once the archive is complete.
+    const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600, start: HEADER_BYTES });
     const done = finished(sink);
     // Awaited below; a capture that throws first destroys the sink, and that rejection must not go unhandled.
     done.catch(() => undefined);
@@ -102,12 +123,13 @@ export class SetupSnapshotCache {
       });
       sink.end();
       await done;
-      const bytes = (await fs.stat(tmp)).size;
+      const bytes = (await fs.stat(tmp)).size - HEADER_BYTES;
       if (r.timedOut || r.cancelled) reason = 'archiving timed out or was cancelled';
       else if (bytes > cap || r.stdoutTruncated > 0) reason = `larger than ${Math.round(cap / 1024 ** 2)} MB`;
       else if (r.exitCode === 3) reason = 'the set-up changed tracked files, which a snapshot does not carry';
       else if (r.exitCode !== 0) reason = `archiving failed (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 200)}`;
       else {
+        await writeHeader(tmp, bytes);
         await fs.rename(tmp, file);
         await this.evict(file).catch(() => undefined);
         return { stored: true, bytes };
@@ -120,11 +142,17 @@ export class SetupSnapshotCache {
   }
 
   /**
-   * Streams the snapshot `key` into `sandbox` and extracts it there (checked in a first pass, extracted in a
-   * second). A snapshot that fails the check is deleted, so the next round stores a fresh one.
+   * Streams the snapshot `key` of `scope` into `sandbox` and extracts it there, after checking the file against its
+   * header (length and sha256 of the archive). A file that fails the check is deleted, so a later round stores a
+   * fresh one.
    */
-  async restore(sandbox: Sandbox, repository: string, key: string, o: SandboxStep): Promise<RestoreResult> {
-    const file = this.fileFor(repository, key);
+  async restore(
+    sandbox: Sandbox,
+    repository: string,
+    key: string,
+    o: SandboxStep & { scope?: SnapshotScope },
+  ): Promise<RestoreResult> {
+    const file = this.fileFor(repository, key, o.scope);
     let fh: fs.FileHandle;
     try {
       // O_NOFOLLOW: the cache holds regular files the bot wrote; anything else is not read.
@@ -135,23 +163,20 @@ export class SetupSnapshotCache {
     try {
       const st = await fh.stat();
       if (!st.isFile()) return { restored: false, reason: 'not a regular file' };
-      // An evicted file stays readable through the open handle: no lock is needed to read it.
-      // Each pass reads the handle from the start; the handle (closed below) outlives both streams, and closing it
-      // waits for a read still in flight when tar stopped early.
-      const run = (command: string) =>
-        sandbox.exec(command, {
-          clean: true,
-          stdinStream: fh.createReadStream({ start: 0, autoClose: false }),
-          maxOutputBytes: 64 * 1024,
-          timeoutMs: o.timeoutMs,
-          signal: o.signal,
-        });
-      const check = await run(CHECK_COMMAND);
-      if (check.exitCode !== 0) {
-        if (!check.timedOut && !check.cancelled) await fs.rm(file, { force: true });
-        return { restored: false, reason: `the snapshot does not read back: ${firstLine(check.stderr, check)}` };
+      // An evicted file stays readable through the open handle: no lock is needed to read it. The handle (closed
+      // below) outlives the streams, and closing it waits for a read still in flight when tar stopped early.
+      const damage = await checkHeader(fh, st.size);
+      if (damage) {
+        await fs.rm(file, { force: true });
+        return { restored: false, reason: `the snapshot is damaged: ${damage}` };
       }
-      const x = await run(EXTRACT_COMMAND);
+      const x = await sandbox.exec(EXTRACT_COMMAND, {
+        clean: true,
+        stdinStream: fh.createReadStream({ start: HEADER_BYTES, autoClose: false }),
+        maxOutputBytes: 64 * 1024,
+        timeoutMs: o.timeoutMs,
+        signal: o.signal,
+      });
       if (x.exitCode !== 0) return { restored: false, reason: `extracting failed: ${firstLine(x.stderr, x)}` };
       const now = new Date();
       await fs.utimes(file, now, now).catch(() => undefined);
@@ -201,6 +226,38 @@ export class SetupSnapshotCache {
     }
     return out;
   }
+}
+
+/** Writes the header of a complete archive file (the archive itself starts at HEADER_BYTES). */
+async function writeHeader(file: string, bytes: number): Promise<void> {
+  const fh = await fs.open(file, 'r+');
+  try {
+    const sha = await sha256Of(fh, bytes);
+    const text = `${FORMAT} sha256=${sha} bytes=${bytes}`;
+    await fh.write(Buffer.from(`${text.padEnd(HEADER_BYTES - 1)}\n`), 0, HEADER_BYTES, 0);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** What is wrong with a snapshot file of `size` bytes, checked against its header; undefined when nothing is. */
+async function checkHeader(fh: fs.FileHandle, size: number): Promise<string | undefined> {
+  const head = Buffer.alloc(HEADER_BYTES);
+  const { bytesRead } = await fh.read(head, 0, HEADER_BYTES, 0);
+  const m = HEADER.exec(head.subarray(0, bytesRead).toString('latin1'));
+  if (bytesRead < HEADER_BYTES || !m) return 'no header of this format (an older format, or not a snapshot)';
+  const bytes = Number(m[2]);
+  if (size !== HEADER_BYTES + bytes) return `${size - HEADER_BYTES} bytes where the header says ${bytes}`;
+  if ((await sha256Of(fh, bytes)) !== m[1]) return 'the archive does not match its sha256';
+  return undefined;
+}
+
+/** sha256 of the archive part of an open snapshot file. */
+async function sha256Of(fh: fs.FileHandle, bytes: number): Promise<string> {
+  const h = createHash('sha256');
+  if (bytes > 0)
+    for await (const chunk of fh.createReadStream({ start: HEADER_BYTES, autoClose: false })) h.update(chunk);
+  return h.digest('hex');
 }
 
 function firstLine(stderr: string, r: { timedOut: boolean; cancelled: boolean; exitCode: number | null }): string {
@@ -304,7 +361,7 @@ export async function setupSnapshotKey(k: SetupKeyInput): Promise<string> {
       .sort();
     const h = createHash('sha256');
     for (const part of [
-      'frognano-setup-snapshot-v1',
+      'frognano-setup-snapshot-v2',
       k.repository,
       JSON.stringify(k.setupCommands),
       k.network,

@@ -5,6 +5,7 @@ import type { RepoConfig } from '../github/repoConfig.js';
 import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import type { SolveResult } from '../leaf/solve.js';
 import type { SandboxConfig } from '../sandbox/config.js';
+import { sandboxIdentity } from '../sandbox/identity.js';
 import { forgetSecret, redact } from '../util/redact.js';
 import type { RunnerProgress } from '../queue/schema.js';
 import type { AbortCause, FailureCategory, RunnerContext } from './types.js';
@@ -59,11 +60,12 @@ export function sandboxFor(base: SandboxConfig, cfg: RepoConfig, jobId: string):
   return base;
 }
 
-/** The image or sandbox kind in cache keys (verification's base results, set-up snapshots). */
-export function environmentKey(cfg: SandboxConfig): string {
-  if (cfg.kind === 'docker') return `docker:${cfg.image}`;
-  if (cfg.kind === 'auto') return `auto:${cfg.docker.image ?? ''}`;
-  return cfg.kind;
+/**
+ * The sandbox in cache keys (verification's base results, set-up snapshots): the image's ID on docker, the host's
+ * identity on bwrap (src/sandbox/identity.ts). Throws when the image cannot be inspected.
+ */
+export function environmentKey(cfg: SandboxConfig): Promise<string> {
+  return sandboxIdentity(cfg);
 }
 
 /** The stored trajectory must not hold the token, whatever a tool printed; solve redacts, this double-checks. */

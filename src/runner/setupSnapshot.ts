@@ -21,6 +21,8 @@ export async function setupSnapshotFor(
   /** The base commit; undefined: the clone's HEAD. */
   commit: string | undefined,
   sandboxCfg: SandboxConfig,
+  /** `verify`: a verification side, which restores the repository's snapshots only and stores none. */
+  purpose: 'round' | 'verify',
 ): Promise<SetupSnapshotUse | undefined> {
   const { ctx, data, log } = run;
   const cache = ctx.setupCache;
@@ -34,7 +36,7 @@ export async function setupSnapshotFor(
       repository,
       setupCommands: config.setupCommands,
       network: JSON.stringify(config.setup.network),
-      environment: environmentKey(sandboxCfg),
+      environment: await environmentKey(sandboxCfg),
       keyFiles: config.setup.cacheKeyFiles,
     });
     return {
@@ -42,9 +44,11 @@ export async function setupSnapshotFor(
       repository,
       key,
       keyFiles: [...DEFAULT_KEY_FILES, ...config.setup.cacheKeyFiles],
-      // A follow-up or CI-fix round sets up the pull request's head, which the model wrote: it restores, never stores
-      // (a file the key does not cover could shape what a later first attempt and its verification would restore).
-      mayStore: !data.followUp,
+      // A follow-up or CI-fix round sets up the pull request's head, which the model wrote: it stores into that pull
+      // request's own scope only (a file the key does not cover could shape what it stores), so a first attempt or a
+      // verification side never restores it. A verification side holds the patch: it never stores.
+      mayStore: purpose === 'round',
+      scope: purpose === 'round' && data.followUp ? `pull-${data.followUp.pullNumber}` : undefined,
       log: (msg, fields) => log.info(fields ?? {}, msg),
     };
   } catch (err) {

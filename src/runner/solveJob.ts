@@ -51,7 +51,14 @@ export async function solveForJob(o: {
     additions: o.taskAdditions,
   });
   // The checkout is the bot's clone, untouched so far: its HEAD is the base the set-up snapshot is keyed on.
-  const setupSnapshot = await setupSnapshotFor({ ctx, data, log: o.log }, config, o.sourceDir, undefined, sandboxCfg);
+  const setupSnapshot = await setupSnapshotFor(
+    { ctx, data, log: o.log },
+    config,
+    o.sourceDir,
+    undefined,
+    sandboxCfg,
+    'round',
+  );
   o.reporter.update({ phase: 'solving', maxTurns: limits.maxTurns, detail: 'Preparing the sandbox.' });
   const result = await solve({
     sourceDir: o.sourceDir,

@@ -65,7 +65,7 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
   const sandboxCfg = sandboxFor(ctx.sandbox, cfg, run.jobId);
   const makeSandbox = ctx.createSandbox ?? createSandbox;
   // The same key as the round's own set-up: the clone's HEAD is the base the change was made on.
-  const setupSnapshot = await setupSnapshotFor(run, cfg, dir, baseCommit, sandboxCfg);
+  const setupSnapshot = await setupSnapshotFor(run, cfg, dir, baseCommit, sandboxCfg, 'verify');
   return {
     repoDir: dir,
     baseCommit,
@@ -78,7 +78,7 @@ async function verifyOptions(run: LiveRun, checkout: Checkout): Promise<VerifyOp
     setupNetwork: setupEgress(cfg) ?? false,
     reportGlobs: cfg.verify.reports,
     sandboxFactory: (ws) => makeSandbox(sandboxCfg, ws),
-    environmentKey: environmentKey(sandboxCfg),
+    environmentKey: await environmentKey(sandboxCfg),
     repository: `${data.installationId}/${data.owner}/${data.repo}`,
     task: `${data.title}\n\n${data.body}`,
     security: cfg.verify.security,

@@ -167,7 +167,7 @@ export interface VerifyOptions {
   reportGlobs: string[];
   /** Opens a fresh sandbox on a workspace directory (same image, limits and user as the model's round). */
   sandboxFactory: (workspaceDir: string) => Promise<import('../sandbox/types.js').Sandbox>;
-  /** Identifies the image/sandbox in cache keys (the docker image reference, or `bwrap`). */
+  /** Identifies the image/sandbox in cache keys (src/sandbox/identity.ts: the image's ID, or the host's identity). */
   environmentKey: string;
   /** Scans of what the patch adds. */
   security: boolean;

@@ -5,7 +5,7 @@
  * docs/warm-starts.md says; verification sides restore it unless the patch touches a key file.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ReplayBackend } from '../../src/inference/replay.js';
 import type { LeafEvent } from '../../src/leaf/events.js';
@@ -143,19 +143,74 @@ function describeKind(name: string, make: (dir: string) => Promise<Sandbox>, ski
         'set-up snapshot not restored; running the set-up',
         'set-up snapshot stored',
       ]);
-      expect(String(logs[0].fields?.reason)).toMatch(/does not read back/);
+      expect(String(logs[0].fields?.reason)).toMatch(/damaged: no header/);
       expect((await round(setup, snap)).result.setupReusedKey).toBe(snap.key);
     }, 120_000);
 
-    it('a round on a commit the model wrote (mayStore false) restores but never stores', async () => {
+    it('a truncated or altered snapshot fails its header check: the set-up runs, the file is replaced', async () => {
       const setup = ['mkdir -p .venv && echo built > .venv/marker && echo run >> .venv/runs'];
       const snap = await use(setup);
-      const followUp = { ...snap, mayStore: false };
-      const ran = await round(setup, followUp);
+      await round(setup, snap);
+      const file = cache.fileFor(REPOSITORY, snap.key);
+      const good = await readFile(file);
+      expect(good.subarray(0, 25).toString()).toBe('frognano-setup-snapshot 2');
+      const damaged: [string, Buffer][] = [
+        ['truncated', good.subarray(0, good.length - 7)],
+        // One byte of the archive's gzip trailer flipped: gzip would still list it, the sha256 does not match.
+        ['altered', Buffer.concat([good.subarray(0, good.length - 1), Buffer.from([good[good.length - 1]! ^ 1])])],
+      ];
+      for (const [what, bytes] of damaged) {
+        logs = [];
+        await writeFile(file, bytes);
+        const r = await round(setup, snap);
+        expect({ what, reused: r.result.setupReusedKey }).toEqual({ what, reused: undefined });
+        expect(firstObservation(r.result)).toMatch(/STDOUT:\nbuilt\n1\n/);
+        expect(String(logs[0].fields?.reason)).toMatch(
+          what === 'truncated' ? /damaged: \d+ bytes where the header says/ : /damaged: .*sha256/,
+        );
+        expect(logs.map((l) => l.msg)).toEqual([
+          'set-up snapshot not restored; running the set-up',
+          'set-up snapshot stored',
+        ]);
+      }
+      expect((await round(setup, snap)).result.setupReusedKey).toBe(snap.key);
+    }, 120_000);
+
+    it("a follow-up round's snapshot is its pull request's own: later rounds of it restore it, nothing else", async () => {
+      const setup = ['mkdir -p .venv && echo built > .venv/marker && echo run >> .venv/runs'];
+      const snap = await use(setup);
+      const pull3 = { ...snap, scope: 'pull-3' as const };
+      const ran = await round(setup, pull3);
+      expect(ran.result.setupReusedKey).toBeUndefined();
+      expect((await cache.list()).map((f) => path.basename(f.file))).toEqual([`pull-3.${snap.key}.tgz`]);
+      // The same pull request's next round restores it (the set-up ran once in all)...
+      const again = await round(setup, pull3);
+      expect(again.result.setupReusedKey).toBe(snap.key);
+      expect(firstObservation(again.result)).toMatch(/STDOUT:\nbuilt\n1\n/);
+      // ...another pull request's round, a first attempt and a verification side (no scope) do not.
+      expect((await round(setup, { ...snap, scope: 'pull-4' as const, mayStore: false })).result.setupReusedKey).toBe(
+        undefined,
+      );
+      expect((await round(setup, { ...snap, mayStore: false })).result.setupReusedKey).toBeUndefined();
+      // A first attempt's snapshot of the key is restored by every round, a follow-up's first.
+      await round(setup, snap);
+      expect(logs.filter((l) => l.msg === 'set-up restored from a snapshot').map((l) => l.fields?.scope)).toEqual([
+        'pull-3',
+      ]);
+      logs = [];
+      expect((await round(setup, pull3)).result.setupReusedKey).toBe(snap.key);
+      expect(logs.map((l) => [l.msg, l.fields?.scope])).toEqual([['set-up restored from a snapshot', 'repository']]);
+    }, 120_000);
+
+    it('a verification side (mayStore false) restores but never stores', async () => {
+      const setup = ['mkdir -p .venv && echo built > .venv/marker && echo run >> .venv/runs'];
+      const snap = await use(setup);
+      const verifySide = { ...snap, mayStore: false };
+      const ran = await round(setup, verifySide);
       expect(ran.result.setupResults.map((x) => x.exitCode)).toEqual([0]);
       expect(await cache.list()).toEqual([]);
       await round(setup, snap);
-      expect((await round(setup, followUp)).result.setupReusedKey).toBe(snap.key);
+      expect((await round(setup, verifySide)).result.setupReusedKey).toBe(snap.key);
     }, 120_000);
 
     it('never stores a snapshot when a set-up command failed', async () => {
