@@ -22,6 +22,18 @@ module.exports = [
   'test/leaf/conformance.test.ts', // 96 Leaf tool calls byte for byte inside both sandboxes
   'test/verify/scans.test.ts', // bandit and the scanners inside both sandboxes
   'test/verify/verifyChange.test.ts', // pytest suites before/after a change inside both sandboxes
+  // Whole rounds or CLI solves in the real bubblewrap sandbox, several per file: the heaviest CPU users of the suite
+  // (each file minutes on a loaded 2-core machine), and their multi-round cases run close to the 60 s test timeout
+  // when a second worker competes for the cores.
+  'test/sandbox/bwrap.test.ts', // the bwrap sandbox's own isolation end to end
+  'test/cli/solve.test.ts', // `frognano solve` as a subprocess, 21 solves on bwrap
+  'test/cli/verify.test.ts', // `frognano verify`: pytest before/after a change on bwrap
+  'test/runner/processJob.test.ts', // 25 whole rounds on bwrap
+  'test/runner/verifyRepair.test.ts', // rounds with verification and a repair turn on bwrap
+  'test/runner/endToEnd.test.ts', // the runner's end-to-end scenarios on test/support/world.ts
+  'test/runner/followUpEndToEnd.test.ts',
+  'test/runner/ciFixEndToEnd.test.ts',
+  'test/runner/waitingAsksEndToEnd.test.ts',
   // A browser: chromium driven by puppeteer, CPU-heavy and timing-sensitive.
   'test/runs/runPage.browser.test.ts',
   // Redis servers the test SIGKILLs, Sentinel failovers and a Cluster: timings of seconds (down-after 1 s,
