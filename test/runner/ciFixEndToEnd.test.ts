@@ -1,16 +1,10 @@
 import { promises as fs } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
 import nock from 'nock';
-import { handleReviewSubmitted, type ReviewDecision } from '../../src/app/review.js';
-import { ReplayBackend } from '../../src/inference/replay.js';
-import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
-import { createHarness, example, labeledPayload, receive, REDIS_URL, type Harness } from '../app/helpers.js';
-import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, runnerContext, waitForFinish } from './fixtures.js';
-import { API, recordGitHub } from './githubRecorder.js';
-import { recordPullRequest } from './pullRequestRecorder.js';
+import { example, labeledPayload } from '../app/helpers.js';
+import { gitIn } from '../github/gitRepo.js';
+import { API, createWorld, type World } from '../support/world.js';
 
 const OWNER = 'Codertocat';
 const REPO = 'Hello-World';
@@ -43,49 +37,53 @@ function jobLog(): string {
  * commit on the same branch, no co-author -> the approval check re-armed, approvable by anyone -> green CI: nothing.
  */
 describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> approval re-armed', () => {
-  let h: Harness;
-  let remote: BareRemote;
-  let runner: RunnerWorker | undefined;
-  let workerConn: Redis;
-  let subscriber: Redis;
-  let ctx: Awaited<ReturnType<typeof runnerContext>> | undefined;
+  let opened: World | undefined;
   let logServer: Server;
   let logUrl: string;
-  const decisions: ReviewDecision[] = [];
 
   beforeAll(async () => {
-    if (!nock.isActive()) nock.activate();
-    nock.disableNetConnect();
-    nock.enableNetConnect('127.0.0.1');
-    h = await createHarness('e2e-cifix');
-    // The approval gate runs beside the app's handlers, as in src/app/server.ts.
-    await h.probot.load((app) => {
-      app.on('pull_request_review.submitted', async (c) => void decisions.push(await handleReviewSubmitted(c)));
-    });
-    workerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    subscriber = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     logServer = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'text/plain' }).end(jobLog()));
     await new Promise<void>((resolve) => logServer.listen(0, '127.0.0.1', resolve));
     logUrl = `http://127.0.0.1:${(logServer.address() as AddressInfo).port}/signed-log?expires=60`;
   });
   afterAll(async () => {
-    await runner?.shutdown(1000);
-    await h.close();
-    await Promise.all([workerConn.quit(), subscriber.quit()]);
+    await opened?.close();
     await new Promise((r) => logServer.close(r));
-    await remote?.cleanup();
-    await ctx?.cleanup();
-    nock.cleanAll();
-    nock.enableNetConnect();
-    nock.restore();
   });
 
   it('answers failing CI on the bot PR with one round and a new commit', async () => {
     const labeled = labeledPayload(); // Codertocat/Hello-World#1
-    remote = await makeBareRemote(OWNER, REPO, { 'README.md': README }, { branch: 'master' });
-    const token = fakeInstallationToken();
-    const pr = recordPullRequest(remote, OWNER, REPO, { number: PR, head: BRANCH, base: 'master' });
-    const checks = checkStore(remote);
+    const world = (opened = await createWorld({
+      name: 'e2e-cifix',
+      files: { 'README.md': README },
+      pullRequest: { number: PR, head: BRANCH },
+      checks: true,
+      approvalGate: true,
+      turns: [
+        // The first attempt: the issue.
+        {
+          content: '',
+          tool_calls: [
+            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
+          ],
+        },
+        { content: 'Fixed the spelling of "commit".', tool_calls: [] },
+        // The CI-fix round: what the lint check asked for.
+        {
+          content: '',
+          tool_calls: [
+            {
+              name: 'Edit',
+              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello World!' },
+            },
+          ],
+        },
+        { content: 'The heading now ends with "!", as markdown-lint requires.', tool_calls: [] },
+      ],
+    }));
+    const { token, gh, logs, decisions, remote } = world;
+    const pr = world.pr!;
+    const checks = world.checks!;
     const ciCalls: string[] = [];
     nock(API)
       .persist()
@@ -129,64 +127,28 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
       })
       .get(`${R}/actions/jobs/${JOB}/logs`)
       .reply((uri) => (ciCalls.push(uri), [302, '', { location: logUrl }]));
-    const gh = recordGitHub(OWNER, REPO, { token, installationId: labeled.installation.id, prNumber: PR });
-
-    const logs = captureLogs();
-    ctx = await runnerContext({
-      redis: h.redis,
-      remote,
-      logger: logs.logger,
-      backend: ReplayBackend.fromTurns([
-        // The first attempt: the issue.
-        {
-          content: '',
-          tool_calls: [
-            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
-          ],
-        },
-        { content: 'Fixed the spelling of "commit".', tool_calls: [] },
-        // The CI-fix round: what the lint check asked for.
-        {
-          content: '',
-          tool_calls: [
-            {
-              name: 'Edit',
-              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello World!' },
-            },
-          ],
-        },
-        { content: 'The heading now ends with "!", as markdown-lint requires.', tool_calls: [] },
-      ]),
-    });
-    runner = createRunnerWorker({
-      connection: workerConn,
-      subscriber,
-      prefix: h.queue.opts.prefix,
-      ctx,
-      lockDurationMs: 30_000,
-    });
 
     // 1. Label -> draft PR #12 on frognano/issue-1, committed by the bot.
-    await receive(h.probot, 'issues', labeled);
-    expect((await waitForFinish(h.queue, 'codertocat/hello-world#1@1')).returnvalue).toMatchObject({
+    await world.label(labeled);
+    expect((await world.round('codertocat/hello-world#1@1')).returnvalue).toMatchObject({
       outcome: 'pull_request',
       pullRequestNumber: PR,
     });
-    const draftHead = branchHead(remote);
+    const draftHead = world.head();
 
     // 2. CI fails on the draft's head: the check run, its suite, the workflow run and a redelivery all arrive.
     checks.ci(draftHead, [
       { id: JOB, name: 'test', conclusion: 'failure' },
       { id: 4300, name: 'lint', conclusion: 'success' },
     ]);
-    await receive(h.probot, 'check_run', checkRunEvent(draftHead), 'd-1');
-    await receive(h.probot, 'check_suite', suiteEvent(draftHead));
-    await receive(h.probot, 'workflow_run', workflowEvent(draftHead));
-    await receive(h.probot, 'check_run', checkRunEvent(draftHead), 'd-1');
-    const round = await waitForFinish(h.queue, 'codertocat/hello-world#12@1');
+    await world.receive('check_run', checkRunEvent(draftHead), 'd-1');
+    await world.receive('check_suite', suiteEvent(draftHead));
+    await world.receive('workflow_run', workflowEvent(draftHead));
+    await world.receive('check_run', checkRunEvent(draftHead), 'd-1');
+    const round = await world.round('codertocat/hello-world#12@1');
     expect(round.failedReason).toBeUndefined();
     expect(round.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: PR, branch: BRANCH });
-    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+    expect(await world.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
       waiting: 0,
       active: 0,
       completed: 2,
@@ -217,7 +179,7 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
     );
 
     // 4. A new commit on the same branch, on top of the draft, with no person's Co-authored-by.
-    const newHead = branchHead(remote);
+    const newHead = world.head();
     expect(gitIn(remote.bare, 'log', '-1', '--format=%P', newHead).trim()).toBe(draftHead);
     expect(gitIn(remote.bare, 'show', `${newHead}:README.md`)).toBe('# Hello World!\n\nRemember to commit often.\n');
     const message = gitIn(remote.bare, 'log', '-1', '--format=%B', newHead);
@@ -234,7 +196,7 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
     expect(prStatus.at(-1)).toContain('Answering failing CI: `test`.');
 
     // The labeler (whom the first attempt's two-person rule excluded) may approve this head: no person asked for it.
-    await receive(h.probot, 'pull_request_review', approval(newHead));
+    await world.receive('pull_request_review', approval(newHead));
     expect(decisions.at(-1)).toMatchObject({ action: 'approved' });
     expect(checks.approval(newHead)).toMatchObject({
       conclusion: 'success',
@@ -243,8 +205,8 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
 
     // 6. Green CI on the new head starts nothing.
     checks.ci(newHead, [{ id: 4400, name: 'test', conclusion: 'success' }]);
-    await receive(h.probot, 'check_suite', suiteEvent(newHead));
-    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+    await world.receive('check_suite', suiteEvent(newHead));
+    expect(await world.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
       waiting: 0,
       active: 0,
       completed: 2,
@@ -254,85 +216,6 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
     for (const text of [...gh.statusBodies(), pr.body(), logs.lines.join('')]) expect(text).not.toContain(token);
   });
 });
-
-function branchHead(remote: BareRemote): string {
-  return gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
-}
-
-/** Check runs per commit: CI's (set by the test) and the bot's approval check (created by the runner). */
-function checkStore(remote: BareRemote) {
-  const runs: {
-    id: number;
-    name: string;
-    head_sha: string;
-    status: string;
-    conclusion: string;
-    external_id?: string;
-    app: { slug: string };
-  }[] = [];
-  nock(API)
-    .persist()
-    .post(`${R}/check-runs`)
-    .reply((_uri, body) => {
-      const run = {
-        ...(body as object),
-        id: 900 + runs.length,
-        app: { slug: 'frognano-bot' },
-      } as (typeof runs)[number];
-      runs.push(run);
-      return [201, { id: run.id }];
-    })
-    .get(/\/commits\/[0-9a-f]{40}\/check-runs/)
-    .query(true)
-    .reply((uri) => {
-      const sha = /commits\/([0-9a-f]{40})\//.exec(uri)![1];
-      const name = new URL(uri, API).searchParams.get('check_name');
-      const mine = runs.filter((r) => r.head_sha === sha && (!name || r.name === name)).reverse();
-      return [200, { total_count: mine.length, check_runs: mine }];
-    })
-    .patch(/\/check-runs\/\d+$/)
-    .reply((uri, body) => {
-      const run = runs.find((r) => r.id === Number(uri.split('/').pop()));
-      if (!run) return [404, { message: 'Not Found' }];
-      Object.assign(run, body as object);
-      return [200, { id: run.id }];
-    })
-    .get(/\/commits\/[0-9a-f]{40}\/status/)
-    .query(true)
-    .reply(200, { state: 'success', statuses: [] })
-    .get(`${R}/pulls`)
-    .query(true)
-    .reply(() => {
-      const sha = gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
-      const base = gitIn(remote.bare, 'rev-parse', 'refs/heads/master').trim();
-      return [
-        200,
-        [
-          {
-            number: PR,
-            state: 'open',
-            html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR}`,
-            user: { login: 'frognano[bot]', type: 'Bot' },
-            body: '',
-            head: { ref: BRANCH, sha, repo: { full_name: `${OWNER}/${REPO}` } },
-            base: { ref: 'master', sha: base, repo: { full_name: `${OWNER}/${REPO}` } },
-          },
-        ],
-      ];
-    })
-    .get(new RegExp(`^${R}/commits/[0-9a-f]{40}$`))
-    .reply((uri) => {
-      const [author, committer] = gitIn(remote.bare, 'log', '-1', '--format=%an%n%cn', uri.split('/').pop()!)
-        .trim()
-        .split('\n');
-      return [200, { commit: { author: { name: author }, committer: { name: committer } } }];
-    });
-  return {
-    ci: (sha: string, list: { id: number; name: string; conclusion: string }[]) =>
-      runs.push(...list.map((r) => ({ ...r, head_sha: sha, status: 'completed', app: { slug: 'github-actions' } }))),
-    approval: (sha: string) => runs.filter((r) => r.head_sha === sha && r.name === 'frognano / human approval').at(-1),
-  };
-}
 
 /** pull_request_review.submitted (the real example): the labeler approves the bot's PR at `head`. */
 function approval(head: string) {

@@ -18,6 +18,7 @@ import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { startLocalGitHub } from './localGitHub.js';
+import { waitForJob } from '../support/waitFor.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -103,7 +104,7 @@ describeDocker('queue -> runner worker -> docker sandbox -> draft pull request',
       )
     ).job.id!;
     runner = createRunnerWorker({ connection: workerConn, subscriber, prefix, ctx, lockDurationMs: 30_000 });
-    const job = await waitForFinish(queue, jobId, 120_000);
+    const job = await waitForJob(queue, jobId, 120_000);
     expect(job.failedReason).toBeUndefined();
     expect(job.returnvalue).toMatchObject({
       outcome: 'pull_request',
@@ -140,14 +141,3 @@ describeDocker('queue -> runner worker -> docker sandbox -> draft pull request',
     expect(await docker!.listContainers({ all: true, filters: { label: [`dev.frognano.job=${jobId}`] } })).toEqual([]);
   });
 });
-
-async function waitForFinish(queue: FrognanoQueue, id: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = await queue.getJob(id);
-    const state = await job?.getState();
-    if (job && (state === 'completed' || state === 'failed')) return job;
-    if (Date.now() > deadline) throw new Error(`job ${id} did not finish in ${timeoutMs} ms (state ${state})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -104,29 +104,5 @@ export async function runnerContext(o: {
   };
 }
 
-/** Polls `fn` until it returns something truthy (returned), failing after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Waits until the queue's job `jobId` is completed or failed, and returns it. */
-export async function waitForFinish(queue: { getJob(id: string): Promise<any> }, jobId: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = await queue.getJob(jobId);
-    const state = await job?.getState();
-    if (job && (state === 'completed' || state === 'failed')) return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish in ${timeoutMs} ms (state ${state})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+// The shared waits (test/support/waitFor.ts), under the names this file's users know.
+export { waitFor, waitForJob as waitForFinish } from '../support/waitFor.js';

@@ -1,14 +1,9 @@
 import { promises as fs } from 'node:fs';
-import { Redis } from 'ioredis';
 import nock from 'nock';
-import { handleReviewSubmitted, type ReviewDecision } from '../../src/app/review.js';
-import { ReplayBackend } from '../../src/inference/replay.js';
-import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
-import { createHarness, example, labeledPayload, receive, REDIS_URL, type Harness } from '../app/helpers.js';
-import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, runnerContext } from './fixtures.js';
-import { API, recordGitHub, type RecordedCall } from './githubRecorder.js';
-import { compareFiles, recordPullRequest } from './pullRequestRecorder.js';
+import { example, labeledPayload } from '../app/helpers.js';
+import { gitIn } from '../github/gitRepo.js';
+import { API, createWorld, type World } from '../support/world.js';
+import { compareFiles } from './pullRequestRecorder.js';
 
 const OWNER = 'Codertocat';
 const REPO = 'Hello-World';
@@ -47,61 +42,18 @@ const INLINE = [
  * check re-armed on the new head -> the reviewer who asked for it cannot approve it alone; a second writer can.
  */
 describe('review loop: label -> draft PR -> review with /frognano -> follow-up commit -> approval', () => {
-  let h: Harness;
-  let remote: BareRemote;
-  let runner: RunnerWorker | undefined;
-  let workerConn: Redis;
-  let subscriber: Redis;
-  let ctx: Awaited<ReturnType<typeof runnerContext>> | undefined;
-  const decisions: ReviewDecision[] = [];
-
-  beforeAll(async () => {
-    if (!nock.isActive()) nock.activate();
-    nock.disableNetConnect();
-    h = await createHarness('e2e-followup');
-    // The approval gate runs beside the app's handlers, as in src/app/server.ts.
-    await h.probot.load((app) => {
-      app.on('pull_request_review.submitted', async (c) => void decisions.push(await handleReviewSubmitted(c)));
-    });
-    workerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    subscriber = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  });
-  afterAll(async () => {
-    await runner?.shutdown(1000);
-    await h.close();
-    await Promise.all([workerConn.quit(), subscriber.quit()]);
-    await remote?.cleanup();
-    await ctx?.cleanup();
-    nock.cleanAll();
-    nock.enableNetConnect();
-    nock.restore();
-  });
+  let opened: World | undefined;
+  afterAll(() => opened?.close());
 
   it('takes review feedback into a new commit and gates it on a second pair of eyes', async () => {
     const labeled = labeledPayload(); // Codertocat/Hello-World#1
-    remote = await makeBareRemote(OWNER, REPO, { 'README.md': README }, { branch: 'master' });
-    const token = fakeInstallationToken();
-    const pr = recordPullRequest(remote, OWNER, REPO, { number: PR, head: BRANCH, base: 'master' });
-    const checks = checkRunStore();
-    nock(API)
-      .persist()
-      .get(`${R}/collaborators/${OWNER}/permission`)
-      .reply(200, { permission: 'admin', role_name: 'admin' })
-      .get(`${R}/collaborators/hubot/permission`)
-      .reply(200, { permission: 'write', role_name: 'write' })
-      .get(`${R}/issues/1`)
-      .reply(200, labeled.issue)
-      .get(new RegExp(`^${R}/pulls/${PR}/reviews/\\d+/comments`))
-      .query(true)
-      .reply((uri) => [200, uri.includes(`/reviews/${REVIEW_ID}/`) ? INLINE : []]);
-    const gh = recordGitHub(OWNER, REPO, { token, installationId: labeled.installation.id, prNumber: PR });
-
-    const logs = captureLogs();
-    ctx = await runnerContext({
-      redis: h.redis,
-      remote,
-      logger: logs.logger,
-      backend: ReplayBackend.fromTurns([
+    const world = (opened = await createWorld({
+      name: 'e2e-followup',
+      files: { 'README.md': README },
+      pullRequest: { number: PR, head: BRANCH },
+      checks: true,
+      approvalGate: true,
+      turns: [
         // The first attempt: the issue.
         {
           content: '',
@@ -131,21 +83,28 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
           ],
         },
         { content: 'Addressed both review comments: the heading and the reminder.', tool_calls: [] },
-      ]),
-    });
-    runner = createRunnerWorker({
-      connection: workerConn,
-      subscriber,
-      prefix: h.queue.opts.prefix,
-      ctx,
-      lockDurationMs: 30_000,
-    });
+      ],
+    }));
+    const { remote, token, gh, logs, decisions } = world;
+    const pr = world.pr!;
+    const checks = world.checks!;
+    nock(API)
+      .persist()
+      .get(`${R}/collaborators/${OWNER}/permission`)
+      .reply(200, { permission: 'admin', role_name: 'admin' })
+      .get(`${R}/collaborators/hubot/permission`)
+      .reply(200, { permission: 'write', role_name: 'write' })
+      .get(`${R}/issues/1`)
+      .reply(200, labeled.issue)
+      .get(new RegExp(`^${R}/pulls/${PR}/reviews/\\d+/comments`))
+      .query(true)
+      .reply((uri) => [200, uri.includes(`/reviews/${REVIEW_ID}/`) ? INLINE : []]);
 
     // 1. Label -> draft PR #12 on frognano/issue-1.
-    await receive(h.probot, 'issues', labeled);
-    const first = await waitForFinish(h, 'codertocat/hello-world#1@1');
+    await world.label(labeled);
+    const first = await world.round('codertocat/hello-world#1@1');
     expect(first.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: PR, branch: BRANCH });
-    const draftHead = branchHead(remote);
+    const draftHead = world.head();
     expect(checks.latest(draftHead)).toMatchObject({
       conclusion: 'action_required',
       external_id: 'issue-1;not-by=codertocat',
@@ -156,9 +115,7 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     pr.setBody(draftBody);
 
     // 2. A review with two inline comments and /frognano in its text, on the draft's head.
-    await receive(
-      h.probot,
-      'pull_request_review',
+    await world.review(
       reviewPayload({
         id: REVIEW_ID,
         state: 'commented',
@@ -167,12 +124,12 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
         head: draftHead,
       }),
     );
-    const round = await waitForFinish(h, 'codertocat/hello-world#12@1');
+    const round = await world.round('codertocat/hello-world#12@1');
     expect(round.failedReason).toBeUndefined();
     expect(round.returnvalue).toMatchObject({ outcome: 'pull_request', pullRequestNumber: PR, branch: BRANCH });
 
     // 3. A new commit on the same branch, on top of the draft, that does what the two comments asked.
-    const newHead = branchHead(remote);
+    const newHead = world.head();
     expect(newHead).not.toBe(draftHead);
     expect(gitIn(remote.bare, 'log', '-1', '--format=%P', newHead).trim()).toBe(draftHead);
     expect(gitIn(remote.bare, 'show', `${newHead}:README.md`)).toBe(
@@ -231,11 +188,7 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     expect(gh.statusBodies().at(-1)).toContain('frognano: round 1 pushed');
 
     // 5. The reviewer who asked for the round approves: by the two-person rule that does not turn it green.
-    await receive(
-      h.probot,
-      'pull_request_review',
-      reviewPayload({ id: 556, state: 'approved', body: null, user: OWNER, head: newHead }),
-    );
+    await world.review(reviewPayload({ id: 556, state: 'approved', body: null, user: OWNER, head: newHead }));
     expect(decisions.at(-1)).toEqual({
       action: 'ignored',
       why: `@${OWNER} asked for the run that wrote this head; another maintainer must approve it`,
@@ -246,11 +199,7 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     });
 
     // 6. A second writer approves: green.
-    await receive(
-      h.probot,
-      'pull_request_review',
-      reviewPayload({ id: 557, state: 'approved', body: 'LGTM', user: 'hubot', head: newHead }),
-    );
+    await world.review(reviewPayload({ id: 557, state: 'approved', body: 'LGTM', user: 'hubot', head: newHead }));
     expect(decisions.at(-1)).toMatchObject({ action: 'approved' });
     expect(checks.latest(newHead)).toMatchObject({ conclusion: 'success', output: { title: 'Approved by @hubot' } });
     expect(checks.latest(draftHead)!.conclusion).toBe('action_required'); // the old head's approval stays unearned
@@ -260,8 +209,8 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     Object.assign(comment.pull_request, prFields(newHead));
     comment.comment.body = '/frognano rename it';
     comment.installation = { id: labeled.installation.id };
-    await receive(h.probot, 'pull_request_review_comment', comment);
-    expect(await h.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+    await world.receive('pull_request_review_comment', comment);
+    expect(await world.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
       waiting: 0,
       active: 0,
       completed: 2,
@@ -271,10 +220,6 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
     for (const text of [...gh.statusBodies(), pr.body(), logs.lines.join('')]) expect(text).not.toContain(token);
   });
 });
-
-function branchHead(remote: BareRemote): string {
-  return gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
-}
 
 /** The pull request as webhook payloads carry it: the bot's draft from frognano/issue-1 in this repository. */
 function prFields(head: string) {
@@ -306,43 +251,4 @@ function reviewPayload(o: { id: number; state: string; body: string | null; user
     base: { ...p.pull_request.base, ...fields.base },
   };
   return p;
-}
-
-/** Check runs as GitHub keeps them: created per head, listed per ref (latest first), updated by id. */
-function checkRunStore() {
-  const runs: (RecordedCall['body'] & { id: number })[] = [];
-  nock(API)
-    .persist()
-    .post(`${R}/check-runs`)
-    .reply((_uri, body) => {
-      const run = { ...(typeof body === 'string' ? JSON.parse(body) : body), id: 900 + runs.length };
-      runs.push(run);
-      return [201, { id: run.id }];
-    })
-    .get(new RegExp(`^${R}/commits/[0-9a-f]{40}/check-runs`))
-    .query(true)
-    .reply((uri) => {
-      const sha = /commits\/([0-9a-f]{40})\//.exec(uri)![1];
-      const mine = runs.filter((r) => r.head_sha === sha).reverse();
-      return [200, { total_count: mine.length, check_runs: mine }];
-    })
-    .patch(new RegExp(`^${R}/check-runs/\\d+$`))
-    .reply((uri, body) => {
-      const run = runs.find((r) => r.id === Number(uri.split('/').pop()));
-      if (!run) return [404, { message: 'Not Found' }];
-      Object.assign(run, typeof body === 'string' ? JSON.parse(body) : body);
-      return [200, { id: run.id }];
-    });
-  return { latest: (sha: string) => runs.filter((r) => r.head_sha === sha).at(-1) };
-}
-
-async function waitForFinish(h: Harness, jobId: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = await h.queue.getJob(jobId);
-    const state = await job?.getState();
-    if (job && (state === 'completed' || state === 'failed')) return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} did not finish in ${timeoutMs} ms (state ${state})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }

@@ -9,6 +9,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { waitFor } from './waitFor.js';
+
+// The shared wait, for the files that take it from here.
+export { waitFor };
 
 export interface RedisProcess {
   port: number;
@@ -30,20 +34,6 @@ export async function freePort(): Promise<number> {
     });
     s.once('error', reject);
   });
-}
-
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function ping(port: number): Promise<boolean> {
