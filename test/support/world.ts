@@ -49,7 +49,7 @@ export interface WorldOptions {
   pullRequest?: { number: number; head: string; permissions?: Record<string, string> };
   /** Check runs kept per commit (created, listed, updated), CI's and the bot's approval check. */
   checks?: boolean;
-  /** The approval gate beside the app's handlers, as src/app/main.ts loads it. */
+  /** The approval gate beside the app's handlers, as src/app/server.ts loads it. */
   approvalGate?: boolean;
   /** Start the runner worker at once (default); false: `startRunner()` later. */
   runner?: boolean;
