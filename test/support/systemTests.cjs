@@ -22,6 +22,8 @@ module.exports = [
   'test/leaf/conformance.test.ts', // 96 Leaf tool calls byte for byte inside both sandboxes
   'test/verify/scans.test.ts', // bandit and the scanners inside both sandboxes
   'test/verify/verifyChange.test.ts', // pytest suites before/after a change inside both sandboxes
+  'test/verify/verifyJest.test.ts', // a jest suite (jest unpacked in the sandbox) before/after a change, both sandboxes
+  'test/verify/scansJs.test.ts', // the ESLint scan inside both sandboxes, builds an image without the bundle
   // Whole rounds or CLI solves in the real bubblewrap sandbox, several per file: the heaviest CPU users of the suite
   // (each file minutes on a loaded 2-core machine), and their multi-round cases run close to the 60 s test timeout
   // when a second worker competes for the cores.
