@@ -79,6 +79,28 @@ describe('run page limits', () => {
     expect(html).toContain('<section id="patch"><h2>Final patch</h2><pre class="diff patch"><span class="hdr">');
   });
 
+  it('stays under the page cap with every part at its worst at once', () => {
+    const r = makeRound({ steps: 600, bytes: 600 * 20_000 });
+    const wide = `${'&\u202e'.repeat(1000)}\n`.repeat(2000);
+    r.trajectory.frognano.task.body = wide;
+    r.trajectory.frognano.task.context = Array.from({ length: 30 }, (_, k) => ({ heading: `s${k}`, text: wide }));
+    r.trajectory.final_message = wide;
+    r.trajectory.error = wide;
+    r.patch = `@@ -1 +1 @@\n${wide}`;
+    r.tests = Array.from({ length: 80 }, (_, k) => ({
+      command: `t${k}`,
+      exitCode: 1,
+      timedOut: false,
+      outputTail: wide,
+    }));
+    const html = page(r);
+    expect(Buffer.byteLength(html)).toBeLessThan(PAGE_LIMITS.pageBytes);
+    expect(danglingAnchors(html)).toEqual([]);
+    expect(html).toContain('more test commands');
+    expect(html).toContain('more sections');
+    expect(html).toContain('</main></body></html>');
+  });
+
   it('clips a long output by lines and by bytes, counting what it left out', () => {
     const byLines = page(withOutput('line\n'.repeat(100_000)));
     expect(byLines).toContain(

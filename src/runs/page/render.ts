@@ -51,7 +51,7 @@ export function* renderRunPageChunks(p: RunPageInput): Generator<string> {
     '</head><body>',
     renderHeader(p, L),
     // Concatenated, not its own line: a round without verification renders byte for byte as before.
-    `<main>${renderVerification(p.round.verification)}`,
+    `<main>${boundedVerification(p.round.verification, L, raw.round)}`,
     '<div class="toolbar"><label>Filter steps <input type="search" id="filter" placeholder="text in a step" autocomplete="off"></label>',
     `<span class="hint">${formatCount(p.round.trajectory.steps.length)} steps · <kbd>j</kbd>/<kbd>k</kbd> next/previous · <kbd>/</kbd> filter</span></div>`,
     renderTimelineBar(p.round.trajectory, L),
@@ -62,6 +62,14 @@ export function* renderRunPageChunks(p: RunPageInput): Generator<string> {
   const budgetBytes = L.pageBytes - L.tailBytes - Buffer.byteLength(top);
   yield* renderTimeline(p.round.trajectory, { rawStep: raw.step, rawRound: raw.round, budgetBytes, limits: L });
   yield `\n${renderOutcome(p.round, L, raw)}\n</main></body></html>`;
+}
+
+/** The Verification section, whose lists cap themselves; a section past `tailBytes` altogether is replaced by a link. */
+function boundedVerification(v: StoredRound['verification'], L: PageLimits, rawRound: string): string {
+  const html = renderVerification(v);
+  if (html.length <= L.tailBytes) return html;
+  const note = clipNote(`the section renders to ${formatCount(Buffer.byteLength(html) / 1024)} KiB`, rawRound);
+  return `<section id="verification"><h2>Verification</h2><p class="none">${note}</p></section>`;
 }
 
 /** Where the raw JSON of the round, of a step, and the whole patch are served (http.ts, the same permission check). */
@@ -124,13 +132,21 @@ function renderRoundNav(p: RunPageInput, L: PageLimits): string {
 function renderTask(r: StoredRound, L: PageLimits, rawRound: string): string {
   const task = r.trajectory.frognano.task;
   const caps = { maxLines: L.proseLines, maxBytes: L.proseBytes, lineChars: L.lineChars };
-  const context = (task.context ?? [])
-    .slice(0, L.contextSections)
-    .map(
-      (s) =>
-        `<h3>${escapeShown(clip(s.heading, L.labelChars))}</h3>${clippedPre(s.text, { label: clip(s.heading, L.labelChars), cls: 'prose', caps, rawHref: rawRound })}`,
-    );
   const body = clippedPre(task.body, { label: 'Body', cls: 'prose', caps, rawHref: rawRound, fold: false });
+  const sections = (task.context ?? []).slice(0, L.contextSections);
+  const context: string[] = [];
+  let bytes = body.length;
+  for (const s of sections) {
+    if (bytes > 2 * L.proseBytes) {
+      context.push(`<p>${clipNote(`${formatCount(sections.length - context.length)} more sections`, rawRound)}</p>`);
+      break;
+    }
+    const label = clip(s.heading, L.labelChars);
+    context.push(
+      `<h3>${escapeShown(label)}</h3>${clippedPre(s.text, { label, cls: 'prose', caps, rawHref: rawRound })}`,
+    );
+    bytes += context[context.length - 1]!.length;
+  }
   return `<details class="task"><summary>Task given to the model</summary><h3>${escapeShown(clip(task.title, L.labelChars))}</h3>${body}${context.join('')}</details>`;
 }
 
@@ -147,14 +163,22 @@ function renderOutcome(r: StoredRound, L: PageLimits, raw: { round: string; patc
   const out = { maxLines: L.outputLines, maxBytes: L.outputBytes, lineChars: L.lineChars };
   const testItem = (x: StoredRound['tests'][number]) =>
     `<li class="${x.exitCode === 0 && !x.timedOut ? 'pass' : 'fail'}"><code>${escapeShown(clip(x.command, L.labelChars))}</code> ${testVerdict(x)}${hasText(x.outputTail) ? clippedPre(x.outputTail, { label: 'Output (tail)', caps: out, rawHref: raw.round, foldLines: 0 }) : ''}</li>`;
+  const items: string[] = [];
+  let testBytes = 0;
+  // The tests share one budget (what the patch leaves of the tail), then are counted.
+  for (const x of r.tests.slice(0, L.tests)) {
+    if (testBytes > L.tailBytes / 3) break;
+    items.push(testItem(x));
+    testBytes += items[items.length - 1]!.length;
+  }
   const moreTests =
-    r.tests.length > L.tests
-      ? `<li>${clipNote(`${formatCount(r.tests.length - L.tests)} more test commands`, raw.round)}</li>`
+    r.tests.length > items.length
+      ? `<li>${clipNote(`${formatCount(r.tests.length - items.length)} more test commands`, raw.round)}</li>`
       : '';
   const tests = r.tests.length
-    ? `<ul class="tests">${r.tests.slice(0, L.tests).map(testItem).join('')}${moreTests}</ul>`
+    ? `<ul class="tests">${items.join('')}${moreTests}</ul>`
     : '<p class="none">No test commands ran after the model finished.</p>';
-  const error = t.error ? `<p class="warn">Error: <code>${escapeShown(clip(t.error, L.proseBytes))}</code></p>` : '';
+  const error = t.error ? `<p class="warn">Error: <code>${escapeShown(clip(t.error, L.lineChars))}</code></p>` : '';
   return `${error}${final}<section id="patch"><h2>Final patch</h2>${patch}</section><section id="tests"><h2>Tests</h2>${tests}</section>`;
 }
 

@@ -30,20 +30,26 @@ export function* renderTimeline(t: Trajectory, o: TimelineOptions): Generator<st
   const L = o.limits ?? PAGE_LIMITS;
   yield '<ol class="timeline" id="timeline">';
   const shown = Math.min(t.steps.length, L.stepsShown);
+  const FULL = 'the page is at its size cap';
+  // Room kept for the stubs of the steps after this one (the longest number's stub, each).
+  const stubBytes = Buffer.byteLength(stubStep(shown, FULL, o)) + 1;
   let kept = 0;
   let work = 0;
+  let full = false;
   for (let i = 0; i < shown; i++) {
-    let html: string;
-    if (kept >= o.budgetBytes || work >= L.workBytes) html = stubStep(i + 1, 'the page is at its size cap', o);
-    else {
+    const reserve = (shown - i - 1) * stubBytes;
+    let html = '';
+    if (!full && work < L.workBytes) {
       html = renderStep(t, i, o, L);
       const bytes = Buffer.byteLength(html);
       work += bytes;
       if (bytes > L.stepBytes)
         html = stubStep(i + 1, `it renders to ${formatCount(bytes / 1024)} KiB, over a step's cap`, o);
-      else if (kept + bytes > o.budgetBytes) html = stubStep(i + 1, 'the page is at its size cap', o);
+      // Once one step does not fit, none after it is tried: the page shows a run of steps, then stubs.
+      else if (kept + bytes + reserve > o.budgetBytes) full = true;
     }
-    kept += Buffer.byteLength(html);
+    if (full || !html) html = stubStep(i + 1, FULL, o);
+    kept += Buffer.byteLength(html) + 1;
     yield `${i > 0 ? '\n' : ''}${html}`;
   }
   if (t.steps.length > shown) {
