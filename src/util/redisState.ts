@@ -97,9 +97,12 @@ export function untilReady(client: WatchedClient, ms: number): Promise<void> {
   });
 }
 
-/** Why `client` cannot serve now ("Redis unreachable: connection refused"); undefined while it is connected. */
+/**
+ * Why a watched `client` cannot serve now ("Redis unreachable: connection refused"); undefined while it is connected,
+ * still making its first connection, or not watched (the caller then asks Redis itself).
+ */
 export function redisUnreachable(client: { status: string }): string | undefined {
   if (client.status === 'ready') return undefined;
   const cause = watchers.get(client)?.cause;
-  return `Redis unreachable: ${cause ?? `the connection is ${client.status}`}`;
+  return cause === undefined ? undefined : `Redis unreachable: ${cause}`;
 }
