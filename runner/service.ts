@@ -14,6 +14,7 @@ import { metrics } from '../src/ops/metrics.js';
 import { redisCheck, startOpsServer, type OpsServer } from '../src/ops/http.js';
 import { describeRunner, registerRunner } from '../src/ops/runnerRegistry.js';
 import { createRedisConnection } from '../src/queue/connection.js';
+import { watchRedisState } from '../src/util/redisState.js';
 import type { ModelBackend } from '../src/inference/types.js';
 import { botKeyPrefix, setBotKeyPrefix } from '../src/queue/keys.js';
 import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
@@ -46,6 +47,10 @@ async function main(): Promise<void> {
   const redis = createRedisConnection(redisConfig.target);
   const bullConnection = createRedisConnection(redisConfig.target);
   const subscriber = createRedisConnection(redisConfig.target);
+  // One line per change of state (down, retrying, back) for each, never one per failed reconnect.
+  watchRedisState(redis, 'state', log);
+  watchRedisState(bullConnection, 'worker', log);
+  watchRedisState(subscriber, 'subscriber', log);
 
   log.info('loading the model backend');
   const backend = await loadBackend();

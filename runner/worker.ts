@@ -15,6 +15,7 @@ import { createCiJudgeQueue, type CiJudgeQueue } from '../src/queue/ciJudge.js';
 import { reportStalledJob } from '../src/runner/stalledJob.js';
 import { createHandOff } from './handOff.js';
 import { releaseJobHold, startJobUsage } from './jobUsage.js';
+import { isRedisConnectionError } from '../src/util/redisState.js';
 
 export interface RunnerWorkerOptions {
   /** BullMQ connection (a dedicated ioredis with maxRetriesPerRequest: null). */
@@ -70,7 +71,10 @@ export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   });
   worker.on('failed', onFailed(o, { queue, ciJudge }, reports, handOff.enqueue));
   worker.on('completed', (job, result) => log.info({ jobId: job.id, outcome: result.outcome }, 'job completed'));
-  worker.on('error', (err) => log.error({ err }, 'worker error'));
+  // Redis down: the connections' watchers (runner/service.ts) say so once; BullMQ would repeat it every retry.
+  worker.on('error', (err) => {
+    if (!isRedisConnectionError(err)) log.error({ err }, 'worker error');
+  });
   worker.on('stalled', (jobId) =>
     log.warn({ jobId }, 'job stalled (its runner stopped renewing the lock); it goes back to the queue'),
   );

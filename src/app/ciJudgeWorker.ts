@@ -3,6 +3,7 @@ import type { Probot } from 'probot';
 import { CI_JUDGE_QUEUE, CiJudgmentSchema, type CiJudgment } from '../queue/ciJudge.js';
 import { onCiCompleted } from './ciFix.js';
 import { handlerDeps, type AppDeps, type AppOctokit } from './deps.js';
+import { isRedisConnectionError } from '../util/redisState.js';
 
 /**
  * The app's worker for delayed CI judgments (src/queue/ciJudge.ts): a head whose settle window passed, or a failure
@@ -23,7 +24,10 @@ export function startCiJudgeWorker(app: Probot, appDeps: AppDeps, connection: Co
     },
     { connection, ...(prefix ? { prefix } : {}), concurrency: 4 },
   );
-  worker.on('error', (err) => app.log.warn({ err }, 'ci judgment worker error'));
+  // Redis down: its connection's watcher says so once (src/util/redisState.ts); BullMQ would repeat it every retry.
+  worker.on('error', (err) => {
+    if (!isRedisConnectionError(err)) app.log.warn({ err }, 'ci judgment worker error');
+  });
   worker.on('failed', (job, err) => app.log.warn({ jobId: job?.id, err: err.message }, 'ci judgment failed'));
   return worker;
 }

@@ -1,4 +1,5 @@
 import { readSetting } from '../util/settings.js';
+import { describeRedisError, isRedisConnectionError } from '../util/redisState.js';
 import { botKeyPrefix } from '../queue/keys.js';
 import type { ConnectionOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -28,6 +29,13 @@ export async function modelSlots(redis: Redis, env: NodeJS.ProcessEnv = process.
 
 const SLOTS_TTL_MS = 5000;
 
+/** An unreachable Redis is said once by the connections' watchers (src/util/redisState.ts); other errors each time. */
+function dispatchError(log: Log): (err: unknown) => void {
+  return (err) => {
+    if (!isRedisConnectionError(err)) log.warn({ err }, 'fair-share dispatch failed; the next event or tick retries');
+  };
+}
+
 export interface SharedService {
   fairShare?: FairShare;
   quotas: () => QuotasConfig | null;
@@ -55,7 +63,7 @@ export async function startSharedService(o: {
         onChange: (cfg) => {
           o.log.info({ path }, 'quotas file changed; new limits apply');
           void publishQuotas(o.redis, cfg).catch((err: unknown) =>
-            o.log.warn({ err }, 'could not store the quotas for the runners'),
+            o.log.warn({ cause: describeRedisError(err) }, 'could not store the quotas for the runners'),
           );
           void fairShare
             ?.setWeights(weightsOf(cfg))
@@ -65,8 +73,12 @@ export async function startSharedService(o: {
       })
     : undefined;
   // The runners admit the rounds they queue themselves under the same limits (src/runner/quotaGate.ts).
+  // While Redis is down a watcher (src/util/redisState.ts) has said so: one line with the cause, no stack.
   await publishQuotas(o.redis, watch?.current() ?? null).catch((err: unknown) =>
-    o.log.warn({ err }, 'could not store the quotas for the runners; the next change of the file retries'),
+    o.log.warn(
+      { cause: describeRedisError(err) },
+      'could not store the quotas for the runners; the next change of the file retries',
+    ),
   );
   let stopLoop = async () => {};
   if (fairShareEnabled(env)) {
@@ -77,11 +89,11 @@ export async function startSharedService(o: {
         if (Date.now() - slots.at > SLOTS_TTL_MS) slots = { value: await modelSlots(o.redis, env), at: Date.now() };
         return slots.value;
       },
-      onError: (err) => o.log.warn({ err }, 'fair-share dispatch failed; the next event or tick retries'),
+      onError: dispatchError(o.log),
     });
     // Stored now, or before the first dispatch that reaches Redis (the app starts while Redis is down too).
     await fairShare.setWeights(weightsOf(watch?.current() ?? null)).catch(() => undefined);
-    stopLoop = startDispatchLoop(fairShare, { connection: o.events, prefix: o.prefix });
+    stopLoop = startDispatchLoop(fairShare, { connection: o.events, prefix: o.prefix, onError: dispatchError(o.log) });
   }
   return {
     fairShare,

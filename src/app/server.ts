@@ -23,6 +23,8 @@ import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
 import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
 import { keepEnvironment } from '../util/dotenv.js';
+import { isRedisConnectionError, untilReady, watchRedisState, type StateLog } from '../util/redisState.js';
+import { probotRedisFromEnv } from './probotRedis.js';
 
 let resources:
   { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; shared: SharedService; ciJudge: CiJudging } | undefined;
@@ -42,27 +44,33 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   // Fail-fast connections: while Redis is unreachable a webhook is answered 503 instead of hanging.
   const queueConnection = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
   const redis = createRedisConnection(redisConfig.target, { purpose: 'enqueue' });
-  for (const c of [queueConnection, redis])
-    c.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  // One line per change of state (down, retrying, back) for every client, never one per failed reconnect.
+  watchRedisState(queueConnection, 'queue', app.log);
+  watchRedisState(redis, 'state', app.log);
   answerRedisOutagesWith503(app, [queueConnection, redis]);
+  // The fail-fast clients refuse commands until connected: wait briefly so a normal start does not log that.
+  await untilReady(redis, READY_WAIT_MS);
   const prefix = redisConfig.queuePrefix;
   const queue = createQueue(queueConnection, { prefix });
+  queue.on('error', quietRedisErrors(app.log));
   const label = labelFromEnv();
   // Fair share and quotas (docs/operating-at-scale.md); BullMQ's event stream needs a connection of its own.
   const shared = await startSharedService({
     queue,
     redis,
-    events: createRedisConnection(redisConfig.target),
+    events: watched(createRedisConnection(redisConfig.target), 'events', app.log),
     prefix,
     log: app.log,
   });
   const { fairShare, quotas } = shared;
 
   const ciJudgeQueue = createCiJudgeQueue(queueConnection, prefix);
+  ciJudgeQueue.on('error', quietRedisErrors(app.log));
   const appDeps = { queue, redis, label, fairShare, quotas, metrics, ciJudge: ciJudgeQueue };
   await createFrognanoApp(appDeps)(app);
   // A BullMQ worker blocks on its connection: one of its own.
-  const ciJudgeWorker = startCiJudgeWorker(app, appDeps, createRedisConnection(redisConfig.target), prefix);
+  const judgeConnection = watched(createRedisConnection(redisConfig.target), 'ci-judge', app.log);
+  const ciJudgeWorker = startCiJudgeWorker(app, appDeps, judgeConnection, prefix);
   // The approval gate on frognano's draft pull requests (src/app/review.ts).
   app.on('pull_request_review.submitted', async (context) => {
     await handleReviewSubmitted(context);
@@ -82,6 +90,21 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
 }
 
+/** How long the start waits for Redis before going on without it (webhooks are answered 503 until it is there). */
+const READY_WAIT_MS = 3_000;
+
+/** For BullMQ's `error` events: an unreachable Redis is the watchers' to say (once); anything else is logged. */
+function quietRedisErrors(log: StateLog): (err: Error) => void {
+  return (err) => {
+    if (!isRedisConnectionError(err)) log.warn({ err: err.message }, 'queue error');
+  };
+}
+
+function watched(client: Redis, name: string, log: StateLog): Redis {
+  watchRedisState(client, name, log);
+  return client;
+}
+
 /**
  * How long a SIGTERM may take: a clean stop normally takes well under a second, but with Redis down the queue's and
  * the clients' closes wait for a reconnect that never comes; past this the process exits anyway (in time for
@@ -94,8 +117,11 @@ async function main(): Promise<void> {
   runPagesSettingsFromEnv(process.env);
   // Probot's run() copies `.env` over process.env before its first await; keepEnvironment puts the environment back
   // (main.ts has already read `.env` without overriding), and Probot reads its own options from that same snapshot.
+  const log = logger.child({ name: 'app' });
+  // Probot's Redis client for its request throttling, made and watched here (probotRedis.ts); Probot gets no REDIS_URL.
+  const probotRedis = probotRedisFromEnv(process.env, log);
   const server = await keepEnvironment(() =>
-    run(frognano, { log: logger.child({ name: 'app' }), env: { ...process.env } }),
+    run(frognano, { log, env: { ...process.env, REDIS_URL: undefined }, Octokit: probotRedis?.Octokit }),
   );
   let stopping = false;
   const stop = async (signal: string) => {
@@ -106,6 +132,7 @@ async function main(): Promise<void> {
       logger.warn(`${signal}: shutdown took over ${SHUTDOWN_DEADLINE_MS / 1000} s (is Redis down?); exiting now`);
       // Connections still retrying would keep the event loop alive: drop them without waiting.
       for (const c of resources ? [resources.redis, resources.queueConnection] : []) c.disconnect();
+      probotRedis?.client.disconnect();
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
     try {
@@ -118,6 +145,7 @@ async function main(): Promise<void> {
         await resources.queue.close();
         await Promise.all([resources.redis.quit(), resources.queueConnection.quit()]);
       }
+      await probotRedis?.close();
       process.exit(0);
     } catch (err) {
       logger.error({ err }, 'error while shutting down');

@@ -5,6 +5,8 @@ export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '?';
   if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
   const s = Math.floor(ms / 1000);
+  // Under a minute in seconds alone ("23s", never "0m23s").
+  if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }

@@ -9,6 +9,7 @@
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { redact } from '../util/redact.js';
+import { describeRedisError, redisUnreachable } from '../util/redisState.js';
 import { metrics as defaultMetrics, type FrognanoMetrics } from './metrics.js';
 
 /** One dependency /readyz waits on. `check` resolves when ready and throws (or returns false) when not. */
@@ -45,11 +46,20 @@ export const OPS_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
 const DEFAULT_CHECK_TIMEOUT_MS = 2000;
 
 /** Pings Redis (ioredis or anything with `ping()`); the usual /readyz check for both app and runner. */
-export function redisCheck(redis: { ping(): Promise<string> }, name = 'redis'): ReadinessCheck {
+export function redisCheck(redis: { ping(): Promise<string>; status?: string }, name = 'redis'): ReadinessCheck {
   return {
     name,
     async check() {
-      const pong = await redis.ping();
+      // A client known to be down answers with its cause ("Redis unreachable: connection refused"), not with the
+      // error a fail-fast PING gets ("Stream isn't writeable and enableOfflineQueue options is false").
+      const down = redis.status === undefined ? undefined : redisUnreachable(redis as { status: string });
+      if (down) throw new Error(down);
+      let pong: string;
+      try {
+        pong = await redis.ping();
+      } catch (err) {
+        throw new Error(`Redis unreachable: ${describeRedisError(err)}`);
+      }
       if (pong !== 'PONG') throw new Error(`unexpected PING reply ${JSON.stringify(pong)}`);
     },
   };

@@ -115,6 +115,18 @@ export function scrubLine(line: string): string {
   }
 }
 
+/**
+ * pino-http (Probot's request log) makes an Error for every 5xx answer, "failed with status code 503", whose stack
+ * points into pino-http itself: a /readyz probe while Redis is down would log a useless stack every few seconds.
+ */
+const HTTP_STATUS_ERROR = /^failed with status code \d{3}$/;
+function withoutUselessStack(obj: Record<string, unknown>): Record<string, unknown> {
+  const err = obj.err as { message?: unknown; stack?: unknown } | undefined;
+  if (!err || typeof err.message !== 'string' || !HTTP_STATUS_ERROR.test(err.message)) return obj;
+  // Its message alone: an object would get an empty `stack` back from pino-http's own err serializer.
+  return { ...obj, err: err.message };
+}
+
 export interface CreateLoggerOptions {
   /** pino level; default $LOG_LEVEL or `info`. */
   level?: string;
@@ -139,7 +151,7 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
     },
     formatters: {
       bindings: (bindings) => scrubValue(bindings) as Record<string, unknown>,
-      log: (obj) => scrubValue(obj) as Record<string, unknown>,
+      log: (obj) => withoutUselessStack(scrubValue(obj) as Record<string, unknown>),
     },
     hooks: {
       logMethod(args, method) {

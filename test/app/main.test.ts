@@ -212,6 +212,8 @@ describe('npm start (src/app/main.ts)', () => {
       checks: [expect.objectContaining({ name: 'redis', ok: true })],
     });
     expect(await (await fetch(`${base}/metrics`)).text()).toContain('frognano_');
+    // A normal start logs no stack (before the bad signature below, which Probot logs with one).
+    expect(output()).not.toMatch(/"stack"|Stream isn't writeable/);
 
     // A webhook the app ignores (another label), correctly signed: accepted.
     const body = JSON.stringify({ action: 'labeled', label: { name: 'bug' } });
@@ -233,6 +235,50 @@ describe('npm start (src/app/main.ts)', () => {
     // A normal start logs no stack (the fair share waits for its connection instead of failing on it).
     expect(output()).not.toContain('fair-share dispatch failed');
   }, 60_000);
+
+  test("Redis down: one JSON line per change of state from every client (Probot's too), /readyz names the cause", async () => {
+    const keyPath = appKeyFile();
+    const port = await freePort(); // nothing listens here until the test starts a Redis on it
+    const { base, output } = await start({
+      APP_ID: '12345',
+      PRIVATE_KEY_PATH: keyPath,
+      WEBHOOK_SECRET: 'main-test-secret',
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+    });
+    const clients = ['probot', 'probot-subscriber', 'queue', 'state', 'events', 'ci-judge'];
+    const lines = () => output().split('\n').filter(Boolean);
+    const states = (state: string) =>
+      lines()
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { redis?: string; state?: string })
+        .filter((l) => l.state === state)
+        .map((l) => l.redis)
+        .sort();
+    const deadline = Date.now() + 20_000;
+    while (states('retrying').length < clients.length && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: { error: string }[] }).checks[0]!.error).toBe(
+      'Redis unreachable: connection refused',
+    );
+    await new Promise((r) => setTimeout(r, 3000)); // many reconnects later: still one line each
+    expect(lines().filter((l) => !l.startsWith('{'))).toEqual([]);
+    expect(states('down')).toEqual([...clients].sort());
+    expect(states('retrying')).toEqual([...clients].sort());
+
+    const redis = await startRedis('', port);
+    try {
+      expect((await readyz(base)).status).toBe(200);
+      const back = Date.now() + 20_000;
+      while (states('up').length < clients.length && Date.now() < back) await new Promise((r) => setTimeout(r, 100));
+      expect(states('up')).toEqual([...clients].sort());
+      expect(states('down')).toHaveLength(clients.length);
+      expect(output()).not.toMatch(/\[ioredis\]|"stack"/);
+    } finally {
+      await kill9(redis);
+    }
+  }, 90_000);
 
   test.each(['went away while it ran', 'was down from the start'])(
     'SIGTERM ends the app within 10 s when Redis %s',

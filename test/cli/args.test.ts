@@ -65,6 +65,9 @@ describe('argument helpers', () => {
 describe('formatting', () => {
   test('durations and tokens', () => {
     expect(formatDuration(4200)).toBe('4.2s');
+    // Progress lines: "[23s]", never "[0m23s]".
+    expect(formatDuration(23_000)).toBe('23s');
+    expect(formatDuration(59_999)).toBe('59s');
     expect(formatDuration(65_000)).toBe('1m05s');
     expect(formatDuration(3_725_000)).toBe('1h02m');
     expect(formatTokens(950)).toBe('950');

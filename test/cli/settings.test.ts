@@ -33,6 +33,19 @@ describe('frognano reads .env and checks its settings like the app and the runne
     });
   }, 60_000);
 
+  test('`npm run frognano -- solve .` solves the directory it was typed in, not the package root', async () => {
+    const plain = await fs.mkdtemp(path.join(os.tmpdir(), 'fn-cli-initcwd-'));
+    try {
+      const replay = path.join(plain, 'replay.json');
+      await fs.writeFile(replay, JSON.stringify({ turns: [{ content: 'done' }] }));
+      const r = await npmFrognano(['solve', '.', '--issue', 'x', '--replay', replay], plain);
+      expect(r.code).toBe(3);
+      expect(r.stderr).toContain(`frognano: ${plain} is not a git repository`);
+    } finally {
+      await fs.rm(plain, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test('the environment wins over .env', async () => {
     const r = await npmFrognano(['--version'], dir, { FROGNANO_SANDBOX: 'bwrap' });
     expect(r.code).toBe(0);

@@ -164,6 +164,28 @@ describe('frognano solve', () => {
 });
 
 describe('frognano solve outcomes', () => {
+  test('a test command that ran 0 tests is not reported as passed', async () => {
+    // What unittest before Python 3.12 prints (exit 0) when it finds no test.
+    const none = `sh -c 'echo "Ran 0 tests in 0.000s"; echo; echo OK'`;
+    const r = await runFrognano([
+      'solve',
+      repo,
+      '--issue',
+      'add() subtracts',
+      '--replay',
+      path.join(work, 'fix.json'),
+      '--sandbox',
+      'bwrap',
+      '--out',
+      path.join(work, 'out-none'),
+      '--test',
+      none,
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`⚠ 0 tests ran  ${none}`);
+    expect(r.stdout).not.toContain('✓ passed');
+  });
+
   test('a run that changes nothing exits 1 and still writes the trajectory', async () => {
     const out = path.join(work, 'out-nopatch');
     const r = await runFrognano([

@@ -1,4 +1,5 @@
 import { rmdir } from 'node:fs/promises';
+import { testCommandStatus } from '../testStatus.js';
 import path from 'node:path';
 import type { BackendConfig } from '../../inference/index.js';
 import type { LeafLimits } from '../../leaf/limits.js';
@@ -261,14 +262,21 @@ function summaryText(r: SolveResult, code: ExitCode, outDir: string, v: SolveVer
     lines.push('', ...renderDiffStat(r.changedFiles));
   }
   // The model's workspace is where the model ran: its test results are what it saw, never the result (the verdict is).
-  for (const [title, results] of [
-    ["Setup (in the model's workspace)", r.setupResults],
-    ["Tests in the model's workspace (what the model saw, not the result)", r.testResults],
+  for (const [title, results, isTest] of [
+    ["Setup (in the model's workspace)", r.setupResults, false],
+    ["Tests in the model's workspace (what the model saw, not the result)", r.testResults, true],
   ] as const) {
     if (!results.length) continue;
     lines.push('', `${title}:`);
     for (const c of results) {
-      const status = c.timedOut ? '✗ timed out' : c.exitCode === 0 ? '✓ passed' : `✗ exit ${c.exitCode ?? 'killed'}`;
+      // A test command that ran no test is no pass, whatever its exit code (testStatus.ts).
+      const status = isTest
+        ? testCommandStatus(c)
+        : c.timedOut
+          ? '✗ timed out'
+          : c.exitCode === 0
+            ? '✓ passed'
+            : `✗ exit ${c.exitCode ?? 'killed'}`;
       lines.push(`  ${status}  ${c.command}  (${formatDuration(c.durationMs)})`);
     }
   }

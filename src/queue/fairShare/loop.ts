@@ -9,9 +9,11 @@ import type { FairShare } from './dispatcher.js';
  */
 export function startDispatchLoop(
   fair: FairShare,
-  o: { connection: ConnectionOptions; prefix?: string; tickMs?: number },
+  o: { connection: ConnectionOptions; prefix?: string; tickMs?: number; onError?: (err: Error) => void },
 ): () => Promise<void> {
   const events = new QueueEvents(QUEUE_NAME, { connection: o.connection, ...(o.prefix ? { prefix: o.prefix } : {}) });
+  // Without a listener BullMQ prints every connection error to the console, several a second while Redis is down.
+  events.on('error', (err) => o.onError?.(err));
   const kick = () => void fair.kick();
   for (const e of ['completed', 'failed', 'removed', 'stalled'] as const) events.on(e, kick);
   const timer = setInterval(kick, o.tickMs ?? 2000);
