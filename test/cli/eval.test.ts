@@ -93,6 +93,8 @@ describe('frognano eval (docker)', () => {
     const summary = await readJson(path.join(out(), 'eval-summary.json'));
     expect(summary.totals).toMatchObject({ instances: 3, finished: 3, errors: 0, patches: 3, turns: 9 });
     expect(summary.totals.exit_reasons).toEqual({ agent: 3 });
+    expect(summary.last_run).toMatchObject({ workers: 2, interrupted: false });
+    expect(summary.last_run.wall_sec).toBeGreaterThan(0);
     expect(summary.totals.completion_tokens).toBeGreaterThan(0);
     expect(summary.instances.map((i: { instance_id: string }) => i.instance_id)).toEqual(fx.ids);
     expect(summary.instances[0]).toMatchObject({ status: 'finished', exit_reason: 'agent', turns: 3, error: null });

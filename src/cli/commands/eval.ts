@@ -262,7 +262,12 @@ async function runOne(
 }
 
 async function report(plan: Plan, io: CliIo, interrupted: boolean, ms: number): Promise<number> {
-  const { totals } = await writeSummary(plan.out, plan.ids, { ...plan.meta, updated_at: new Date().toISOString() });
+  const lastRun = { wall_sec: Math.round(ms / 100) / 10, workers: plan.workers, interrupted };
+  const { totals } = await writeSummary(plan.out, plan.ids, {
+    ...plan.meta,
+    updated_at: new Date().toISOString(),
+    last_run: lastRun,
+  });
   const done = await readPredictions(plan.out);
   const missing = plan.chosen.filter((i) => !done.has(i.instance_id)).length;
   const lines = [
