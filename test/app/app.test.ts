@@ -18,6 +18,7 @@ import {
   receive,
   type Harness,
 } from './helpers.js';
+import { waitFor } from '../support/waitFor.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
 const JOB1 = 'codertocat/hello-world#1@1';
@@ -433,7 +434,7 @@ describe('issue_comment.created commands', () => {
       expect(await (await h.queue.getJob(JOB1))!.getState()).toBe('active');
       expect(rec.bodies).toHaveLength(1);
       expect(rec.bodies[0]!.body.body).toContain('Cancellation requested by @Codertocat');
-      for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      await waitFor('the cancel message on the channel', () => heard.length > 0, 5000);
       expect(heard.map((m) => JSON.parse(m))).toEqual([expect.objectContaining({ jobId: JOB1, by: 'Codertocat' })]);
     } finally {
       await sub.quit();

@@ -8,6 +8,7 @@ import { viewCommand } from '../../src/cli/commands/view.js';
 import { runCli } from '../../src/cli/main.js';
 import { startViewServer } from '../../src/cli/viewServer.js';
 import { makeTrajectory } from '../runs/fixture.js';
+import { waitFor } from '../support/waitFor.js';
 
 function io(cwd: string) {
   const stdout = new PassThrough();
@@ -32,8 +33,7 @@ describe('frognano view', () => {
     const { io: cliIo, text } = io(dir);
     const stop = new AbortController();
     const done = viewCommand(['trajectory.json'], cliIo, stop.signal);
-    for (let i = 0; i < 100 && !text().includes('http://'); i++) await new Promise((r) => setTimeout(r, 20));
-    const url = /http:\/\/\S+/.exec(text())![0];
+    const url = await waitFor('the run page address on the output', () => /http:\/\/\S+/.exec(text())?.[0], 5000);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/runs\/octo\/demo\/12$/);
     const page = await fetch(url);
     expect(page.status).toBe(200);
