@@ -193,8 +193,7 @@ async function benchKind(kind: 'bwrap' | 'docker', remote: BareRemote, redis: Re
       });
       if (result.outcome !== 'pull_request')
         throw new Error(`round ended ${result.outcome}: ${JSON.stringify(result)}`);
-      if (process.env.DEBUG)
-        for (const l of logs.lines) if (/snapshot|mirror/.test(l)) console.error(`  ${mode}: ${l.trim().slice(0, 400)}`);
+      if (process.env.DEBUG) for (const l of logs.lines) console.error(`  ${mode}: ${l.trim().slice(0, 400)}`);
       // What the model's first tool call (`cat .venv/SETUP_MARKER`) printed.
       const t = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
       marks.sawMarker = /STDOUT:\n(\d+)\n/.exec(String(t.steps?.[0]?.observations?.[0]?.observation))?.[1];
