@@ -104,8 +104,10 @@ describe('frognano eval (docker)', () => {
 
   test('a second run skips what is done; an instance without its prediction runs again', async () => {
     if (!fx) return;
-    const again = await evalRun(out(), ['--replay', fixScript]);
-    expect(again.code).toBe(0);
+    // Nothing left to run, so --grade goes straight to the harness: with a Python that lacks swebench, a setup error.
+    const again = await evalRun(out(), ['--replay', fixScript, '--grade', '--python', 'python3']);
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain('swebench is not installed for python3');
     expect(again.stderr).toContain('3 of 3 instances already done');
     expect(again.stderr).not.toContain('start ');
     const preds = await predictions(out());
