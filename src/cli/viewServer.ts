@@ -19,6 +19,13 @@ export function localRound(t: Trajectory): StoredRound {
     kind: 'draft',
     trigger: 'frognano solve',
     result,
+    // The test commands solve ran after the model finished (kept in the trajectory file since issue #29).
+    tests: (t.frognano.test_results ?? []).map((x) => ({
+      command: x.command,
+      exitCode: x.exit_code,
+      timedOut: x.timed_out,
+      outputTail: x.output_tail,
+    })),
   });
 }
 

@@ -14,6 +14,7 @@ import {
   renderTrajectoryMarkdown,
   serializeTrajectory,
   type LeafTask,
+  type TestResultFacts,
   type Trajectory,
 } from './trajectory.js';
 import { setUpSandbox, type SetupSnapshotUse } from './setUp.js';
@@ -136,6 +137,8 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
       }
     }
 
+    // Into the trajectory files too, so `frognano view` and `replay` show what the tests said.
+    if (testResults.length) trajectory.frognano.test_results = testResults.map(testResultFacts);
     // The caller may log or store the trajectory: hand out the scrubbed copy only.
     const result: SolveResult = {
       trajectory: redactDeep(trajectory),
@@ -153,6 +156,16 @@ export async function solve(opts: SolveOptions): Promise<SolveResult> {
     await sandbox?.close().catch(() => undefined);
     await ws.cleanup().catch(() => undefined);
   }
+}
+
+function testResultFacts(c: CommandResult): TestResultFacts {
+  return {
+    command: c.command,
+    exit_code: c.exitCode,
+    timed_out: c.timedOut,
+    output_tail: c.outputTail,
+    duration_ms: c.durationMs,
+  };
 }
 
 /** trajectory.json (secrets scrubbed), trajectory.md and, when there is one, changes.patch (verbatim: it must apply). */

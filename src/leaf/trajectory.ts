@@ -96,6 +96,17 @@ export const TrajectoryFileSchema = z.object({
       total_completion_tokens: z.number().nonnegative(),
       context_budget: z.number().nonnegative(),
       steps: z.array(stepFactsSchema),
+      test_results: z
+        .array(
+          z.object({
+            command: z.string(),
+            exit_code: z.number().int().nullable(),
+            timed_out: z.boolean(),
+            output_tail: z.string(),
+            duration_ms: z.number().nonnegative(),
+          }),
+        )
+        .optional(),
     })
     .optional(),
 });

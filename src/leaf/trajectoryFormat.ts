@@ -101,6 +101,21 @@ export interface FrognanoFacts {
   /** The context budget the run was held to: min(configured, the model's window when known). */
   context_budget: number;
   steps: StepFacts[];
+  /**
+   * The test commands run in the model's workspace after it finished (solve()'s testResults), so the files and
+   * `frognano view` show them; absent in files from before they were kept, and when no test command ran.
+   */
+  test_results?: TestResultFacts[];
+}
+
+export interface TestResultFacts {
+  command: string;
+  /** null when the command was killed (timeout, cancel). */
+  exit_code: number | null;
+  timed_out: boolean;
+  /** The end of its output, secrets scrubbed. */
+  output_tail: string;
+  duration_ms: number;
 }
 
 export interface Trajectory {

@@ -81,6 +81,27 @@ describe('runPagesFromEnv', () => {
     expect(res.headers.get('set-cookie')).toMatch(/HttpOnly; SameSite=Lax; Secure$/);
   });
 
+  it('on GitHub Enterprise Server the sign-in goes to GHE_HOST with GHE_PROTOCOL, as Probot reaches it', async () => {
+    const pages = runPagesFromEnv(probot, redis, {
+      ...ENV,
+      FROGNANO_TRAJECTORY_STORE: dir,
+      GHE_HOST: 'ghe.internal:8080',
+      GHE_PROTOCOL: 'http',
+    })!;
+    const ghes = createServer((req, res) => void (pages.handler(req, res) || res.writeHead(418).end()));
+    await new Promise<void>((r) => ghes.listen(0, '127.0.0.1', r));
+    try {
+      const port = (ghes.address() as AddressInfo).port;
+      const res = await fetch(`http://127.0.0.1:${port}/runs/Codertocat/Hello-World/1`, { redirect: 'manual' });
+      expect(res.status).toBe(302);
+      const to = new URL(res.headers.get('location')!);
+      expect(to.origin + to.pathname).toBe('http://ghe.internal:8080/login/oauth/authorize');
+    } finally {
+      pages.stop();
+      await new Promise<void>((r) => ghes.close(() => r()));
+    }
+  });
+
   it("asks GitHub with the installation's token whether the user may read the repository", async () => {
     const installation = nock(API)
       .get('/repos/Codertocat/Hello-World/installation')

@@ -3,6 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadTrajectoryFile } from '../../src/cli/trajectoryFile.js';
+import { startViewServer } from '../../src/cli/viewServer.js';
 import { cleanEnv, makeRepo, runFrognano, snapshotTree, tempDir, writeJson } from './helpers.js';
 
 // The real CLI as a subprocess, on real git repositories, in the bwrap sandbox, with the replay backend.
@@ -110,6 +111,21 @@ describe('frognano solve', () => {
     expect(run.stderr).toMatch(/→ Edit calc\.sh/);
     expect(run.stderr).toMatch(/finished after 3 turns: agent/);
     expect(run.stderr).not.toContain('\x1b[');
+  });
+
+  test('the test results reach trajectory.json and the page of `frognano view`', async () => {
+    const t = await loadTrajectoryFile(path.join(outDir, 'trajectory.json'));
+    expect(t.frognano.test_results).toEqual([
+      expect.objectContaining({ command: CHECK, exit_code: 0, timed_out: false }),
+    ]);
+    const server = await startViewServer(t);
+    try {
+      const page = await (await fetch(server.url)).text();
+      expect(page).not.toContain('No test commands ran');
+      expect(page).toMatch(/<li class="pass"><code>bash -c /);
+    } finally {
+      await server.close();
+    }
   });
 
   test('the source repository is byte-identical afterwards', async () => {

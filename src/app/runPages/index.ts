@@ -37,15 +37,15 @@ export function runPagesFromEnv(app: Probot, redis: Redis, env: NodeJS.ProcessEn
     sessionSecret: s.sessionSecret,
     sessions: redisSessionVersions(redis),
     permission: collaboratorPermissionLookup((repo) => installationOctokit(app, repo)),
-    webUrl: s.ghesHost ? `https://${s.ghesHost}` : undefined,
-    apiUrl: s.ghesHost ? `https://${s.ghesHost}/api/v3` : undefined,
+    webUrl: s.ghesUrl,
+    apiUrl: s.ghesUrl ? `${s.ghesUrl}/api/v3` : undefined,
     publicUrl: s.publicUrl,
     trustedProxies: s.trustedProxies,
   });
   const handler = createRunPagesHandler({
     source: store,
     gate,
-    githubUrl: s.ghesHost ? `https://${s.ghesHost}` : 'https://github.com',
+    githubUrl: s.ghesUrl ?? 'https://github.com',
     log: app.log,
   });
   const sweep = () =>

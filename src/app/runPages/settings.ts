@@ -1,3 +1,4 @@
+import { readSetting } from '../../util/settings.js';
 import { createHmac } from 'node:crypto';
 import type { BlockList } from 'node:net';
 import { publicUrlFromEnv } from '../../runs/url.js';
@@ -15,8 +16,8 @@ export interface RunPagesSettings {
   sessionSecret: string;
   publicUrl?: string;
   trustedProxies?: BlockList;
-  /** GitHub Enterprise Server's host name (GHE_HOST). */
-  ghesHost?: string;
+  /** GitHub Enterprise Server's web address: GHE_PROTOCOL (default https) and GHE_HOST, as Probot builds its own. */
+  ghesUrl?: string;
 }
 
 /** The pages' settings, or why they are off; throws RunPagesSettingsError for a setting that is wrong. */
@@ -63,9 +64,16 @@ export function runPagesSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): R
       sessionSecret: ownSecret ?? derivedSessionSecret(clientSecret),
       publicUrl,
       trustedProxies,
-      ghesHost: env.GHE_HOST?.trim() || undefined,
+      ghesUrl: ghesUrlFromEnv(env),
     },
   };
+}
+
+/** `http://ghe.local` for GHE_HOST=ghe.local GHE_PROTOCOL=http; undefined without GHE_HOST (github.com). */
+export function ghesUrlFromEnv(env: NodeJS.ProcessEnv): string | undefined {
+  const host = env.GHE_HOST?.trim();
+  if (!host) return undefined;
+  return `${readSetting(env, 'GHE_PROTOCOL') ?? 'https'}://${host}`;
 }
 
 /** Without a secret of its own, one derived from the client secret, which must then be strong itself. */
