@@ -24,6 +24,9 @@ module.exports = [
   'test/verify/verifyChange.test.ts', // pytest suites before/after a change inside both sandboxes
   'test/verify/verifyJest.test.ts', // a jest suite (jest unpacked in the sandbox) before/after a change, both sandboxes
   'test/verify/scansJs.test.ts', // the ESLint scan inside both sandboxes, builds an image without the bundle
+  'test/sandbox/workdir.test.ts', // docker containers with the workspace mounted at another path (/testbed)
+  'test/cli/eval.test.ts', // `frognano eval` on fixture SWE-bench images it builds, two workers, Ctrl-C
+  'test/runner/warmStartEndToEnd.test.ts', // a pull request's rounds restoring set-up snapshots on docker and bwrap
   // Whole rounds or CLI solves in the real bubblewrap sandbox, several per file: the heaviest CPU users of the suite
   // (each file minutes on a loaded 2-core machine), and their multi-round cases run close to the 60 s test timeout
   // when a second worker competes for the cores.
@@ -49,4 +52,5 @@ module.exports = [
   // figure past its bound. Seen failing in the unit project at load 16 on 2 cores.
   'test/security/linearText.test.ts', // defang() on 16 MiB of hostile text within a wall-clock bound
   'test/github/ciLogs.test.ts', // 320 MB of CI log streamed with a bound on heap growth
+  'test/runs/runPageServing.test.ts', // a reader that stalls is cut after a short stall window; slots held by sockets
 ];
