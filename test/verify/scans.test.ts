@@ -9,6 +9,7 @@ import type { Sandbox } from '../../src/sandbox/types.js';
 import { redact } from '../../src/util/redact.js';
 import { scanChange, SCAN_LIMITS, type ScanChangeOptions } from '../../src/verify/scans/index.js';
 import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';
+import { buildDerivedImage } from '../support/derivedImage.js';
 
 const docker = await dockerForTests();
 const RUN_LABEL = { 'dev.frognano.test': `scan-test-${randomUUID()}` };
@@ -248,11 +249,7 @@ describe('scanChange in an image without bandit', () => {
   itDocker(
     'reports bandit as not run with the reason, and still scans for secrets',
     async () => {
-      execFileSync('docker', ['build', '-q', '-t', image, '-'], {
-        input: `FROM ${TEST_IMAGE}\nUSER root\nRUN rm -f /usr/bin/bandit\nUSER agent\n`,
-        env: { ...process.env, DOCKER_BUILDKIT: '0' },
-        stdio: ['pipe', 'ignore', 'ignore'],
-      });
+      buildDerivedImage(TEST_IMAGE, image, 'rm -f /usr/bin/bandit');
       const repo = makeRepo();
       try {
         const r = await scanChange({

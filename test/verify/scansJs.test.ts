@@ -12,6 +12,7 @@ import { DockerSandbox } from '../../src/sandbox/docker/index.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { scanChange, type ScanChangeOptions } from '../../src/verify/scans/index.js';
 import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';
+import { buildDerivedImage } from '../support/derivedImage.js';
 
 const docker = await dockerForTests();
 const RUN_LABEL = { 'dev.frognano.test': `scanjs-test-${randomUUID()}` };
@@ -155,11 +156,7 @@ describe('the ESLint scan in an image without the bundle', () => {
   itDocker(
     'reports eslint as not run with the reason, and still runs the other scans',
     async () => {
-      execFileSync('docker', ['build', '-q', '-t', image, '-'], {
-        input: `FROM ${TEST_IMAGE}\nUSER root\nRUN rm -rf /opt/frognano/scanners\nUSER agent\n`,
-        env: { ...process.env, DOCKER_BUILDKIT: '0' },
-        stdio: ['pipe', 'ignore', 'ignore'],
-      });
+      buildDerivedImage(TEST_IMAGE, image, 'rm -rf /opt/frognano/scanners');
       const repo = makeRepo({ 'lib.js': NEW_LIB });
       try {
         const r = await scanChange({
