@@ -48,9 +48,9 @@ const RETRY_AFTER_S = 5;
 
 export const STATIC_PATH = `${RUNS_PATH}/_static`;
 
-/** No inline script or style anywhere; the page's own files only; never framed. */
+/** No inline script or style anywhere; the page's own files only; forms post only here (sign-out); never framed. */
 export const CONTENT_SECURITY_POLICY =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const PAGE_HEADERS = {
   'content-security-policy': CONTENT_SECURITY_POLICY,
@@ -108,7 +108,9 @@ export function createRunPagesHandler(o: RunPagesOptions): (req: IncomingMessage
   return (req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (path !== RUNS_PATH && !path.startsWith(`${RUNS_PATH}/`)) return false;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    // The one state change the pages have, sign-out, is a POST (the gate checks its origin).
+    const signOut = req.method === 'POST' && o.gate !== undefined && path === o.gate.signOutPath;
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !signOut) {
       send(res, 405, 'text/plain; charset=utf-8', 'Method Not Allowed\n', { allow: 'GET, HEAD' });
       return true;
     }

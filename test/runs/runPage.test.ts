@@ -91,7 +91,7 @@ describe('run pages handler', () => {
     const res = await fetch(`${base}/runs/octo/demo/12`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     );
     expect(res.headers.get('cache-control')).toBe('private, no-store');
     expect(await res.text()).toContain('Step 100');

@@ -130,7 +130,9 @@ describe('GitHub sign-in', () => {
     expect({ status, landed }).toEqual({ status: 302, landed: '/runs/octo/demo/12' });
     const res = await page(base, cookie);
     expect(res.status).toBe(200);
-    expect(await res.text()).toContain(`${login} · <a href="/runs/_auth/logout">sign out</a>`);
+    expect(await res.text()).toContain(
+      `<form class="user" method="post" action="/runs/_auth/logout">${login} · <button type="submit">sign out</button></form>`,
+    );
   });
 
   it('refuses a callback whose state does not match its cookie, and never redirects off the app', async () => {
@@ -165,7 +167,10 @@ describe('sign-out', () => {
     const login = `dave${randomBytes(3).toString('hex')}`;
     const { cookie } = await signIn(base, login);
     expect((await page(base, cookie)).status).toBe(200);
-    const out = await fetch(`${base}/runs/_auth/logout`, { headers: { cookie: cookie! } });
+    const out = await fetch(`${base}/runs/_auth/logout`, {
+      method: 'POST',
+      headers: { cookie: cookie!, origin: base },
+    });
     expect(out.status).toBe(200);
     expect(out.headers.get('set-cookie')).toMatch(/^frognano_session=; Path=\/runs; Max-Age=0;/);
     const replay = await page(base, cookie);
@@ -182,8 +187,40 @@ describe('sign-out', () => {
     expect((await page(b, cookie)).status).toBe(200);
     const restarted = await startApp();
     expect((await page(restarted, cookie)).status).toBe(200);
-    await fetch(`${b}/runs/_auth/logout`, { headers: { cookie: cookie! } });
+    await fetch(`${b}/runs/_auth/logout`, { method: 'POST', headers: { cookie: cookie!, origin: b } });
     for (const app of [a, b, restarted]) expect((await page(app, cookie)).status).toBe(302);
+  });
+});
+
+describe('sign-out is not a cross-site request', () => {
+  it('a GET (a link or image anywhere) only shows the form; the session holds', async () => {
+    const base = await startApp();
+    const { cookie } = await signIn(base, `fay${randomBytes(3).toString('hex')}`);
+    const get = await fetch(`${base}/runs/_auth/logout`, { headers: { cookie: cookie! } });
+    expect(get.status).toBe(200);
+    expect(get.headers.get('set-cookie')).toBeNull();
+    expect(get.headers.get('content-security-policy')).toContain("form-action 'self'");
+    expect(await get.text()).toContain('<form method="post" action="/runs/_auth/logout">');
+    expect((await page(base, cookie)).status).toBe(200);
+  });
+
+  it('a POST from another origin is refused and revokes nothing', async () => {
+    const base = await startApp();
+    const { cookie } = await signIn(base, `gus${randomBytes(3).toString('hex')}`);
+    const attempts: Record<string, string>[] = [
+      { origin: 'https://evil.example' },
+      { origin: 'null' },
+      { 'sec-fetch-site': 'cross-site' },
+    ];
+    for (const headers of attempts) {
+      const out = await fetch(`${base}/runs/_auth/logout`, {
+        method: 'POST',
+        headers: { cookie: cookie!, ...headers },
+      });
+      expect(out.status).toBe(403);
+      expect(out.headers.get('set-cookie')).toBeNull();
+    }
+    expect((await page(base, cookie)).status).toBe(200);
   });
 });
 

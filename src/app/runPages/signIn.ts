@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BlockList } from 'node:net';
 import { z } from 'zod';
-import { sendNotFound, type RunPagesGate } from '../../runs/http.js';
+import { CONTENT_SECURITY_POLICY, sendNotFound, type RunPagesGate } from '../../runs/http.js';
 import { RUNS_PATH } from '../../runs/url.js';
 import { parseCookies, setCookie, signValue, verifyValue } from './cookies.js';
 import { DEFAULT_NEXT, nextPage } from './nextPage.js';
@@ -163,12 +163,43 @@ async function sessionLogin(g: Gate, req: IncomingMessage): Promise<string | nul
   return (await g.o.sessions.holds(session.data.login, session.data.v)) ? session.data.login : null;
 }
 
-/** Revokes the login's sessions server-side (every copy of the cookie stops working), then clears the cookie. */
+/**
+ * Sign-out changes state, so it is a POST from the page's own form: a GET (a link or an image on any site) only
+ * shows that form, and a POST whose Origin is another site is refused. SameSite=Lax already keeps the cookie off a
+ * cross-site POST; the Origin check holds where a browser sends the cookie anyway.
+ * A signed-out login's sessions are revoked server-side (every copy of the cookie stops working), then the cookie
+ * is cleared.
+ */
 async function signOut(g: Gate, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method !== 'POST') return signOutForm(res);
+  if (!sameOrigin(g, req)) return plain(res, 403, 'Sign out from the run pages themselves.');
   const login = await sessionLogin(g, req);
   if (login) await g.o.sessions.revoke(login);
   res.setHeader('set-cookie', cookie(g, req, SESSION_COOKIE, '', RUNS_PATH, 0));
   plain(res, 200, 'Signed out.');
+}
+
+/** The browser's Origin (or, without one, its Sec-Fetch-Site) says the POST came from the run pages' own origin. */
+function sameOrigin(g: Gate, req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) {
+    const site = req.headers['sec-fetch-site'];
+    return site === undefined || site === 'same-origin' || site === 'none';
+  }
+  const { base } = requestOrigin(req, g.o);
+  return base !== null && origin === base;
+}
+
+const SIGN_OUT_FORM = `<!doctype html><title>Sign out</title><h1>Sign out of the run pages?</h1><form method="post" action="${AUTH_PATH}/logout"><button type="submit">Sign out</button></form>`;
+
+function signOutForm(res: ServerResponse): void {
+  res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'private, no-store',
+    'content-security-policy': CONTENT_SECURITY_POLICY,
+    'x-frame-options': 'DENY',
+  });
+  res.end(SIGN_OUT_FORM);
 }
 
 /** The code for a token, the token for the login; the token itself is dropped at once. */

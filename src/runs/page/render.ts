@@ -94,7 +94,7 @@ function renderHeader(p: RunPageInput, L: PageLimits): string {
       : []),
   ];
   const user = p.user
-    ? `<p class="user">${escapeHtml(p.user.login)} · <a href="${p.user.signOutHref}">sign out</a></p>`
+    ? `<form class="user" method="post" action="${p.user.signOutHref}">${escapeHtml(p.user.login)} · <button type="submit">sign out</button></form>`
     : '';
   const t = p.round.trajectory;
   const text = (x: string) => escapeShown(clip(x, L.labelChars));
