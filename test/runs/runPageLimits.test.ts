@@ -157,4 +157,22 @@ describe('run page limits', () => {
     expect(patch.indexOf('This hunk')).toBeGreaterThan(patch.indexOf('+ok();'));
     expect(patch).toContain('&quot;user<span class="invisible">⟨U+202E⟩</span>');
   });
+
+  it('links at most roundLinks rounds: the first, the latest and a window around the shown one, the rest counted', () => {
+    const r = makeRound({ steps: 2, bytes: 1000 });
+    const rounds = Array.from({ length: 5000 }, (_, i) => ({ ...r.summary, round: i + 1 }));
+    const shown = { ...r, summary: { ...r.summary, round: 2500 } };
+    const html = renderRunPage({ round: shown, rounds, roundHref: (n) => `/runs/octo/demo/12/${n}`, staticBase: '/s' });
+    const links = [...html.matchAll(/data-round="(\d+)"/g)].map((m) => Number(m[1]));
+    expect(links).toHaveLength(PAGE_LIMITS.roundLinks);
+    expect(links[0]).toBe(1);
+    expect(links.at(-1)).toBe(5000);
+    expect(links).toContain(2500);
+    expect(html.match(/<li class="gap">[\d,]+ more rounds<\/li>/g)).toHaveLength(2);
+    expect(html).toMatch(/aria-current="page"/);
+    // Few rounds: every one is linked, no gap.
+    const few = renderRunPage({ round: r, rounds: rounds.slice(0, 3), roundHref: String, staticBase: '/s' });
+    expect(few.match(/data-round=/g)).toHaveLength(3);
+    expect(few).not.toContain('class="gap"');
+  });
 });

@@ -20,6 +20,7 @@ h3{font-size:14px;margin:12px 0 4px}
 .user{float:right}
 .user button{background:none;border:0;padding:0;font:inherit;color:var(--accent);text-decoration:underline;cursor:pointer}
 nav.rounds ol{display:flex;flex-wrap:wrap;gap:8px;list-style:none;padding:0;margin:0 0 12px}
+nav.rounds li.gap{align-self:center;color:var(--muted)}
 a.round{display:block;border:1px solid var(--line);border-radius:6px;padding:6px 10px;text-decoration:none;color:var(--fg);background:var(--card)}
 a.round[aria-current=page]{border-color:var(--accent);box-shadow:inset 0 -3px 0 var(--accent)}
 a.round small{color:var(--muted)}

@@ -31,7 +31,8 @@ type LimitName =
   | 'lineChars'
   | 'labelChars'
   | 'tests'
-  | 'contextSections';
+  | 'contextSections'
+  | 'roundLinks';
 
 export const PAGE_LIMITS: { readonly [K in LimitName]: number } = {
   /** The whole page (the header, verification and patch included). */
@@ -74,6 +75,8 @@ export const PAGE_LIMITS: { readonly [K in LimitName]: number } = {
   labelChars: 300,
   tests: 50,
   contextSections: 20,
+  /** Rounds linked in the round selector: the first, the latest and those around the shown one. */
+  roundLinks: 30,
 };
 
 export type PageLimits = typeof PAGE_LIMITS;

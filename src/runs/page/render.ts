@@ -119,14 +119,41 @@ function fact(name: string, html: string): string {
   return `<div><dt>${name}</dt><dd>${html}</dd></div>`;
 }
 
-/** Links, one per round: they work without JavaScript, and the current one is marked for screen readers. */
+/**
+ * Links, one per round: they work without JavaScript, and the current one is marked for screen readers. The round
+ * count comes from the store, so past `roundLinks` only the first, the latest and a window around the shown round
+ * are linked, with the rounds left out counted.
+ */
 function renderRoundNav(p: RunPageInput, L: PageLimits): string {
-  const items = p.rounds.map((r) => {
+  const items: string[] = [];
+  let skipped = 0;
+  const shown = roundsShown(
+    p.rounds.length,
+    p.rounds.findIndex((r) => r.round === p.round.summary.round),
+    L,
+  );
+  p.rounds.forEach((r, i) => {
+    if (!shown(i)) return void skipped++;
+    if (skipped) items.push(`<li class="gap">${formatCount(skipped)} more rounds</li>`);
+    skipped = 0;
     const current = r.round === p.round.summary.round ? ' aria-current="page"' : '';
     const text = `<b>Round ${r.round}</b> ${KIND_TEXT[r.kind]}<br><small>${escapeShown(clip(r.trigger, L.labelChars))} · ${escapeShown(clip(r.result, L.labelChars))} · ${formatDuration(r.durationSec * 1000)} · ${formatCount(r.promptTokens + r.completionTokens)} tokens</small>`;
-    return `<li><a class="round" data-round="${r.round}" href="${p.roundHref(r.round)}"${current}>${text}</a></li>`;
+    items.push(
+      `<li><a class="round" data-round="${r.round}" href="${p.roundHref(r.round)}"${current}>${text}</a></li>`,
+    );
   });
+  if (skipped) items.push(`<li class="gap">${formatCount(skipped)} more rounds</li>`);
   return `<nav class="rounds" aria-label="Rounds"><ol>${items.join('')}</ol></nav>`;
+}
+
+/** Which of `count` rounds get a link: all up to the cap, else the first, the last and a window around `at`. */
+function roundsShown(count: number, at: number, L: PageLimits): (i: number) => boolean {
+  if (count <= L.roundLinks) return () => true;
+  const half = Math.floor((L.roundLinks - 2) / 2);
+  const centre = at < 0 ? count - 1 : at;
+  const start = Math.max(1, Math.min(centre - half, count - 1 - (L.roundLinks - 2)));
+  const end = start + L.roundLinks - 2;
+  return (i) => i === 0 || i === count - 1 || (i >= start && i < end);
 }
 
 function renderTask(r: StoredRound, L: PageLimits, rawRound: string): string {
