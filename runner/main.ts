@@ -5,8 +5,9 @@
  */
 import path from 'node:path';
 import { loadDotEnv } from '../src/util/dotenv.js';
+import { redisConfigFromEnv } from '../src/queue/redisConfig.js';
 import { checkSettingsOrExit } from '../src/util/settings.js';
 
 loadDotEnv(path.join(process.cwd(), '.env'));
-checkSettingsOrExit(process.env, 'runner', 'frognano runner');
+checkSettingsOrExit(process.env, 'runner', 'frognano runner', [redisConfigFromEnv]);
 await import('./service.js');

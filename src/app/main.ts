@@ -6,8 +6,9 @@
  */
 import path from 'node:path';
 import { loadDotEnv } from '../util/dotenv.js';
+import { redisConfigFromEnv } from '../queue/redisConfig.js';
 import { checkSettingsOrExit } from '../util/settings.js';
 
 loadDotEnv(path.join(process.cwd(), '.env'));
-checkSettingsOrExit(process.env, 'app', 'frognano app');
+checkSettingsOrExit(process.env, 'app', 'frognano app', [redisConfigFromEnv]);
 await import('./server.js');

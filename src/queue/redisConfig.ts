@@ -14,6 +14,7 @@
  */
 import { z } from 'zod';
 import { maskUrlPassword } from '../util/redact.js';
+import { SettingError } from '../util/settings.js';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** The hash tag that puts every key of the bot (and of its queue) in one cluster slot. */
@@ -89,8 +90,12 @@ const EnvSchema = z.object({
 });
 type Env = z.infer<typeof EnvSchema>;
 
-export class RedisConfigError extends Error {
+/** A setting to fix, like any other: entry points print it on one line and exit 2 (settings.ts). */
+export class RedisConfigError extends SettingError {
   override name = 'RedisConfigError';
+  constructor(problems: string[]) {
+    super('REDIS', `invalid Redis settings: ${problems.join('; ')}`);
+  }
 }
 
 /** Set, trimmed, non-empty values only: an empty variable in a manifest means "not set". */
@@ -155,10 +160,10 @@ export function redisConfigFromEnv(env: NodeJS.ProcessEnv = process.env): RedisC
   const parsed = EnvSchema.safeParse(present(env));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
-    throw new RedisConfigError(`invalid Redis settings:\n  ${lines.join('\n  ')}`);
+    throw new RedisConfigError(lines);
   }
   const errs = conflicts(parsed.data);
-  if (errs.length) throw new RedisConfigError(`invalid Redis settings:\n  ${errs.join('\n  ')}`);
+  if (errs.length) throw new RedisConfigError(errs);
   const target = targetOf(parsed.data);
   const cluster = target.mode === 'cluster';
   return {

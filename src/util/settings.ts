@@ -302,9 +302,16 @@ export function checkSettings(env: NodeJS.ProcessEnv, program: Program): void {
  * For entry points: checks the settings and, when one does not parse, ends the process with exit code 2 and one line
  * on stderr (no stack: it is a setting to fix, not a fault).
  */
-export function checkSettingsOrExit(env: NodeJS.ProcessEnv, program: Program, label: string): void {
+export function checkSettingsOrExit(
+  env: NodeJS.ProcessEnv,
+  program: Program,
+  label: string,
+  /** Checks across settings (a Redis mode and its companions) that throw a SettingError too. */
+  combined: ((env: NodeJS.ProcessEnv) => unknown)[] = [],
+): void {
   try {
     checkSettings(env, program);
+    for (const check of combined) check(env);
   } catch (err) {
     if (!(err instanceof SettingError)) throw err;
     process.stderr.write(`${label}: ${err.message}\n`);

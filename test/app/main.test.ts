@@ -423,6 +423,7 @@ describe('npm start (src/app/main.ts)', () => {
 
   test.each([
     ['FROGNANO_FAIR_SHARE', 'maybe', 'FROGNANO_FAIR_SHARE=maybe is not accepted: expected on, off'],
+    ['REDIS_SENTINEL_NAME', 'mymaster', 'invalid Redis settings: REDIS_SENTINEL_NAME is set without REDIS_SENTINELS'],
     [
       'FROGNANO_QUOTAS_FILE',
       '/nonexistent/quotas.yaml',

@@ -99,6 +99,12 @@ describe('runner/main.ts', () => {
     expect(bad.output()).toBe(
       'frognano runner: FROGNANO_CONCURRENCY=lots is not accepted: expected a whole number from 1 to 64\n',
     );
+    // A Redis mode without its companion is a setting to fix as well: one line, exit 2, no stack.
+    const redis = startRunner({ REDIS_URL, FROGNANO_CONCURRENCY: '1', REDIS_SENTINEL_NAME: 'mymaster' }, cwd);
+    expect(await redis.exited).toBe(2);
+    expect(redis.output()).toBe(
+      'frognano runner: invalid Redis settings: REDIS_SENTINEL_NAME is set without REDIS_SENTINELS\n',
+    );
     // The same .env under an environment that sets the variable: past the check, to the missing credentials.
     const good = startRunner({ REDIS_URL, FROGNANO_CONCURRENCY: '1' }, cwd);
     expect(await good.exited).toBe(1);
