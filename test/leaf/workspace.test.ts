@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { prepareWorkspace, WorkspaceError, type Workspace } from '../../src/leaf/workspace.js';
 import { git, makeRepo, removeDir, SAMPLE_FILES, tempDir } from './helpers.js';
@@ -42,6 +42,26 @@ describe('prepareWorkspace', () => {
     // Changing the copy never touches the source.
     await writeFile(path.join(ws.repoDir, 'src/math.js'), 'changed');
     expect(await readFile(path.join(source, 'src/math.js'), 'utf8')).toBe(SAMPLE_FILES['src/math.js']);
+  });
+
+  it('a tree of files, directories and links (cp -a): links stay links, modes kept, nothing shared with the source', async () => {
+    await symlink('/etc/passwd', path.join(source, 'link-out'));
+    await symlink('src/math.js', path.join(source, 'link-in'));
+    await chmod(path.join(source, 'test/math.test.sh'), 0o755);
+    ws = await prepareWorkspace(source);
+    expect(await readlink(path.join(ws.repoDir, 'link-out'))).toBe('/etc/passwd');
+    expect(await readlink(path.join(ws.repoDir, 'link-in'))).toBe('src/math.js');
+    expect((await lstat(path.join(ws.repoDir, 'link-out'))).isSymbolicLink()).toBe(true);
+    expect((await stat(path.join(ws.repoDir, 'test/math.test.sh'))).mode & 0o777).toBe(0o755);
+    const [a, b] = [await stat(path.join(source, 'src/math.js')), await stat(path.join(ws.repoDir, 'src/math.js'))];
+    expect(b.ino).not.toBe(a.ino);
+    expect(b.uid).toBe(process.getuid!());
+    // The uncommitted mode change shows as in the source.
+    expect(git(ws.repoDir, 'status', '--porcelain').split('\n').filter(Boolean).sort()).toEqual([
+      ' M test/math.test.sh',
+      '?? link-in',
+      '?? link-out',
+    ]);
   });
 
   it('strips remotes, credentials, url rewrites, includes, hooks and reflogs from the copy', async () => {
