@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import nock from 'nock';
 import { nextAttempt } from '../../src/queue/attempts.js';
 import { pullRequestKey } from '../../src/queue/followUps.js';
@@ -15,13 +15,11 @@ import {
   API,
   REDIS_URL,
   commentPayload,
-  createHarness,
+  useAppHarness,
   example,
   INSTALLATION_ID,
-  nockInstallationToken,
   nockPermission,
   receive,
-  type Harness,
 } from './helpers.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
@@ -31,7 +29,6 @@ const HEAD = 'a'.repeat(40);
 const BASE = 'b'.repeat(40);
 const ROUND1 = `codertocat/hello-world#${PR}@1`;
 
-let h: Harness;
 let ciJudge: CiJudgeQueue;
 let judgeWorker: Worker;
 let judgeConn: Redis;
@@ -175,35 +172,32 @@ async function jobs() {
   return h.queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
 }
 
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app-cifix', undefined, (queue) => {
+const h = useAppHarness('app-cifix', {
+  extra: (queue) => {
     ciJudge = createCiJudgeQueue(queue.opts.connection, queue.opts.prefix);
     return { ciJudge };
-  });
+  },
   // The app's own worker for delayed judgments, as src/app/server.ts starts it, on a connection of its own.
-  judgeConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  judgeWorker = startCiJudgeWorker(
-    h.probot,
-    { queue: h.queue, redis: h.redis, ciJudge },
-    judgeConn,
-    h.queue.opts.prefix,
-  );
+  setUp: (harness) => {
+    judgeConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    judgeWorker = startCiJudgeWorker(
+      harness.probot,
+      { queue: harness.queue, redis: harness.redis, ciJudge },
+      judgeConn,
+      harness.queue.opts.prefix,
+    );
+  },
+  tearDown: async () => {
+    await judgeWorker.close();
+    await ciJudge.obliterate({ force: true });
+    await ciJudge.close();
+    await judgeConn.quit();
+  },
+  reset: () => resetGitHub(),
 });
-afterAll(async () => {
-  await judgeWorker.close();
+
+async function resetGitHub() {
   await ciJudge.obliterate({ force: true });
-  await ciJudge.close();
-  await judgeConn.quit();
-  await h.close();
-  nock.enableNetConnect();
-});
-beforeEach(async () => {
-  await h.reset();
-  await ciJudge.obliterate({ force: true });
-  nock.cleanAll();
-  nockInstallationToken();
   gh = {
     runs: { [HEAD]: [run('lint', 'success'), run('test', 'failure', { id: 4242 })] },
     statuses: {},
@@ -216,7 +210,7 @@ beforeEach(async () => {
     calls: [],
   };
   fakeGitHub();
-});
+}
 
 describe('CI finished on the bot pull request', () => {
   test('a failing check on its head queues one CI-fix round for check_run + check_suite + workflow_run + a redelivery', async () => {

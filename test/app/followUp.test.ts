@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import nock from 'nock';
 import { guidanceFrom, isGuidanceRequest } from '../../src/app/guidance.js';
 import { pullRequestCommand } from '../../src/app/followUp.js';
@@ -8,45 +8,18 @@ import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { startWaitingRound, pullRequestKey } from '../../src/queue/followUps.js';
 import { admitRun } from '../../src/queue/quotas/check.js';
 import type { QuotasConfig } from '../../src/queue/quotas/schema.js';
-import {
-  API,
-  commentPayload,
-  createHarness,
-  example,
-  nockInstallationToken,
-  nockPermission,
-  receive,
-  type Harness,
-} from './helpers.js';
+import { API, commentPayload, useAppHarness, example, nockPermission, receive } from './helpers.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
 const PR = 12;
 const HEAD = 'c'.repeat(40);
 const ROUND1 = `codertocat/hello-world#${PR}@1`;
 
-let h: Harness;
 let quotas: QuotasConfig | null = null;
-
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app-followup', undefined, () => ({ quotas: () => quotas }));
-});
-afterAll(async () => {
-  await h.close();
-  nock.enableNetConnect();
-});
-beforeEach(async () => {
-  await h.reset();
-  quotas = null;
-  nock.cleanAll();
-  nockInstallationToken();
-});
-afterEach(() => {
-  // Every interceptor a test declared must have been used: the exact GitHub calls happened.
-  const pending = nock.pendingMocks().filter((m) => !m.includes('access_tokens'));
-  nock.cleanAll();
-  expect(pending).toEqual([]);
+const h = useAppHarness('app-followup', {
+  extra: () => ({ quotas: () => quotas }),
+  reset: () => void (quotas = null),
+  strict: true,
 });
 
 function botPullRequest(over: Record<string, unknown> = {}) {
