@@ -75,6 +75,17 @@ export const TestOctokit = ProbotOctokit.defaults((opts: any) => ({
   throttle: { ...opts?.throttle, enabled: false },
 }));
 
+/** A Probot as the tests build it: App 123 with a fresh key, no retries or throttling, silent unless TEST_LOG_LEVEL. */
+export function testProbot(o: { privateKey?: string; secret?: string } = {}): Probot {
+  return new Probot({
+    appId: 123,
+    privateKey: o.privateKey ?? testPrivateKey(),
+    secret: o.secret ?? 's',
+    Octokit: TestOctokit,
+    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+  });
+}
+
 export interface Harness {
   probot: Probot;
   queue: FrognanoQueue;
@@ -98,13 +109,7 @@ export async function createHarness(
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null, keyPrefix });
   const raw = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const queue = createQueue(queueConn, { prefix: `${ns}-bull` });
-  const probot = new Probot({
-    appId: 123,
-    privateKey,
-    secret: 'test-secret',
-    Octokit: TestOctokit,
-    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-  });
+  const probot = testProbot({ privateKey, secret: 'test-secret' });
   await probot.load(createFrognanoApp({ queue, redis, ...extra?.(queue, raw) }));
   const reset = async () => {
     await queue.obliterate({ force: true });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
+import { issueJob } from '../support/tenantJobs.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { copyFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -370,19 +371,7 @@ describe('npm start (src/app/main.ts)', () => {
     const queue = createQueue(conn, { prefix });
     try {
       for (const issueNumber of [1, 2, 3]) {
-        await enqueueJob(queue, {
-          installationId: 1,
-          owner: 'o',
-          repo: 'r',
-          issueNumber,
-          title: 't',
-          body: '',
-          defaultBranch: 'main',
-          triggeredBy: { login: 'u' },
-          attempt: 1,
-          trigger: 'label',
-          enqueuedAt: new Date().toISOString(),
-        });
+        await enqueueJob(queue, issueJob('o', 'r', issueNumber));
       }
       const keyPath = appKeyFile();
       const { base, output } = await start({

@@ -2,8 +2,6 @@ import { describe, expect, test } from '@jest/globals';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import nock from 'nock';
-import { pino } from 'pino';
-import { Probot } from 'probot';
 import { createFrognanoApp } from '../../src/app/index.js';
 import { readWaitingAsks } from '../../src/queue/asks.js';
 import { pullRequestKey } from '../../src/queue/followUps.js';
@@ -18,8 +16,7 @@ import {
   receive,
   REDIS_URL,
   reviewOnPullRequest,
-  TestOctokit,
-  testPrivateKey,
+  testProbot,
 } from './helpers.js';
 
 /**
@@ -161,13 +158,7 @@ describe('asks while round 1 of the pull request runs', () => {
       () => redis.quit(),
       () => queueConn.quit(),
     );
-    const probot = new Probot({
-      appId: 123,
-      privateKey: testPrivateKey(),
-      secret: 's',
-      Octokit: TestOctokit,
-      log: pino({ level: 'silent' }),
-    });
+    const probot = testProbot();
     await probot.load(createFrognanoApp({ queue, redis }));
     const replies: string[] = [];
     nockCommand(33, replies);
