@@ -2,7 +2,7 @@ import { ReplayBackend } from '../../src/inference/replay.js';
 import { HOSTILE_FINAL_MESSAGE, liveClosingReferences } from '../github/closingReferences.js';
 import { gitIn } from '../github/gitRepo.js';
 import { jobData } from './fixtures.js';
-import { useRunnerRounds } from './rounds.js';
+import { followUpOn, useRunnerRounds } from './rounds.js';
 import type { RecordedCall } from './githubRecorder.js';
 
 /**
@@ -55,18 +55,7 @@ describe('a hostile final message closes no issue (runner)', () => {
       pullRequest: { head: BRANCH },
     });
     const { owner, remote, gh, pr } = rounds;
-    const followUp = {
-      pullNumber: 5,
-      headBranch: BRANCH,
-      headSha: gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim(),
-      baseBranch: 'main',
-      round: 1,
-      feedback: 'Say hello to the world.',
-      inlineComments: [],
-      omittedComments: 0,
-      source: 'review' as const,
-      reviewId: 80,
-    };
+    const followUp = followUpOn(remote, BRANCH, { source: 'review', reviewId: 80 });
     const triggeredBy = { login: 'reviewer', id: 583231 };
     const data = jobData(owner, REPO, { title: HOSTILE_TITLE, trigger: 'review', triggeredBy, followUp });
     const result = await rounds.process(data);

@@ -2,7 +2,7 @@ import { afterEach } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import nock from 'nock';
 import type { ModelBackend } from '../../src/inference/types.js';
-import { jobIdFor, type JobData } from '../../src/queue/schema.js';
+import { jobIdFor, type FollowUp, type JobData } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
@@ -92,4 +92,20 @@ export function useRunnerRounds(repo: string): RunnerRounds {
     Object.assign(r, { owner: '', remote: undefined, ctx: undefined });
   });
   return r;
+}
+
+/** Follow-up round 1 on the bot's pull request #5 (head `branch`, its commit read from the remote), into main. */
+export function followUpOn(remote: BareRemote, branch: string, over: Partial<FollowUp> = {}): FollowUp {
+  return {
+    pullNumber: 5,
+    headBranch: branch,
+    headSha: gitIn(remote.bare, 'rev-parse', `refs/heads/${branch}`).trim(),
+    baseBranch: 'main',
+    round: 1,
+    feedback: 'Say hello to the world.',
+    inlineComments: [],
+    omittedComments: 0,
+    source: 'comment',
+    ...over,
+  };
 }

@@ -72,6 +72,14 @@ describe('verification-repair rounds', () => {
     streak,
     report: REPORT,
   });
+  /** A first attempt's result that published the change and asks for a repair round. */
+  const publishedWithRepair = () => ({
+    outcome: 'pull_request' as const,
+    exitReason: 'agent',
+    turns: 2,
+    elapsedSeconds: 1,
+    repair: repairOf(1),
+  });
   const runRepair = (streak: number) => {
     const req = repairRequestData(jobData(rounds.owner, REPO), repairOf(streak));
     const job: JobData = JobDataSchema.parse({ ...req, followUp: { ...req.followUp, round: 2 } });
@@ -141,13 +149,7 @@ describe('verification-repair rounds', () => {
     const queue = createQueue(rounds.redis, { prefix: `fn-vr-${randomUUID().slice(0, 8)}` });
     try {
       const data = jobData(rounds.owner, REPO);
-      const result = {
-        outcome: 'pull_request' as const,
-        exitReason: 'agent',
-        turns: 2,
-        elapsedSeconds: 1,
-        repair: repairOf(1),
-      };
+      const result = publishedWithRepair();
       await startRepairRound(queue, rounds.ctx, data, result, pino({ level: 'silent' }));
       const job = await queue.getJob(jobIdFor({ owner: rounds.owner, repo: REPO, issueNumber: 5, attempt: 1 }));
       expect(job?.data).toMatchObject({
@@ -178,13 +180,7 @@ describe('verification-repair rounds', () => {
     await recordRunnerSeconds(rounds.redis, tenant, 3600);
     try {
       const data = jobData(rounds.owner, REPO);
-      const result = {
-        outcome: 'pull_request' as const,
-        exitReason: 'agent',
-        turns: 2,
-        elapsedSeconds: 1,
-        repair: repairOf(1),
-      };
+      const result = publishedWithRepair();
       await startRepairRound(queue, rounds.ctx, data, result, pino({ level: 'silent' }));
       await startRepairRound(queue, rounds.ctx, data, result, pino({ level: 'silent' })); // a second verdict: no second comment
       expect(await queue.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
