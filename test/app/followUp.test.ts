@@ -45,6 +45,18 @@ function prComment(body: string, o: { commentId?: number; user?: string } = {}) 
 }
 
 /** What the app asks GitHub when a writer asks for a round: the PR, the original issue, then the queued status on the PR. */
+/** What a queued round reads and writes: the issue, then the status comment on the pull request (none yet). */
+function nockQueuedStatus() {
+  nock(API)
+    .get(`${REPO}/issues/1`)
+    .reply(200, { number: 1, title: 'T', body: 'B' })
+    .get(`${REPO}/issues/${PR}/comments`)
+    .query(true)
+    .reply(200, [])
+    .post(`${REPO}/issues/${PR}/comments`)
+    .reply(201, { id: 4001 });
+}
+
 function nockRoundRequest(bodies: string[], pr = botPullRequest()) {
   nock(API)
     .post(`${REPO}/issues/comments/31/reactions`)
@@ -236,17 +248,8 @@ describe('pull_request_review.submitted with /frognano', () => {
 
   test('queues a round carrying the review text and its inline comments with file, line and hunk; a redelivery does nothing', async () => {
     nockPermission('Codertocat', 'admin');
-    nock(API)
-      .get(`${REPO}/pulls/${PR}/reviews/77/comments`)
-      .query(true)
-      .reply(200, inline)
-      .get(`${REPO}/issues/1`)
-      .reply(200, { number: 1, title: 'T', body: 'B' })
-      .get(`${REPO}/issues/${PR}/comments`)
-      .query(true)
-      .reply(200, [])
-      .post(`${REPO}/issues/${PR}/comments`)
-      .reply(201, { id: 4001 });
+    nock(API).get(`${REPO}/pulls/${PR}/reviews/77/comments`).query(true).reply(200, inline);
+    nockQueuedStatus();
     const payload = review({ body: 'Please address these.\n\n/frognano' });
     await receive(h.probot, 'pull_request_review', payload, 'delivery-1');
     await receive(h.probot, 'pull_request_review', payload, 'delivery-2'); // GitHub redelivers
@@ -274,14 +277,8 @@ describe('pull_request_review.submitted with /frognano', () => {
     nock(API)
       .get(`${REPO}/pulls/${PR}/reviews/78/comments`)
       .query(true) // fetched once: to find the command, then reused for the job
-      .reply(200, [{ ...inline[0], body: '/frognano use a constant here' }])
-      .get(`${REPO}/issues/1`)
-      .reply(200, { number: 1, title: 'T', body: 'B' })
-      .get(`${REPO}/issues/${PR}/comments`)
-      .query(true)
-      .reply(200, [])
-      .post(`${REPO}/issues/${PR}/comments`)
-      .reply(201, { id: 4001 });
+      .reply(200, [{ ...inline[0], body: '/frognano use a constant here' }]);
+    nockQueuedStatus();
     await receive(h.probot, 'pull_request_review', review({ id: 78, body: null }));
     expect(await h.queue.getJob(ROUND1)).toBeDefined();
   });
