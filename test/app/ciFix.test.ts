@@ -212,6 +212,24 @@ async function resetGitHub() {
   fakeGitHub();
 }
 
+/** A maintainer's `/frognano …` comment `id` on the bot's pull request. */
+function command(body: string, id: number) {
+  const p = commentPayload(body, { issueNumber: PR, commentId: id });
+  p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
+  return p;
+}
+
+/** What the app reads to answer commands on the pull request, as often as asked: the PR, a writer's permission. */
+function nockCommandsOnPullRequest() {
+  nock(API)
+    .persist()
+    .get(`${REPO}/pulls/${PR}`)
+    .reply(200, () => pullRequest())
+    .post(/\/reactions$/)
+    .reply(201, {});
+  nockPermission('Codertocat', 'write').persist();
+}
+
 describe('CI finished on the bot pull request', () => {
   test('a failing check on its head queues one CI-fix round for check_run + check_suite + workflow_run + a redelivery', async () => {
     const delivery = 'delivery-check-run-1';
@@ -243,16 +261,8 @@ describe('CI finished on the bot pull request', () => {
   test('the queued CI round keeps saying what it answers when /frognano status rewrites the comment', async () => {
     await receive(h.probot, 'check_run', checkRunEvent());
     expect(gh.comments[0]).toContain('Answering failing CI: `test`.');
-    const p = commentPayload('/frognano status', { issueNumber: PR, commentId: 73 });
-    p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
-    nock(API)
-      .persist()
-      .get(`${REPO}/pulls/${PR}`)
-      .reply(200, () => pullRequest())
-      .post(/\/reactions$/)
-      .reply(201, {});
-    nockPermission('Codertocat', 'write').persist();
-    await receive(h.probot, 'issue_comment', p);
+    nockCommandsOnPullRequest();
+    await receive(h.probot, 'issue_comment', command('/frognano status', 73));
     const rewritten = gh.edits.filter((b) => b.includes('frognano: round 1 queued'));
     expect(rewritten.length).toBeGreaterThan(0);
     for (const body of rewritten) expect(body).toContain('Answering failing CI: `test`.');
@@ -355,18 +365,7 @@ describe('CI finished on the bot pull request', () => {
   });
 
   test('/frognano autofix off on the PR stops rounds; /frognano autofix on brings them back', async () => {
-    const command = (body: string, id: number) => {
-      const p = commentPayload(body, { issueNumber: PR, commentId: id });
-      p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
-      return p;
-    };
-    nock(API)
-      .persist()
-      .get(`${REPO}/pulls/${PR}`)
-      .reply(200, () => pullRequest())
-      .post(/\/reactions$/)
-      .reply(201, {});
-    nockPermission('Codertocat', 'write').persist();
+    nockCommandsOnPullRequest();
     await receive(h.probot, 'issue_comment', command('/frognano autofix off', 71));
     expect(gh.comments.at(-1)).toMatch(/CI fixes are off for this pull request/);
     await receive(h.probot, 'check_suite', checkSuiteEvent());
