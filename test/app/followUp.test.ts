@@ -57,6 +57,19 @@ function nockQueuedStatus() {
     .reply(201, { id: 4001 });
 }
 
+/** An ask (comment `commentId`) while a round is queued: the reaction, the PR, the issue, the reply it gets. */
+function nockAskWhileQueued(commentId: number, replies: string[], replyId: number) {
+  nock(API)
+    .post(`${REPO}/issues/comments/${commentId}/reactions`)
+    .reply(201, {})
+    .get(`${REPO}/pulls/${PR}`)
+    .reply(200, botPullRequest())
+    .get(`${REPO}/issues/1`)
+    .reply(200, { number: 1, title: 'T', body: 'B' })
+    .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
+    .reply(201, { id: replyId });
+}
+
 function nockRoundRequest(bodies: string[], pr = botPullRequest()) {
   nock(API)
     .post(`${REPO}/issues/comments/31/reactions`)
@@ -110,15 +123,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     await receive(h.probot, 'issue_comment', prComment('/frognano rename it please'));
     nockPermission('Codertocat', 'write');
     const replies: string[] = [];
-    nock(API)
-      .post(`${REPO}/issues/comments/32/reactions`)
-      .reply(201, {})
-      .get(`${REPO}/pulls/${PR}`)
-      .reply(200, botPullRequest())
-      .get(`${REPO}/issues/1`)
-      .reply(200, { number: 1, title: 'T', body: 'B' })
-      .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
-      .reply(201, { id: 4002 });
+    nockAskWhileQueued(32, replies, 4002);
     await receive(h.probot, 'issue_comment', prComment('/frognano and another thing', { commentId: 32 }));
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatch(/^Queued after round 1: /);
@@ -136,15 +141,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     const replies: string[] = [];
     for (const commentId of [41, 42, 43]) {
       nockPermission('Codertocat', 'write');
-      nock(API)
-        .post(`${REPO}/issues/comments/${commentId}/reactions`)
-        .reply(201, {})
-        .get(`${REPO}/pulls/${PR}`)
-        .reply(200, botPullRequest())
-        .get(`${REPO}/issues/1`)
-        .reply(200, { number: 1, title: 'T', body: 'B' })
-        .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
-        .reply(201, { id: 5000 + commentId });
+      nockAskWhileQueued(commentId, replies, 5000 + commentId);
       await receive(h.probot, 'issue_comment', prComment(`/frognano ask number ${commentId}`, { commentId }));
     }
     expect(replies).toHaveLength(3);
