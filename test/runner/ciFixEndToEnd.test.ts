@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import nock from 'nock';
 import { example, labeledPayload } from '../app/helpers.js';
 import { gitIn } from '../github/gitRepo.js';
-import { API, createWorld, type World } from '../support/world.js';
+import { API, createWorld, type World, SPELLING_FIX, editTurn } from '../support/world.js';
 
 const OWNER = 'Codertocat';
 const REPO = 'Hello-World';
@@ -60,24 +60,9 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
       checks: true,
       approvalGate: true,
       turns: [
-        // The first attempt: the issue.
-        {
-          content: '',
-          tool_calls: [
-            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
-          ],
-        },
-        { content: 'Fixed the spelling of "commit".', tool_calls: [] },
+        ...SPELLING_FIX, // the first attempt: the issue
         // The CI-fix round: what the lint check asked for.
-        {
-          content: '',
-          tool_calls: [
-            {
-              name: 'Edit',
-              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello World!' },
-            },
-          ],
-        },
+        editTurn('README.md', '# Hello World', '# Hello World!'),
         { content: 'The heading now ends with "!", as markdown-lint requires.', tool_calls: [] },
       ],
     }));
