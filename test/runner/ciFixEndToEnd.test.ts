@@ -4,14 +4,11 @@ import type { AddressInfo } from 'node:net';
 import nock from 'nock';
 import { example, labeledPayload } from '../app/helpers.js';
 import { gitIn } from '../github/gitRepo.js';
-import { API, createWorld, type World, SPELLING_FIX, editTurn } from '../support/world.js';
+import { API, createWorld, type World, SPELLING_FIX, editTurn, OWNER, README, REPO } from '../support/world.js';
 
-const OWNER = 'Codertocat';
-const REPO = 'Hello-World';
 const R = `/repos/${OWNER}/${REPO}`;
 const PR = 12;
 const BRANCH = 'frognano/issue-1';
-const README = '# Hello World\n\nRemember to comitt often.\n';
 const JOB = 4242;
 
 /** A GitHub Actions job log: 1,000 lines with timestamps and colours, an early error, the failing end. */

@@ -2,16 +2,13 @@ import { promises as fs } from 'node:fs';
 import nock from 'nock';
 import { example, labeledPayload } from '../app/helpers.js';
 import { gitIn } from '../github/gitRepo.js';
-import { API, createWorld, type World, SPELLING_FIX, editTurn } from '../support/world.js';
+import { API, createWorld, type World, SPELLING_FIX, editTurn, OWNER, README, REPO } from '../support/world.js';
 import { compareFiles } from './pullRequestRecorder.js';
 
-const OWNER = 'Codertocat';
-const REPO = 'Hello-World';
 const R = `/repos/${OWNER}/${REPO}`;
 const PR = 12;
 const BRANCH = 'frognano/issue-1';
 const REVIEW_ID = 555;
-const README = '# Hello World\n\nRemember to comitt often.\n';
 
 /** The two inline comments of the review, as GitHub's REST API returns them. */
 const INLINE = [

@@ -39,6 +39,9 @@ export function editTurn(file_path: string, old_string: string, new_string: stri
   return { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path, old_string, new_string } }] };
 }
 
+/** The repository's README that the example issue (Codertocat/Hello-World#1) is about: "comitt". */
+export const README = '# Hello World\n\nRemember to comitt often.\n';
+
 /** The first attempt on the example issue (Codertocat/Hello-World#1): the README's "comitt" spelled right. */
 export const SPELLING_FIX: ReplayTurn[] = [
   editTurn('README.md', 'comitt', 'commit'),
