@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import nock from 'nock';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -10,13 +10,11 @@ import {
   INSTALLATION_ID,
   REDIS_URL,
   commentPayload,
-  createHarness,
+  useAppHarness,
   example,
   labeledPayload,
-  nockInstallationToken,
   nockPermission,
   receive,
-  type Harness,
 } from './helpers.js';
 import { waitFor } from '../support/waitFor.js';
 
@@ -24,28 +22,7 @@ const REPO = '/repos/Codertocat/Hello-World';
 const JOB1 = 'codertocat/hello-world#1@1';
 const STATUS_ID = 9001;
 
-let h: Harness;
-
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app');
-});
-afterAll(async () => {
-  await h.close();
-  nock.enableNetConnect();
-});
-beforeEach(async () => {
-  await h.reset();
-  nock.cleanAll();
-  nockInstallationToken();
-});
-afterEach(() => {
-  // Every interceptor a test declared must have been used: the exact GitHub calls happened.
-  const pending = nock.pendingMocks().filter((m) => !m.includes('access_tokens'));
-  nock.cleanAll();
-  expect(pending).toEqual([]);
-});
+const h = useAppHarness('app', { strict: true });
 
 /** Records bodies POSTed/PATCHed to GitHub. */
 function recorder() {

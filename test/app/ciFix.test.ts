@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import nock from 'nock';
 import { nextAttempt } from '../../src/queue/attempts.js';
 import { pullRequestKey } from '../../src/queue/followUps.js';
@@ -15,13 +15,11 @@ import {
   API,
   REDIS_URL,
   commentPayload,
-  createHarness,
+  useAppHarness,
   example,
   INSTALLATION_ID,
-  nockInstallationToken,
   nockPermission,
   receive,
-  type Harness,
 } from './helpers.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
@@ -31,7 +29,6 @@ const HEAD = 'a'.repeat(40);
 const BASE = 'b'.repeat(40);
 const ROUND1 = `codertocat/hello-world#${PR}@1`;
 
-let h: Harness;
 let ciJudge: CiJudgeQueue;
 let judgeWorker: Worker;
 let judgeConn: Redis;
@@ -175,35 +172,32 @@ async function jobs() {
   return h.queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
 }
 
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app-cifix', undefined, (queue) => {
+const h = useAppHarness('app-cifix', {
+  extra: (queue) => {
     ciJudge = createCiJudgeQueue(queue.opts.connection, queue.opts.prefix);
     return { ciJudge };
-  });
+  },
   // The app's own worker for delayed judgments, as src/app/server.ts starts it, on a connection of its own.
-  judgeConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  judgeWorker = startCiJudgeWorker(
-    h.probot,
-    { queue: h.queue, redis: h.redis, ciJudge },
-    judgeConn,
-    h.queue.opts.prefix,
-  );
+  setUp: (harness) => {
+    judgeConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    judgeWorker = startCiJudgeWorker(
+      harness.probot,
+      { queue: harness.queue, redis: harness.redis, ciJudge },
+      judgeConn,
+      harness.queue.opts.prefix,
+    );
+  },
+  tearDown: async () => {
+    await judgeWorker.close();
+    await ciJudge.obliterate({ force: true });
+    await ciJudge.close();
+    await judgeConn.quit();
+  },
+  reset: () => resetGitHub(),
 });
-afterAll(async () => {
-  await judgeWorker.close();
+
+async function resetGitHub() {
   await ciJudge.obliterate({ force: true });
-  await ciJudge.close();
-  await judgeConn.quit();
-  await h.close();
-  nock.enableNetConnect();
-});
-beforeEach(async () => {
-  await h.reset();
-  await ciJudge.obliterate({ force: true });
-  nock.cleanAll();
-  nockInstallationToken();
   gh = {
     runs: { [HEAD]: [run('lint', 'success'), run('test', 'failure', { id: 4242 })] },
     statuses: {},
@@ -216,7 +210,25 @@ beforeEach(async () => {
     calls: [],
   };
   fakeGitHub();
-});
+}
+
+/** A maintainer's `/frognano …` comment `id` on the bot's pull request. */
+function command(body: string, id: number) {
+  const p = commentPayload(body, { issueNumber: PR, commentId: id });
+  p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
+  return p;
+}
+
+/** What the app reads to answer commands on the pull request, as often as asked: the PR, a writer's permission. */
+function nockCommandsOnPullRequest() {
+  nock(API)
+    .persist()
+    .get(`${REPO}/pulls/${PR}`)
+    .reply(200, () => pullRequest())
+    .post(/\/reactions$/)
+    .reply(201, {});
+  nockPermission('Codertocat', 'write').persist();
+}
 
 describe('CI finished on the bot pull request', () => {
   test('a failing check on its head queues one CI-fix round for check_run + check_suite + workflow_run + a redelivery', async () => {
@@ -249,16 +261,8 @@ describe('CI finished on the bot pull request', () => {
   test('the queued CI round keeps saying what it answers when /frognano status rewrites the comment', async () => {
     await receive(h.probot, 'check_run', checkRunEvent());
     expect(gh.comments[0]).toContain('Answering failing CI: `test`.');
-    const p = commentPayload('/frognano status', { issueNumber: PR, commentId: 73 });
-    p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
-    nock(API)
-      .persist()
-      .get(`${REPO}/pulls/${PR}`)
-      .reply(200, () => pullRequest())
-      .post(/\/reactions$/)
-      .reply(201, {});
-    nockPermission('Codertocat', 'write').persist();
-    await receive(h.probot, 'issue_comment', p);
+    nockCommandsOnPullRequest();
+    await receive(h.probot, 'issue_comment', command('/frognano status', 73));
     const rewritten = gh.edits.filter((b) => b.includes('frognano: round 1 queued'));
     expect(rewritten.length).toBeGreaterThan(0);
     for (const body of rewritten) expect(body).toContain('Answering failing CI: `test`.');
@@ -361,18 +365,7 @@ describe('CI finished on the bot pull request', () => {
   });
 
   test('/frognano autofix off on the PR stops rounds; /frognano autofix on brings them back', async () => {
-    const command = (body: string, id: number) => {
-      const p = commentPayload(body, { issueNumber: PR, commentId: id });
-      p.issue.pull_request = { url: `${API}${REPO}/pulls/${PR}` };
-      return p;
-    };
-    nock(API)
-      .persist()
-      .get(`${REPO}/pulls/${PR}`)
-      .reply(200, () => pullRequest())
-      .post(/\/reactions$/)
-      .reply(201, {});
-    nockPermission('Codertocat', 'write').persist();
+    nockCommandsOnPullRequest();
     await receive(h.probot, 'issue_comment', command('/frognano autofix off', 71));
     expect(gh.comments.at(-1)).toMatch(/CI fixes are off for this pull request/);
     await receive(h.probot, 'check_suite', checkSuiteEvent());

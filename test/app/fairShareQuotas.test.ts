@@ -1,58 +1,36 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import nock from 'nock';
+import type { Redis } from 'ioredis';
 import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
 import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { FrognanoMetrics } from '../../src/ops/metrics.js';
 import type { QuotasConfig } from '../../src/queue/quotas/schema.js';
 import { recordRunnerSeconds } from '../../src/queue/quotas/store.js';
 import { issueJob } from '../support/tenantJobs.js';
-import {
-  API,
-  commentPayload,
-  createHarness,
-  labeledPayload,
-  nockInstallationToken,
-  nockPermission,
-  receive,
-  testPrivateKey,
-  type Harness,
-} from './helpers.js';
+import { API, commentPayload, labeledPayload, nockPermission, receive, useAppHarness } from './helpers.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
 const JOB1 = 'codertocat/hello-world#1@1';
-let h: Harness;
 let fair: FairShare;
 let slots = 0;
 let quotas: QuotasConfig | null = null;
 const metrics = new FrognanoMetrics({ defaultMetrics: false });
-
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('fairshare', testPrivateKey(), (queue, raw) => {
+const deleteFairShareKeys = async (raw: Redis) => {
+  const keys = await raw.keys(`${fair.root}*`);
+  if (keys.length) await raw.del(...keys);
+};
+const h = useAppHarness('fairshare', {
+  extra: (queue, raw) => {
     fair = new FairShare(queue, raw, { slots: () => slots });
     return { fairShare: fair, quotas: () => quotas, metrics };
-  });
-});
-afterAll(async () => {
-  await h.close();
-  const keys = await h.raw.keys(`${fair.root}*`).catch(() => []);
-  if (keys.length) await h.raw.del(...keys);
-  nock.enableNetConnect();
-});
-beforeEach(async () => {
-  await h.reset();
-  const keys = await h.raw.keys(`${fair.root}*`);
-  if (keys.length) await h.raw.del(...keys);
-  slots = 0;
-  quotas = null;
-  nock.cleanAll();
-  nockInstallationToken();
-});
-afterEach(() => {
-  const pending = nock.pendingMocks().filter((m) => !m.includes('access_tokens'));
-  nock.cleanAll();
-  expect(pending).toEqual([]);
+  },
+  tearDown: (harness) => deleteFairShareKeys(harness.raw),
+  reset: async (harness) => {
+    await deleteFairShareKeys(harness.raw);
+    slots = 0;
+    quotas = null;
+  },
+  strict: true,
 });
 
 /** Records the bodies of comments created on issue `n`. */

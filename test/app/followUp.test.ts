@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import nock from 'nock';
 import { guidanceFrom, isGuidanceRequest } from '../../src/app/guidance.js';
 import { pullRequestCommand } from '../../src/app/followUp.js';
@@ -8,45 +8,18 @@ import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { startWaitingRound, pullRequestKey } from '../../src/queue/followUps.js';
 import { admitRun } from '../../src/queue/quotas/check.js';
 import type { QuotasConfig } from '../../src/queue/quotas/schema.js';
-import {
-  API,
-  commentPayload,
-  createHarness,
-  example,
-  nockInstallationToken,
-  nockPermission,
-  receive,
-  type Harness,
-} from './helpers.js';
+import { API, commentPayload, useAppHarness, example, nockPermission, receive } from './helpers.js';
 
 const REPO = '/repos/Codertocat/Hello-World';
 const PR = 12;
 const HEAD = 'c'.repeat(40);
 const ROUND1 = `codertocat/hello-world#${PR}@1`;
 
-let h: Harness;
 let quotas: QuotasConfig | null = null;
-
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app-followup', undefined, () => ({ quotas: () => quotas }));
-});
-afterAll(async () => {
-  await h.close();
-  nock.enableNetConnect();
-});
-beforeEach(async () => {
-  await h.reset();
-  quotas = null;
-  nock.cleanAll();
-  nockInstallationToken();
-});
-afterEach(() => {
-  // Every interceptor a test declared must have been used: the exact GitHub calls happened.
-  const pending = nock.pendingMocks().filter((m) => !m.includes('access_tokens'));
-  nock.cleanAll();
-  expect(pending).toEqual([]);
+const h = useAppHarness('app-followup', {
+  extra: () => ({ quotas: () => quotas }),
+  reset: () => void (quotas = null),
+  strict: true,
 });
 
 function botPullRequest(over: Record<string, unknown> = {}) {
@@ -72,6 +45,31 @@ function prComment(body: string, o: { commentId?: number; user?: string } = {}) 
 }
 
 /** What the app asks GitHub when a writer asks for a round: the PR, the original issue, then the queued status on the PR. */
+/** What a queued round reads and writes: the issue, then the status comment on the pull request (none yet). */
+function nockQueuedStatus() {
+  nock(API)
+    .get(`${REPO}/issues/1`)
+    .reply(200, { number: 1, title: 'T', body: 'B' })
+    .get(`${REPO}/issues/${PR}/comments`)
+    .query(true)
+    .reply(200, [])
+    .post(`${REPO}/issues/${PR}/comments`)
+    .reply(201, { id: 4001 });
+}
+
+/** An ask (comment `commentId`) while a round is queued: the reaction, the PR, the issue, the reply it gets. */
+function nockAskWhileQueued(commentId: number, replies: string[], replyId: number) {
+  nock(API)
+    .post(`${REPO}/issues/comments/${commentId}/reactions`)
+    .reply(201, {})
+    .get(`${REPO}/pulls/${PR}`)
+    .reply(200, botPullRequest())
+    .get(`${REPO}/issues/1`)
+    .reply(200, { number: 1, title: 'T', body: 'B' })
+    .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
+    .reply(201, { id: replyId });
+}
+
 function nockRoundRequest(bodies: string[], pr = botPullRequest()) {
   nock(API)
     .post(`${REPO}/issues/comments/31/reactions`)
@@ -125,15 +123,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     await receive(h.probot, 'issue_comment', prComment('/frognano rename it please'));
     nockPermission('Codertocat', 'write');
     const replies: string[] = [];
-    nock(API)
-      .post(`${REPO}/issues/comments/32/reactions`)
-      .reply(201, {})
-      .get(`${REPO}/pulls/${PR}`)
-      .reply(200, botPullRequest())
-      .get(`${REPO}/issues/1`)
-      .reply(200, { number: 1, title: 'T', body: 'B' })
-      .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
-      .reply(201, { id: 4002 });
+    nockAskWhileQueued(32, replies, 4002);
     await receive(h.probot, 'issue_comment', prComment('/frognano and another thing', { commentId: 32 }));
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatch(/^Queued after round 1: /);
@@ -151,15 +141,7 @@ describe('/frognano on the bot pull request (issue_comment.created)', () => {
     const replies: string[] = [];
     for (const commentId of [41, 42, 43]) {
       nockPermission('Codertocat', 'write');
-      nock(API)
-        .post(`${REPO}/issues/comments/${commentId}/reactions`)
-        .reply(201, {})
-        .get(`${REPO}/pulls/${PR}`)
-        .reply(200, botPullRequest())
-        .get(`${REPO}/issues/1`)
-        .reply(200, { number: 1, title: 'T', body: 'B' })
-        .post(`${REPO}/issues/${PR}/comments`, (b) => (replies.push(b.body), true))
-        .reply(201, { id: 5000 + commentId });
+      nockAskWhileQueued(commentId, replies, 5000 + commentId);
       await receive(h.probot, 'issue_comment', prComment(`/frognano ask number ${commentId}`, { commentId }));
     }
     expect(replies).toHaveLength(3);
@@ -263,17 +245,8 @@ describe('pull_request_review.submitted with /frognano', () => {
 
   test('queues a round carrying the review text and its inline comments with file, line and hunk; a redelivery does nothing', async () => {
     nockPermission('Codertocat', 'admin');
-    nock(API)
-      .get(`${REPO}/pulls/${PR}/reviews/77/comments`)
-      .query(true)
-      .reply(200, inline)
-      .get(`${REPO}/issues/1`)
-      .reply(200, { number: 1, title: 'T', body: 'B' })
-      .get(`${REPO}/issues/${PR}/comments`)
-      .query(true)
-      .reply(200, [])
-      .post(`${REPO}/issues/${PR}/comments`)
-      .reply(201, { id: 4001 });
+    nock(API).get(`${REPO}/pulls/${PR}/reviews/77/comments`).query(true).reply(200, inline);
+    nockQueuedStatus();
     const payload = review({ body: 'Please address these.\n\n/frognano' });
     await receive(h.probot, 'pull_request_review', payload, 'delivery-1');
     await receive(h.probot, 'pull_request_review', payload, 'delivery-2'); // GitHub redelivers
@@ -301,14 +274,8 @@ describe('pull_request_review.submitted with /frognano', () => {
     nock(API)
       .get(`${REPO}/pulls/${PR}/reviews/78/comments`)
       .query(true) // fetched once: to find the command, then reused for the job
-      .reply(200, [{ ...inline[0], body: '/frognano use a constant here' }])
-      .get(`${REPO}/issues/1`)
-      .reply(200, { number: 1, title: 'T', body: 'B' })
-      .get(`${REPO}/issues/${PR}/comments`)
-      .query(true)
-      .reply(200, [])
-      .post(`${REPO}/issues/${PR}/comments`)
-      .reply(201, { id: 4001 });
+      .reply(200, [{ ...inline[0], body: '/frognano use a constant here' }]);
+    nockQueuedStatus();
     await receive(h.probot, 'pull_request_review', review({ id: 78, body: null }));
     expect(await h.queue.getJob(ROUND1)).toBeDefined();
   });

@@ -1,3 +1,4 @@
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from '@jest/globals';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { Probot, ProbotOctokit } from 'probot';
@@ -74,6 +75,17 @@ export const TestOctokit = ProbotOctokit.defaults((opts: any) => ({
   throttle: { ...opts?.throttle, enabled: false },
 }));
 
+/** A Probot as the tests build it: App 123 with a fresh key, no retries or throttling, silent unless TEST_LOG_LEVEL. */
+export function testProbot(o: { privateKey?: string; secret?: string } = {}): Probot {
+  return new Probot({
+    appId: 123,
+    privateKey: o.privateKey ?? testPrivateKey(),
+    secret: o.secret ?? 's',
+    Octokit: TestOctokit,
+    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+  });
+}
+
 export interface Harness {
   probot: Probot;
   queue: FrognanoQueue;
@@ -97,13 +109,7 @@ export async function createHarness(
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null, keyPrefix });
   const raw = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const queue = createQueue(queueConn, { prefix: `${ns}-bull` });
-  const probot = new Probot({
-    appId: 123,
-    privateKey,
-    secret: 'test-secret',
-    Octokit: TestOctokit,
-    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-  });
+  const probot = testProbot({ privateKey, secret: 'test-secret' });
   await probot.load(createFrognanoApp({ queue, redis, ...extra?.(queue, raw) }));
   const reset = async () => {
     await queue.obliterate({ force: true });
@@ -124,6 +130,79 @@ export async function createHarness(
       await queue.close();
       await Promise.all([queueConn.quit(), redis.quit(), raw.quit()]);
     },
+  };
+}
+
+export interface AppHarnessOptions {
+  /** More app dependencies, as createHarness's `extra`. */
+  extra?: (queue: FrognanoQueue, raw: Redis) => Partial<AppDeps>;
+  /** Once the app is loaded: what the file runs beside it (a worker, a server). */
+  setUp?: (h: Harness) => Promise<void> | void;
+  /** Before the harness closes: stops what setUp started. */
+  tearDown?: (h: Harness) => Promise<void> | void;
+  /** Before each test, after the harness's reset: the file's own state. */
+  reset?: (h: Harness) => Promise<void> | void;
+  /** false: one state for the whole file (its tests build on each other), no reset between tests. */
+  resetEach?: boolean;
+  /** After each test, every GitHub route it declared must have been used: exactly the expected calls happened. */
+  strict?: boolean;
+}
+
+/**
+ * An app test file's harness, as Probot's tests build their app with one helper: made before the file's tests with
+ * no network but 127.0.0.1 (GitHub is nock), reset before each (queue and keys emptied, nock's routes cleared, the
+ * installation token exchange answered), closed after them. The returned harness is live once beforeAll has run.
+ */
+export function useAppHarness(name: string, o: AppHarnessOptions = {}): Harness {
+  let live: Harness | undefined;
+  const h = () => {
+    if (!live) throw new Error(`useAppHarness(${name}): used before beforeAll built it`);
+    return live;
+  };
+  beforeAll(async () => {
+    nock.disableNetConnect();
+    nock.enableNetConnect('127.0.0.1');
+    live = await createHarness(name, undefined, o.extra);
+    if (o.resetEach === false) nockInstallationToken();
+    await o.setUp?.(live);
+  });
+  afterAll(async () => {
+    if (live) await o.tearDown?.(live);
+    await live?.close();
+    nock.cleanAll();
+    nock.enableNetConnect();
+  });
+  if (o.resetEach !== false) {
+    beforeEach(async () => {
+      await h().reset();
+      nock.cleanAll();
+      nockInstallationToken();
+      await o.reset?.(h());
+    });
+  }
+  if (o.strict) {
+    afterEach(() => {
+      expect(nock.pendingMocks().filter((m) => !m.includes('access_tokens'))).toEqual([]);
+    });
+  }
+  return {
+    get probot() {
+      return h().probot;
+    },
+    get queue() {
+      return h().queue;
+    },
+    get redis() {
+      return h().redis;
+    },
+    get raw() {
+      return h().raw;
+    },
+    get keyPrefix() {
+      return h().keyPrefix;
+    },
+    close: () => h().close(),
+    reset: () => h().reset(),
   };
 }
 

@@ -1,41 +1,29 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import nock from 'nock';
 import { createNodeMiddleware } from 'probot';
 import { capProbotWebhookBodies } from '../../src/app/webhookBody.js';
-import { API, createHarness, labeledPayload, nockInstallationToken, nockPermission, type Harness } from './helpers.js';
+import { API, useAppHarness, labeledPayload, nockInstallationToken, nockPermission } from './helpers.js';
 
 const SECRET = 'test-secret'; // the harness's Probot secret
 const CAP = 64 * 1024;
-let h: Harness;
 let server: Server;
 let url: string;
-
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('http');
-  // The same wiring main.ts gets from Probot's Server: the webhook middleware with signature checks.
-  // A small cap here (main.ts uses GitHub's 25 MB; test/app/main.test.ts streams past that to the real server).
-  capProbotWebhookBodies(h.probot, CAP);
-  const middleware = await createNodeMiddleware(() => undefined, { probot: h.probot });
-  server = createServer((req, res) => {
-    void middleware(req, res, () => res.writeHead(404).end('not found'));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/github/webhooks`;
-});
-afterAll(async () => {
-  await new Promise<void>((r) => server.close(() => r()));
-  await h.close();
-  nock.cleanAll();
-  nock.enableNetConnect();
-});
-beforeEach(async () => {
-  await h.reset();
-  nock.cleanAll();
+const h = useAppHarness('http', {
+  setUp: async (harness) => {
+    // The same wiring main.ts gets from Probot's Server: the webhook middleware with signature checks.
+    // A small cap here (main.ts uses GitHub's 25 MB; test/app/main.test.ts streams past that to the real server).
+    capProbotWebhookBodies(harness.probot, CAP);
+    const middleware = await createNodeMiddleware(() => undefined, { probot: harness.probot });
+    server = createServer((req, res) => {
+      void middleware(req, res, () => res.writeHead(404).end('not found'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/github/webhooks`;
+  },
+  tearDown: () => new Promise<void>((r) => server.close(() => r())),
 });
 
 function post(body: string, signature: string, event = 'issues') {

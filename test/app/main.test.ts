@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
+import { waitFor } from '../support/waitFor.js';
+import { issueJob } from '../support/tenantJobs.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { copyFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -254,9 +256,11 @@ describe('npm start (src/app/main.ts)', () => {
         .filter((l) => l.state === state)
         .map((l) => l.redis)
         .sort();
-    const deadline = Date.now() + 20_000;
-    while (states('retrying').length < clients.length && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    await waitFor(
+      'every Redis client to log that it is retrying',
+      () => states('retrying').length >= clients.length,
+      20_000,
+    );
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { checks: { error: string }[] }).checks[0]!.error).toBe(
@@ -270,8 +274,11 @@ describe('npm start (src/app/main.ts)', () => {
     const redis = await startRedis('', port);
     try {
       expect((await readyz(base)).status).toBe(200);
-      const back = Date.now() + 20_000;
-      while (states('up').length < clients.length && Date.now() < back) await new Promise((r) => setTimeout(r, 100));
+      await waitFor(
+        'every Redis client to log that it is up again',
+        () => states('up').length >= clients.length,
+        20_000,
+      );
       expect(states('up')).toEqual([...clients].sort());
       expect(states('down')).toHaveLength(clients.length);
       expect(output()).not.toMatch(/\[ioredis\]|"stack"/);
@@ -370,19 +377,7 @@ describe('npm start (src/app/main.ts)', () => {
     const queue = createQueue(conn, { prefix });
     try {
       for (const issueNumber of [1, 2, 3]) {
-        await enqueueJob(queue, {
-          installationId: 1,
-          owner: 'o',
-          repo: 'r',
-          issueNumber,
-          title: 't',
-          body: '',
-          defaultBranch: 'main',
-          triggeredBy: { login: 'u' },
-          attempt: 1,
-          trigger: 'label',
-          enqueuedAt: new Date().toISOString(),
-        });
+        await enqueueJob(queue, issueJob('o', 'r', issueNumber));
       }
       const keyPath = appKeyFile();
       const { base, output } = await start({
@@ -414,9 +409,7 @@ describe('npm start (src/app/main.ts)', () => {
       },
       tmp,
     );
-    const deadline = Date.now() + 20_000;
-    while (!output().includes('triggering on label') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the app to log its trigger label', () => output().includes('triggering on label'), 20_000);
     // A JSON line: the quotes around the label are escaped.
     expect(output()).toContain('frognano: triggering on label \\"from-env\\"');
   }, 60_000);

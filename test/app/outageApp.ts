@@ -7,13 +7,12 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import nock from 'nock';
-import { pino } from 'pino';
-import { Probot, createNodeMiddleware } from 'probot';
+import { createNodeMiddleware } from 'probot';
 import type { Redis } from 'ioredis';
 import { createFrognanoApp } from '../../src/app/index.js';
 import { answerRedisOutagesWith503 } from '../../src/app/redisOutage.js';
 import type { FrognanoQueue } from '../../src/queue/queue.js';
-import { API, TestOctokit, labeledPayload, testPrivateKey } from './helpers.js';
+import { API, labeledPayload, testProbot } from './helpers.js';
 
 const SECRET = 'outage-secret';
 
@@ -57,13 +56,7 @@ export function nockGitHubForLabels(): void {
 }
 
 export async function startOutageApp(queue: FrognanoQueue, redis: Redis, connections: Redis[]): Promise<OutageApp> {
-  const probot = new Probot({
-    appId: 123,
-    privateKey: testPrivateKey(),
-    secret: SECRET,
-    Octokit: TestOctokit,
-    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-  });
+  const probot = testProbot({ secret: SECRET });
   await probot.load(createFrognanoApp({ queue, redis }));
   answerRedisOutagesWith503(probot, connections);
   const middleware = await createNodeMiddleware(() => undefined, { probot });

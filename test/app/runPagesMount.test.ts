@@ -6,15 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import nock from 'nock';
-import pino from 'pino';
-import { Probot } from 'probot';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { signValue } from '../../src/app/runPages/cookies.js';
 import { runPagesFromEnv, type RunPagesMount } from '../../src/app/runPages/index.js';
 import { redisSessionVersions } from '../../src/app/runPages/sessions.js';
 import { makeRound } from '../runs/fixture.js';
-import { API, INSTALLATION_ID, nockInstallationToken, REDIS_URL, TestOctokit, testPrivateKey } from './helpers.js';
+import { API, INSTALLATION_ID, nockInstallationToken, REDIS_URL, testProbot } from './helpers.js';
 
 /** The run pages as main.ts mounts them: settings from the environment, the permission asked with the App's own auth. */
 let dir: string;
@@ -29,13 +27,7 @@ const ENV = {
   FROGNANO_SESSION_SECRET: SESSION_SECRET,
   FROGNANO_PUBLIC_URL: 'https://bot.example.org',
 };
-const probot = new Probot({
-  appId: 123,
-  privateKey: testPrivateKey(),
-  secret: 's',
-  Octokit: TestOctokit,
-  log: pino({ level: 'silent' }),
-});
+const probot = testProbot();
 
 beforeAll(async () => {
   nock.disableNetConnect();

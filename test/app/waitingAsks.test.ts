@@ -1,9 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import nock from 'nock';
-import { pino } from 'pino';
-import { Probot } from 'probot';
 import { createFrognanoApp } from '../../src/app/index.js';
 import { readWaitingAsks } from '../../src/queue/asks.js';
 import { pullRequestKey } from '../../src/queue/followUps.js';
@@ -13,15 +11,12 @@ import {
   API,
   botPullRequestSlice,
   commentOnPullRequest,
-  createHarness,
-  nockInstallationToken,
+  useAppHarness,
   nockPermission,
   receive,
   REDIS_URL,
   reviewOnPullRequest,
-  TestOctokit,
-  testPrivateKey,
-  type Harness,
+  testProbot,
 } from './helpers.js';
 
 /**
@@ -33,30 +28,25 @@ const PR = 12;
 const HEAD = 'c'.repeat(40);
 const KEY = pullRequestKey('Codertocat', 'Hello-World', PR);
 
-let h: Harness;
 let runnerConn: Redis;
 let runner: Worker;
 const closers: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-  h = await createHarness('app-asks');
-  runnerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  runner = new Worker(QUEUE_NAME, null, { connection: runnerConn, prefix: h.queue.opts.prefix, autorun: false });
-  nockInstallationToken();
-});
-afterAll(async () => {
-  for (const close of closers) await close();
-  await runner.close(true);
-  await runnerConn.quit();
-  await h.close();
-  nock.cleanAll();
-  nock.enableNetConnect();
-});
-afterEach(() => {
-  const pending = nock.pendingMocks().filter((m) => !m.includes('access_tokens'));
-  expect(pending).toEqual([]);
+const h = useAppHarness('app-asks', {
+  resetEach: false, // the scenario's steps build on each other
+  setUp: (harness) => {
+    runnerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    runner = new Worker(QUEUE_NAME, null, {
+      connection: runnerConn,
+      prefix: harness.queue.opts.prefix,
+      autorun: false,
+    });
+  },
+  tearDown: async () => {
+    for (const close of closers) await close();
+    await runner.close(true);
+    await runnerConn.quit();
+  },
+  strict: true,
 });
 
 const botPullRequest = botPullRequestSlice({
@@ -168,13 +158,7 @@ describe('asks while round 1 of the pull request runs', () => {
       () => redis.quit(),
       () => queueConn.quit(),
     );
-    const probot = new Probot({
-      appId: 123,
-      privateKey: testPrivateKey(),
-      secret: 's',
-      Octokit: TestOctokit,
-      log: pino({ level: 'silent' }),
-    });
+    const probot = testProbot();
     await probot.load(createFrognanoApp({ queue, redis }));
     const replies: string[] = [];
     nockCommand(33, replies);

@@ -121,3 +121,26 @@ export async function writeJson(file: string, value: unknown): Promise<string> {
   await fs.writeFile(file, JSON.stringify(value, null, 2));
   return file;
 }
+
+/** `frognano solve <repo> --issue <issue> --replay <script> --sandbox bwrap --out <out>`, then `more` flags. */
+export function solveOnBwrap(
+  repo: string,
+  issue: string,
+  script: string,
+  out: string,
+  ...more: string[]
+): Promise<CliRun> {
+  return runFrognano([
+    'solve',
+    repo,
+    '--issue',
+    issue,
+    '--replay',
+    script,
+    '--sandbox',
+    'bwrap',
+    '--out',
+    out,
+    ...more,
+  ]);
+}

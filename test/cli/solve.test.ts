@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadTrajectoryFile } from '../../src/cli/trajectoryFile.js';
 import { startViewServer } from '../../src/cli/viewServer.js';
-import { cleanEnv, makeRepo, runFrognano, snapshotTree, tempDir, writeJson } from './helpers.js';
+import { cleanEnv, makeRepo, runFrognano, snapshotTree, tempDir, writeJson, solveOnBwrap } from './helpers.js';
 
 // The real CLI as a subprocess, on real git repositories, in the bwrap sandbox, with the replay backend.
 jest.setTimeout(120_000);
@@ -52,16 +52,10 @@ describe('frognano solve', () => {
 
   beforeAll(async () => {
     outDir = path.join(work, 'out-fix');
-    run = await runFrognano([
-      'solve',
+    run = await solveOnBwrap(
       repo,
-      '--issue',
       'add() subtracts\n\nadd 2 3 prints -1 instead of 5.',
-      '--replay',
       path.join(work, 'fix.json'),
-      '--sandbox',
-      'bwrap',
-      '--out',
       outDir,
       '--test',
       CHECK,
@@ -69,7 +63,7 @@ describe('frognano solve', () => {
       '10',
       '--wall-time',
       '5m',
-    ]);
+    );
   });
 
   test('produces a patch: exit 0, patch file, trajectory JSON and Markdown', async () => {
@@ -148,19 +142,7 @@ describe('frognano solve', () => {
 
   test('--json prints one machine-readable summary on stdout', async () => {
     const out = path.join(work, 'out-json');
-    const r = await runFrognano([
-      'solve',
-      repo,
-      '--issue',
-      'add() subtracts',
-      '--replay',
-      path.join(work, 'fix.json'),
-      '--sandbox',
-      'bwrap',
-      '--out',
-      out,
-      '--json',
-    ]);
+    const r = await solveOnBwrap(repo, 'add() subtracts', path.join(work, 'fix.json'), out, '--json');
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout);
     expect(summary).toMatchObject({
@@ -183,20 +165,14 @@ describe('frognano solve outcomes', () => {
   test('a test command that ran 0 tests is not reported as passed', async () => {
     // What unittest before Python 3.12 prints (exit 0) when it finds no test.
     const none = `sh -c 'echo "Ran 0 tests in 0.000s"; echo; echo OK'`;
-    const r = await runFrognano([
-      'solve',
+    const r = await solveOnBwrap(
       repo,
-      '--issue',
       'add() subtracts',
-      '--replay',
       path.join(work, 'fix.json'),
-      '--sandbox',
-      'bwrap',
-      '--out',
       path.join(work, 'out-none'),
       '--test',
       none,
-    ]);
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`⚠ 0 tests ran  ${none}`);
     expect(r.stdout).not.toContain('✓ passed');
@@ -204,18 +180,12 @@ describe('frognano solve outcomes', () => {
 
   test('a run that changes nothing exits 1 and still writes the trajectory', async () => {
     const out = path.join(work, 'out-nopatch');
-    const r = await runFrognano([
-      'solve',
+    const r = await solveOnBwrap(
       repo,
-      '--issue',
       'Explain calc.sh',
-      '--replay',
       await script('nochange.json', { turns: [{ content: 'calc.sh defines add().' }] }),
-      '--sandbox',
-      'bwrap',
-      '--out',
       out,
-    ]);
+    );
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^No patch: the model finished after 1 turn/);
     await expect(fs.stat(path.join(out, 'changes.patch'))).rejects.toThrow(/ENOENT/);
@@ -224,18 +194,12 @@ describe('frognano solve outcomes', () => {
 
   test('a failing model exits 4 with the error', async () => {
     const out = path.join(work, 'out-error');
-    const r = await runFrognano([
-      'solve',
+    const r = await solveOnBwrap(
       repo,
-      '--issue',
       'add() subtracts',
-      '--replay',
       await script('broken.json', { turns: [{ content: '', error: 'upstream server returned 500' }] }),
-      '--sandbox',
-      'bwrap',
-      '--out',
       out,
-    ]);
+    );
     expect(r.code).toBe(4);
     expect(r.stdout).toMatch(/^Run failed: the model backend failed/);
     expect(r.stdout).toContain('upstream server returned 500');
@@ -244,21 +208,15 @@ describe('frognano solve outcomes', () => {
 
   test('the turn limit ends the run, and the partial patch is still produced', async () => {
     const out = path.join(work, 'out-limit');
-    const r = await runFrognano([
-      'solve',
+    const r = await solveOnBwrap(
       repo,
-      '--issue',
       'add() subtracts',
-      '--replay',
       path.join(work, 'fix.json'),
-      '--sandbox',
-      'bwrap',
-      '--out',
       out,
       '--max-turns',
       '2',
       '--json',
-    ]);
+    );
     expect(JSON.parse(r.stdout)).toMatchObject({ exitReason: 'max_turns', turns: 2, patchProduced: true, exitCode: 0 });
   });
 
@@ -517,47 +475,14 @@ describe('frognano solve setup and usage errors', () => {
   });
 
   test('--out inside the repository is refused, also through a symlink; an impossible --out is a setup error', async () => {
-    const r = await runFrognano([
-      'solve',
-      repo,
-      '--issue',
-      'x',
-      '--replay',
-      path.join(work, 'fix.json'),
-      '--sandbox',
-      'bwrap',
-      '--out',
-      path.join(repo, 'out'),
-    ]);
+    const r = await solveOnBwrap(repo, 'x', path.join(work, 'fix.json'), path.join(repo, 'out'));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--out .* is inside the repository/);
     await fs.symlink(repo, path.join(work, 'link-to-repo'));
-    const viaLink = await runFrognano([
-      'solve',
-      repo,
-      '--issue',
-      'x',
-      '--replay',
-      path.join(work, 'fix.json'),
-      '--sandbox',
-      'bwrap',
-      '--out',
-      path.join(work, 'link-to-repo', 'out'),
-    ]);
+    const viaLink = await solveOnBwrap(repo, 'x', path.join(work, 'fix.json'), path.join(work, 'link-to-repo', 'out'));
     expect(viaLink.code).toBe(2);
     expect(viaLink.stderr).toContain(`is inside the repository ${repo}`);
-    const underFile = await runFrognano([
-      'solve',
-      repo,
-      '--issue',
-      'x',
-      '--replay',
-      path.join(work, 'fix.json'),
-      '--sandbox',
-      'bwrap',
-      '--out',
-      path.join(work, 'fix.json', 'out'),
-    ]);
+    const underFile = await solveOnBwrap(repo, 'x', path.join(work, 'fix.json'), path.join(work, 'fix.json', 'out'));
     expect(underFile.code).toBe(3);
     expect(underFile.stderr).toContain(
       `cannot create the output directory ${path.join(work, 'fix.json', 'out')} (ENOTDIR)`,

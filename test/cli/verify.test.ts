@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Verdict } from '../../src/verify/types.js';
-import { makeRepo, runFrognano, snapshotTree, tempDir, writeJson } from './helpers.js';
+import { makeRepo, runFrognano, snapshotTree, tempDir, writeJson, solveOnBwrap } from './helpers.js';
 import { CALC, TESTS } from '../support/calcRepo.js';
 
 // The real CLI as a subprocess, on real git repositories, in the bwrap sandbox (unittest: the host's
@@ -130,18 +130,7 @@ describe('frognano solve verifies its patch', () => {
       ],
     });
     const out = path.join(work, 'out-solve');
-    const r = await runFrognano([
-      'solve',
-      repo,
-      '--issue',
-      'add() subtracts',
-      '--replay',
-      script,
-      '--sandbox',
-      'bwrap',
-      '--out',
-      out,
-    ]);
+    const r = await solveOnBwrap(repo, 'add() subtracts', script, out);
     expect(r.stderr).not.toMatch(/unexpected error/);
     expect(r.code).toBe(0);
     // Without --test the commands come from frognano.yml; the model's workspace run is labelled as what it saw.
@@ -154,20 +143,7 @@ describe('frognano solve verifies its patch', () => {
     expect(v.conclusion).toBe('success');
 
     const off = path.join(work, 'out-no-verify');
-    const r2 = await runFrognano([
-      'solve',
-      repo,
-      '--issue',
-      'add() subtracts',
-      '--replay',
-      script,
-      '--sandbox',
-      'bwrap',
-      '--out',
-      off,
-      '--no-verify',
-      '--json',
-    ]);
+    const r2 = await solveOnBwrap(repo, 'add() subtracts', script, off, '--no-verify', '--json');
     expect(r2.code).toBe(0);
     expect(JSON.parse(r2.stdout).verification).toEqual({ state: 'off', reason: 'turned off with --no-verify' });
     await expect(fs.stat(path.join(off, 'verification.json'))).rejects.toThrow(/ENOENT/);

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { GitError } from '../../src/github/git.js';
 import { GitMirrorCache } from '../../src/github/gitMirror.js';
-import { gitIn, makeBareRemote, type BareRemote } from './gitRepo.js';
+import { gitIn, makeBareRemote, remoteTemplate, type BareRemote } from './gitRepo.js';
 
 const TOKEN = 'ghs_' + 'Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2';
 const INST = 4242;
@@ -45,8 +45,16 @@ describe('git mirror per installation and repository', () => {
   const clone = (dest: string, branch?: string, c = cache) =>
     c.clone({ owner: 'octo', repo: 'hello', installationId: INST, auth: auth(), dest: path.join(work, dest), branch });
 
+  let template: Awaited<ReturnType<typeof remoteTemplate>>;
+
+  beforeAll(async () => {
+    template = await remoteTemplate('octo', 'hello', manyFiles(), {
+      extraBranches: { develop: { 'DEV.md': 'dev\n' } },
+    });
+  });
+  afterAll(() => template.cleanup());
   beforeEach(async () => {
-    remote = await makeBareRemote('octo', 'hello', manyFiles(), { extraBranches: { develop: { 'DEV.md': 'dev\n' } } });
+    remote = await template.copy();
     work = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-mirror-'));
     cache = new GitMirrorCache({ dir: path.join(work, 'cache'), maxBytes: 1024 ** 3 });
   });

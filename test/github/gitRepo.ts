@@ -61,6 +61,28 @@ export async function makeBareRemote(
   return { root, baseUrl: `file://${root}`, bare, cleanup: () => fs.rm(root, { recursive: true, force: true }) };
 }
 
+/**
+ * A remote built once per test file and copied for each test (a copy of the directory is a few times cheaper than
+ * the dozen git commands and file writes that make one): `copy()` gives a test its own remote to push to.
+ */
+export async function remoteTemplate(
+  owner: string,
+  repo: string,
+  files: Record<string, string>,
+  opts: { branch?: string; extraBranches?: Record<string, Record<string, string>> } = {},
+) {
+  const template = await makeBareRemote(owner, repo, files, opts);
+  return {
+    copy: async (): Promise<BareRemote> => {
+      const root = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-remote-'));
+      await fs.cp(template.root, root, { recursive: true });
+      const bare = path.join(root, path.relative(template.root, template.bare));
+      return { root, baseUrl: `file://${root}`, bare, cleanup: () => fs.rm(root, { recursive: true, force: true }) };
+    },
+    cleanup: () => template.cleanup(),
+  };
+}
+
 export function gitIn(cwd: string, ...args: string[]): string {
   return sh(args, cwd);
 }

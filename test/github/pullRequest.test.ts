@@ -34,6 +34,17 @@ afterAll(() => {
   nock.restore();
 });
 
+/** The bot's draft for octo/hello#1 (frognano/issue-1 into main), titled T, with `body`. */
+const openIssue1Draft = (body: string) =>
+  openDraftPullRequest(octokit(), {
+    owner: 'octo',
+    repo: 'hello',
+    head: 'frognano/issue-1',
+    base: 'main',
+    title: 'T',
+    body,
+  });
+
 describe('guardrails', () => {
   it('accepts a small change', () => {
     expect(checkGuardrails([f('src/a.ts', 3, 1)], defaultRepoConfig())).toEqual({ ok: true });
@@ -177,16 +188,7 @@ describe('GitHub calls', () => {
         (b) => b.draft === true && b.head === 'frognano/issue-1' && b.base === 'main' && b.body === 'B',
       )
       .reply(201, { number: 5, html_url: 'https://github.com/octo/hello/pull/5' });
-    expect(
-      await openDraftPullRequest(octokit(), {
-        owner: 'octo',
-        repo: 'hello',
-        head: 'frognano/issue-1',
-        base: 'main',
-        title: 'T',
-        body: 'B',
-      }),
-    ).toEqual({
+    expect(await openIssue1Draft('B')).toEqual({
       number: 5,
       url: 'https://github.com/octo/hello/pull/5',
       created: true,
@@ -203,16 +205,7 @@ describe('GitHub calls', () => {
       .reply(200, [{ number: 5, html_url: 'https://github.com/octo/hello/pull/5' }])
       .patch('/repos/octo/hello/pulls/5', { title: 'T', body: 'B2' })
       .reply(200, {});
-    expect(
-      await openDraftPullRequest(octokit(), {
-        owner: 'octo',
-        repo: 'hello',
-        head: 'frognano/issue-1',
-        base: 'main',
-        title: 'T',
-        body: 'B2',
-      }),
-    ).toMatchObject({
+    expect(await openIssue1Draft('B2')).toMatchObject({
       number: 5,
       created: false,
     });

@@ -3,11 +3,14 @@
  * headers, blank line, body as the server sent it) from a real HTTP server on 127.0.0.1, so the client meets
  * them through a socket: SSE bodies go out event by event, and a case can stall or drop mid-stream.
  */
+import { expect } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { OpenAIBackend, type OpenAIBackendOptions } from '../../src/inference/openai/index.js';
+import { ModelError } from '../../src/inference/types.js';
 
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'model-servers');
 
@@ -69,16 +72,22 @@ export async function replay(res: ServerResponse, fx: HttpFixture, opts: ReplayO
   res.end();
 }
 
-type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>;
+export type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>;
 
-/** A scripted server: each request takes the next handler (the last one repeats). */
+/**
+ * A scripted server: each request takes the next handler (the last one repeats). With `answerDiscovery: false` the
+ * backend's context-length discovery (GET /v1/models, /props) gets a 404 and is not recorded, until a test sets
+ * `answerDiscovery` (each script() restores the default).
+ */
 export class ScriptedServer {
   readonly requests: Recorded[] = [];
   private handlers: Handler[] = [];
   private readonly server: Server;
   url = '';
+  answerDiscovery: boolean;
 
-  constructor() {
+  constructor(private readonly o: { answerDiscovery?: boolean } = {}) {
+    this.answerDiscovery = o.answerDiscovery ?? true;
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -90,6 +99,11 @@ export class ScriptedServer {
           headers: req.headers,
           body: text ? JSON.parse(text) : undefined,
         };
+        if (!this.answerDiscovery && rec.method === 'GET' && (rec.path === '/v1/models' || rec.path === '/props')) {
+          res.writeHead(404, { 'content-type': 'application/json' });
+          res.end('{"detail":"Not Found"}');
+          return;
+        }
         this.requests.push(rec);
         const handler = this.handlers.length > 1 ? this.handlers.shift()! : this.handlers[0];
         if (!handler) {
@@ -105,6 +119,7 @@ export class ScriptedServer {
   script(...handlers: Handler[]): void {
     this.handlers = handlers;
     this.requests.length = 0;
+    this.answerDiscovery = this.o.answerDiscovery ?? true;
   }
 
   /** Requests to the chat endpoint only (discovery and token counting go elsewhere). */
@@ -145,4 +160,26 @@ export function router(
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end('{"detail":"Not Found"}');
   };
+}
+
+/** The backend under test against `server`: short retry delays and no jitter, so retry tests take milliseconds. */
+export function testBackend(server: { url: string }, extra: Partial<OpenAIBackendOptions> = {}): OpenAIBackend {
+  return new OpenAIBackend({
+    baseUrl: server.url,
+    model: 'frognano-4b',
+    retry: { baseDelayMs: 10, maxDelayMs: 40 },
+    random: () => 0.5,
+    ...extra,
+  });
+}
+
+/** The ModelError a call fails with (the test fails if it succeeds or throws anything else). */
+export async function rejection(p: Promise<unknown>): Promise<ModelError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(ModelError);
+    return e as ModelError;
+  }
+  throw new Error('expected the call to fail');
 }

@@ -6,8 +6,16 @@
  */
 import { OpenAIBackend, type OpenAIBackendOptions } from '../../src/inference/openai/index.js';
 import type { RetryInfo } from '../../src/inference/retry.js';
-import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
-import { ScriptedServer, loadFixture, replay, router, type HttpFixture } from './modelServerReplay.js';
+import { ContextOverflowError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
+import {
+  ScriptedServer,
+  loadFixture,
+  rejection,
+  replay,
+  router,
+  testBackend,
+  type HttpFixture,
+} from './modelServerReplay.js';
 
 const vllm = (name: string) => loadFixture('vllm', name);
 const llamacpp = (name: string) => loadFixture('llamacpp', name);
@@ -38,29 +46,27 @@ const server = new ScriptedServer();
 beforeAll(() => server.start());
 afterAll(() => server.stop());
 
-function backend(extra: Partial<OpenAIBackendOptions> = {}): OpenAIBackend {
-  return new OpenAIBackend({
-    baseUrl: server.url,
-    model: 'frognano-4b',
-    retry: { baseDelayMs: 10, maxDelayMs: 40 },
-    random: () => 0.5,
-    ...extra,
-  });
-}
+const backend = (extra: Partial<OpenAIBackendOptions> = {}) => testBackend(server, extra);
+
+/** The two calls of the CRLF cases (run the failing test, read the file) as the backend returns them, with their ids. */
+const ioCalls = (bashId: string, readId: string) => [
+  {
+    id: bashId,
+    name: 'Bash',
+    arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' },
+    argumentsText: expect.any(String),
+  },
+  {
+    id: readId,
+    name: 'Read',
+    arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 },
+    argumentsText: expect.any(String),
+  },
+];
 
 /** vLLM with max_model_len 8192 that counts 2100 prompt tokens. */
 const VLLM_ROUTES = { '/v1/models': vllm('models'), '/tokenize': vllm('tokenize') };
 const NO_DISCOVERY = {};
-
-async function rejection(p: Promise<unknown>): Promise<ModelError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ModelError);
-    return e as ModelError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
   test("sends upstream Leaf's eval sampling and max_tokens clamped to the server's context", async () => {
@@ -120,20 +126,10 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
       role: 'assistant',
       content: '',
       reasoning: 'The test reads a CRLF file; check how read() opens it.',
-      tool_calls: [
-        {
-          id: 'chatcmpl-tool-0d6f3a1b2c4e4f5a8b9c0d1e2f3a4b5c',
-          name: 'Bash',
-          arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' },
-          argumentsText: expect.any(String),
-        },
-        {
-          id: 'chatcmpl-tool-7e8f9a0b1c2d4e3f8a9b0c1d2e3f4a5b',
-          name: 'Read',
-          arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 },
-          argumentsText: expect.any(String),
-        },
-      ],
+      tool_calls: ioCalls(
+        'chatcmpl-tool-0d6f3a1b2c4e4f5a8b9c0d1e2f3a4b5c',
+        'chatcmpl-tool-7e8f9a0b1c2d4e3f8a9b0c1d2e3f4a5b',
+      ),
     });
     expect(r).toMatchObject({
       finishReason: 'tool_calls',
@@ -176,20 +172,7 @@ describe('vLLM (qwen3_coder tool parser, qwen3 reasoning parser)', () => {
     const r = await backend().generate(MESSAGES, TOOLS, { maxNewTokens: 4096, onToken: (d) => deltas.push(d) });
     expect(server.chats[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(deltas.join('')).toBe('The test reads a CRLF file.\n\n\n');
-    expect(r.message.tool_calls).toEqual([
-      {
-        id: 'call_5f6a7b8c9d0e1f2a3b4c5d6e',
-        name: 'Bash',
-        arguments: { command: 'python -m pytest tests/test_io.py -x -q', description: 'Run the failing test' },
-        argumentsText: expect.any(String),
-      },
-      {
-        id: 'call_0a1b2c3d4e5f6a7b8c9d0e1f',
-        name: 'Read',
-        arguments: { file_path: '/repo/src/io.py', offset: 40, limit: 30 },
-        argumentsText: expect.any(String),
-      },
-    ]);
+    expect(r.message.tool_calls).toEqual(ioCalls('call_5f6a7b8c9d0e1f2a3b4c5d6e', 'call_0a1b2c3d4e5f6a7b8c9d0e1f'));
     expect(r).toMatchObject({
       finishReason: 'tool_calls',
       promptTokens: 5123,

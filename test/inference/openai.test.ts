@@ -2,76 +2,17 @@
  * OpenAIBackend against a real HTTP server on 127.0.0.1 that answers the way vLLM does
  * (tool_calls or raw markup, usage with cached tokens, 429 + Retry-After, 5xx, SSE streams).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import {
   OpenAIBackend,
   overestimatePromptTokens,
   type OpenAIBackendOptions,
 } from '../../src/inference/openai/index.js';
 import type { RetryInfo } from '../../src/inference/retry.js';
-import { ContextOverflowError, ModelError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
+import { ScriptedServer, rejection, testBackend } from './modelServerReplay.js';
+import { ContextOverflowError, type ChatMessage, type ToolSpec } from '../../src/inference/types.js';
 
 const esc = (s: string) => s.replace(/[/.?*+()[\]{}|^$\\]/g, '\\$&');
-
-interface Recorded {
-  method: string;
-  path: string;
-  headers: IncomingMessage['headers'];
-  body: any;
-}
-type Handler = (req: Recorded, res: ServerResponse) => void | Promise<void>;
-
-/**
- * A scripted server: each request takes the next handler (the last one repeats). The backend's context-length
- * discovery (GET /v1/models, /props) gets a 404 and is not recorded unless `answerDiscovery` is set.
- */
-class FakeServer {
-  readonly requests: Recorded[] = [];
-  private handlers: Handler[] = [];
-  private readonly server: Server;
-  url = '';
-  answerDiscovery = false;
-
-  constructor() {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const rec: Recorded = {
-          method: req.method ?? '',
-          path: req.url ?? '',
-          headers: req.headers,
-          body: text ? JSON.parse(text) : undefined,
-        };
-        if (!this.answerDiscovery && rec.method === 'GET' && (rec.path === '/v1/models' || rec.path === '/props')) {
-          return json(res, 404, { detail: 'Not Found' });
-        }
-        this.requests.push(rec);
-        const handler = this.handlers.length > 1 ? this.handlers.shift()! : this.handlers[0];
-        if (!handler) return json(res, 500, { error: { message: 'no handler scripted' } });
-        void handler(rec, res);
-      });
-    });
-  }
-
-  script(...handlers: Handler[]): void {
-    this.handlers = handlers;
-    this.requests.length = 0;
-    this.answerDiscovery = false;
-  }
-
-  async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
-  }
-
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
@@ -153,30 +94,11 @@ const HISTORY: ChatMessage[] = [
   { role: 'tool', tool_call_id: 'call_a_0', name: 'Read', content: 'test/a.test.ts\n1. expect(1).toBe(2)' },
 ];
 
-const server = new FakeServer();
+const server = new ScriptedServer({ answerDiscovery: false });
 beforeAll(() => server.start());
 afterAll(() => server.stop());
 
-function backend(extra: Partial<OpenAIBackendOptions> = {}): OpenAIBackend {
-  return new OpenAIBackend({
-    baseUrl: server.url,
-    model: 'frognano-4b',
-    retry: { baseDelayMs: 10, maxDelayMs: 40 },
-    random: () => 0.5,
-    stream: false,
-    ...extra,
-  });
-}
-
-async function rejection(p: Promise<unknown>): Promise<ModelError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ModelError);
-    return e as ModelError;
-  }
-  throw new Error('expected the call to fail');
-}
+const backend = (extra: Partial<OpenAIBackendOptions> = {}) => testBackend(server, { stream: false, ...extra });
 
 describe('OpenAIBackend.generate (non-streaming)', () => {
   test('sends the conversation in wire format and maps server-parsed tool calls back', async () => {
@@ -466,7 +388,7 @@ describe('OpenAIBackend retries, timeouts and errors', () => {
   });
 
   test('connection refused is retried, then reported with the socket error', async () => {
-    const closed = new FakeServer();
+    const closed = new ScriptedServer({ answerDiscovery: false });
     await closed.start();
     const url = closed.url;
     await closed.stop();
@@ -703,7 +625,7 @@ describe('OpenAIBackend.countTokens and ping', () => {
       `${server.url} is up but does not serve "qwen" (it serves: frognano-4b, other); set FROGNANO_OPENAI_MODEL.`,
     );
 
-    const closed = new FakeServer();
+    const closed = new ScriptedServer({ answerDiscovery: false });
     await closed.start();
     await closed.stop();
     const down = await new OpenAIBackend({ baseUrl: closed.url, model: 'm' }).ping();

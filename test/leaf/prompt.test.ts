@@ -20,6 +20,15 @@ const read = (name: string) => readFile(path.join(fixtures, name), 'utf8');
 /** The official template's one copy is in the model fixture directory, where transformers 5 saves it. */
 const OFFICIAL_TEMPLATE = path.join(fixtures, '..', 'qwen35-tiny', 'chat_template.jinja');
 
+/** The tiny model built in `dir`, its tokenizer with the official Qwen3.5 chat template in place of its own. */
+async function officialTemplateTokenizer(dir: string) {
+  await buildTinyModel(dir);
+  const configFile = path.join(dir, 'tokenizer_config.json');
+  const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
+  await writeFile(configFile, JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }));
+  return loadTokenizer(dir);
+}
+
 describe('the first prompt', () => {
   it("has upstream Leaf's system prompt and tool schemas, key order included", async () => {
     const upstream = JSON.parse(await read('upstream-leaf.json')) as { system_prompt: string; tools: unknown };
@@ -40,14 +49,7 @@ describe('the first prompt', () => {
   it("renders through the Qwen3.5 chat template exactly as transformers' apply_chat_template does", async () => {
     const dir = await tempDir('fn-leaf-template-');
     try {
-      await buildTinyModel(dir);
-      const configFile = path.join(dir, 'tokenizer_config.json');
-      const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
-      await writeFile(
-        configFile,
-        JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }),
-      );
-      const tokenizer = await loadTokenizer(dir);
+      const tokenizer = await officialTemplateTokenizer(dir);
       const input = JSON.parse(await read('first-prompt.input.json')) as { messages: ChatMessage[] };
       expect(renderPrompt(tokenizer, input.messages, LEAF_TOOLS)).toBe(await read('first-prompt.txt'));
     } finally {
@@ -79,14 +81,7 @@ describe('the first prompt for each recorded issue', () => {
     const list = JSON.parse(await readFile(path.join(taskFixtures, 'goldens.json'), 'utf8')) as TaskGolden[];
     goldens = new Map(list.map((g) => [g.name, g]));
     dir = await tempDir('fn-leaf-task-template-');
-    await buildTinyModel(dir);
-    const configFile = path.join(dir, 'tokenizer_config.json');
-    const config = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
-    await writeFile(
-      configFile,
-      JSON.stringify({ ...config, chat_template: await readFile(OFFICIAL_TEMPLATE, 'utf8') }),
-    );
-    tokenizer = await loadTokenizer(dir);
+    tokenizer = await officialTemplateTokenizer(dir);
   });
   afterAll(async () => {
     if (dir) await removeDir(dir);

@@ -1,17 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
+import { useQueueRedis, REDIS_URL } from '../support/queueRedis.js';
+import { sampleFollowUp } from '../support/tenantJobs.js';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { readWaitingAsks } from '../../src/queue/asks.js';
 import { enqueueFollowUp, pullRequestKey, startWaitingRound, type FollowUpRequest } from '../../src/queue/followUps.js';
-import { createQueue, type FrognanoQueue } from '../../src/queue/queue.js';
 import { JobDataSchema } from '../../src/queue/schema.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ns = `fn-test-asks-${randomUUID().slice(0, 8)}`;
+const q = useQueueRedis('asks');
 const PR = pullRequestKey('Octo-Org', 'Hello.World', 12);
-let conn: Redis;
-let redis: Redis;
-let queue: FrognanoQueue;
 
 function ask(o: {
   login: string;
@@ -21,48 +18,24 @@ function ask(o: {
   head?: string;
   at?: string;
 }): FollowUpRequest {
-  return {
-    installationId: 1,
-    owner: 'Octo-Org',
-    repo: 'Hello.World',
-    issueNumber: 7,
-    title: 'Fix the thing',
-    body: 'It is broken.',
-    defaultBranch: 'main',
-    triggeredBy: { login: o.login, id: o.login.length },
-    attempt: 1,
-    trigger: o.reviewId ? 'review' : 'comment',
-    ...(o.commentId ? { commentId: o.commentId } : {}),
-    deliveryId: randomUUID(),
-    enqueuedAt: o.at ?? new Date().toISOString(),
-    followUp: {
-      pullNumber: 12,
-      headBranch: 'frognano/issue-7',
+  return sampleFollowUp(
+    {
       headSha: (o.head ?? 'a').repeat(40),
-      baseBranch: 'main',
       feedback: o.feedback,
       inlineComments: o.reviewId
         ? [{ author: o.login, body: 'here', path: 'src/a.ts', line: 3, diffHunk: '@@ -1,3 +1,3 @@\n-a\n+b' }]
         : [],
-      omittedComments: 0,
       source: o.reviewId ? 'review' : 'comment',
       ...(o.reviewId ? { reviewId: o.reviewId } : {}),
     },
-  };
+    {
+      triggeredBy: { login: o.login, id: o.login.length },
+      trigger: o.reviewId ? 'review' : 'comment',
+      ...(o.commentId ? { commentId: o.commentId } : {}),
+      enqueuedAt: o.at ?? new Date().toISOString(),
+    },
+  );
 }
-
-beforeAll(() => {
-  conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  redis = new Redis(REDIS_URL, { keyPrefix: `${ns}:` });
-  queue = createQueue(conn, { prefix: `${ns}-bull` });
-});
-afterAll(async () => {
-  await queue.obliterate({ force: true });
-  await queue.close();
-  const keys = await conn.keys(`${ns}*`);
-  if (keys.length) await conn.del(...keys);
-  await Promise.all([conn.quit(), redis.quit()]);
-});
 
 describe('asks that arrive while a round is queued or running', () => {
   const second = ask({
@@ -75,28 +48,28 @@ describe('asks that arrive while a round is queued or running', () => {
 
   test('wait for the next round, once each (a redelivery adds nothing)', async () => {
     expect(
-      await enqueueFollowUp(queue, redis, ask({ login: 'octocat', commentId: 101, feedback: 'fix it' })),
+      await enqueueFollowUp(q.queue, q.redis, ask({ login: 'octocat', commentId: 101, feedback: 'fix it' })),
     ).toMatchObject({ kind: 'queued', round: 1 });
-    expect(await enqueueFollowUp(queue, redis, second)).toMatchObject({
+    expect(await enqueueFollowUp(q.queue, q.redis, second)).toMatchObject({
       kind: 'waiting',
       round: 1,
       added: { kind: 'added', count: 1 },
     });
-    expect(await enqueueFollowUp(queue, redis, third)).toMatchObject({
+    expect(await enqueueFollowUp(q.queue, q.redis, third)).toMatchObject({
       kind: 'waiting',
       round: 1,
       added: { kind: 'added', count: 2 },
     });
     const redelivered = { ...second, deliveryId: randomUUID() };
-    expect(await enqueueFollowUp(queue, redis, redelivered)).toMatchObject({
+    expect(await enqueueFollowUp(q.queue, q.redis, redelivered)).toMatchObject({
       kind: 'waiting',
       added: { kind: 'duplicate', count: 2 },
     });
-    expect(await queue.count()).toBe(1);
+    expect(await q.queue.count()).toBe(1);
   });
 
   test('are kept in Redis: a new app instance (new connections, same Redis) sees them', async () => {
-    const redis2 = new Redis(REDIS_URL, { keyPrefix: `${ns}:` });
+    const redis2 = new Redis(REDIS_URL, { keyPrefix: `${q.ns}:` });
     try {
       const waiting = await readWaitingAsks(redis2, PR);
       expect(waiting.map((w) => w.triggeredBy.login)).toEqual(['alice', 'bob']);
@@ -107,7 +80,7 @@ describe('asks that arrive while a round is queued or running', () => {
 
   test('become round 2 when round 1 ends, merged oldest first, exactly once', async () => {
     const announced: number[] = [];
-    const next = await startWaitingRound(queue, redis, PR, 1, async (round) => void announced.push(round));
+    const next = await startWaitingRound(q.queue, q.redis, PR, 1, async (round) => void announced.push(round));
     expect(next).toMatchObject({ kind: 'queued', round: 2, asks: 2, created: true });
     expect(announced).toEqual([2]);
     const data = JobDataSchema.parse(next?.kind === 'queued' ? next.job.data : null);
@@ -134,15 +107,15 @@ describe('asks that arrive while a round is queued or running', () => {
       }),
     ]);
     expect(data.followUp!.asks![1]!.inlineComments[0]).toMatchObject({ path: 'src/a.ts', line: 3 });
-    expect(await readWaitingAsks(redis, PR)).toEqual([]);
+    expect(await readWaitingAsks(q.redis, PR)).toEqual([]);
     // A second end of round 1 (a stalled-job report after the runner's own) does nothing.
-    expect(await startWaitingRound(queue, redis, PR, 1)).toBeNull();
-    expect(await queue.count()).toBe(2);
+    expect(await startWaitingRound(q.queue, q.redis, PR, 1)).toBeNull();
+    expect(await q.queue.count()).toBe(2);
   });
 
   test('an ask after round 2 said it ended, while its job is still finishing, starts round 3 at once', async () => {
-    expect(await startWaitingRound(queue, redis, PR, 2)).toBeNull(); // nothing waited
-    const late = await enqueueFollowUp(queue, redis, ask({ login: 'carol', commentId: 103, feedback: 'one more' }));
+    expect(await startWaitingRound(q.queue, q.redis, PR, 2)).toBeNull(); // nothing waited
+    const late = await enqueueFollowUp(q.queue, q.redis, ask({ login: 'carol', commentId: 103, feedback: 'one more' }));
     expect(late).toMatchObject({ kind: 'queued', round: 3, asks: 1 });
   });
 });

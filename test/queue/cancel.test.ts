@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { waitFor } from '../support/waitFor.js';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import {
@@ -30,12 +31,6 @@ afterAll(async () => {
   await Promise.all([redis.quit(), sub.quit()]);
 });
 
-const waitFor = async (cond: () => boolean, ms = 2000) => {
-  const until = Date.now() + ms;
-  while (!cond() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-  return cond();
-};
-
 describe('cancel signal', () => {
   test('requestCancel leaves a key runners can check, with who asked', async () => {
     const id = jobId();
@@ -58,7 +53,9 @@ describe('cancel signal', () => {
     await requestCancel(redis, other, 'x');
     await requestCancel(redis, mine, 'octocat');
     await requestCancel(redis, mine, 'again');
-    expect(await waitFor(() => heard.length > 0)).toBe(true);
+    expect(
+      await waitFor('the cancel request to be heard', () => heard.length > 0, { timeoutMs: 2000, everyMs: 10 }),
+    ).toBe(true);
     await new Promise((r) => setTimeout(r, 100));
     expect(heard).toEqual([expect.objectContaining({ jobId: mine, by: 'octocat' })]);
     await stop();
@@ -71,7 +68,9 @@ describe('cancel signal', () => {
     const heard: CancelRequest[] = [];
     const listener = new Redis(REDIS_URL);
     const stop = onCancel(listener, id, (r) => heard.push(r), { checker: redis });
-    expect(await waitFor(() => heard.length === 1)).toBe(true);
+    expect(
+      await waitFor('one cancel request to be heard', () => heard.length === 1, { timeoutMs: 2000, everyMs: 10 }),
+    ).toBe(true);
     expect(heard[0]!.by).toBe('early');
     await stop();
     await listener.quit();

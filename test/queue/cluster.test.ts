@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { currentAttempt, labelAttempt, nextAttempt } from '../../src/queue/attempts.js';
 import { cancelKey, getCancelRequest, onCancel, requestCancel, type CancelRequest } from '../../src/queue/cancel.js';
 import { createRedisConnection } from '../../src/queue/connection.js';
-import { enqueueFollowUp, type FollowUpRequest } from '../../src/queue/followUps.js';
+import { enqueueFollowUp } from '../../src/queue/followUps.js';
 import { botKey, botKeyPrefix, setBotKeyPrefix } from '../../src/queue/keys.js';
 import { claimOnce, withRedisLock } from '../../src/queue/lock.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
@@ -23,7 +23,7 @@ import { admitRun, checkQuotas } from '../../src/queue/quotas/check.js';
 import { HOLD_GRACE_MS, heldSeconds, settleHold } from '../../src/queue/quotas/holds.js';
 import { QuotasFileSchema } from '../../src/queue/quotas/schema.js';
 import { recordRunnerSeconds, runnerSecondsUsed } from '../../src/queue/quotas/store.js';
-import { issueJob } from '../support/tenantJobs.js';
+import { issueJob, sampleFollowUp, sampleJob } from '../support/tenantJobs.js';
 import { haveRedisTools, startCluster, stopAll, waitFor } from '../support/redisServers.js';
 
 const run = haveRedisTools() ? describe : describe.skip;
@@ -34,39 +34,8 @@ let queue: FrognanoQueue;
 const clients: Redis[] = [];
 const previousPrefix = botKeyPrefix();
 
-function data(over: Partial<JobData> = {}): JobData {
-  return {
-    installationId: 1,
-    owner: 'Octo-Org',
-    repo: 'Hello.World',
-    issueNumber: 7,
-    title: 'Fix',
-    body: 'It is broken.',
-    defaultBranch: 'main',
-    triggeredBy: { login: 'octocat', id: 1 },
-    attempt: 1,
-    trigger: 'label',
-    deliveryId: randomUUID(),
-    enqueuedAt: new Date().toISOString(),
-    ...over,
-  };
-}
-
-function followUp(pullNumber: number): FollowUpRequest {
-  return {
-    ...data({ trigger: 'review' }),
-    followUp: {
-      pullNumber,
-      headBranch: 'frognano/issue-7',
-      headSha: 'a'.repeat(40),
-      baseBranch: 'main',
-      feedback: '/frognano go',
-      inlineComments: [],
-      omittedComments: 0,
-      source: 'review',
-    },
-  } as FollowUpRequest;
-}
+const data = (over: Partial<JobData> = {}) => sampleJob({ title: 'Fix', ...over });
+const followUp = (pullNumber: number) => sampleFollowUp({ pullNumber, feedback: '/frognano go' });
 
 function connect(): Redis {
   const c = createRedisConnection(cfg.target);

@@ -1,18 +1,14 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
+import { beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { useQueueRedis, REDIS_URL } from '../support/queueRedis.js';
 import { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
-import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
+import { enqueueJob } from '../../src/queue/queue.js';
 import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
 import { followUpJob, issueJob } from '../support/tenantJobs.js';
 import { FairShare, HOLD_MS } from '../../src/queue/fairShare/dispatcher.js';
 import { fairShareBacklog } from '../../src/queue/fairShare/backlog.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ns = `fn-test-fair-${randomUUID().slice(0, 8)}`;
-let conn: Redis;
-let redis: Redis;
-let queue: FrognanoQueue;
+const q = useQueueRedis('fair', { emptyEach: true, keyPrefix: false });
 let slots = 0;
 let fair: FairShare;
 
@@ -32,23 +28,10 @@ async function add(list: JobData[]): Promise<Map<string, string>> {
 }
 
 beforeAll(() => {
-  conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  queue = createQueue(conn, { prefix: `${ns}-bull` });
-  fair = new FairShare(queue, redis, { slots: () => slots });
+  fair = new FairShare(q.queue, q.redis, { slots: () => slots });
 });
-afterAll(async () => {
-  await queue.obliterate({ force: true });
-  await queue.close();
-  const keys = await conn.keys(`${ns}*`);
-  if (keys.length) await conn.del(...keys);
-  await Promise.all([conn.quit(), redis.quit()]);
-});
-beforeEach(async () => {
+beforeEach(() => {
   slots = 0;
-  await queue.obliterate({ force: true });
-  const keys = await conn.keys(`${ns}*`);
-  if (keys.length) await conn.del(...keys);
 });
 
 describe('fair share order', () => {
@@ -59,9 +42,9 @@ describe('fair share order', () => {
       ...['y', 'y', 'y'].map((r) => data('acme', r)),
       ...['z', 'z', 'z'].map((r) => data('beta', r)),
     ]);
-    expect(await queue.getJobCountByTypes('delayed')).toBe(9);
+    expect(await q.queue.getJobCountByTypes('delayed')).toBe(9);
     expect(await fair.backlog()).toBe(9);
-    expect(await fairShareBacklog(redis, `${ns}-bull`)).toBe(9); // what a backlog metric reads
+    expect(await fairShareBacklog(q.redis, q.bullPrefix)).toBe(9); // what a backlog metric reads
     const predicted = new Map<string, number | undefined>();
     for (const id of names.keys()) predicted.set(id, await fair.position(id));
 
@@ -69,7 +52,7 @@ describe('fair share order', () => {
     const moved = await fair.dispatch();
     expect(moved.map((m) => names.get(m.jobId))).toEqual(['x', 'z', 'y', 'x', 'z', 'y', 'x', 'z', 'y']);
     moved.forEach((m, i) => expect(predicted.get(m.jobId)).toBe(i + 1));
-    expect(await queue.getJobCountByTypes('waiting')).toBe(9);
+    expect(await q.queue.getJobCountByTypes('waiting')).toBe(9);
     expect(await fair.backlog()).toBe(0);
   });
 
@@ -105,14 +88,14 @@ describe('fair share order', () => {
     const names = await add([data('acme', 'x'), data('acme', 'x'), data('beta', 'y')]);
     const [first, second, third] = [...names.keys()];
     expect(await fair.position(third!)).toBe(2);
-    await (await queue.getJob(first!))!.remove();
+    await (await q.queue.getJob(first!))!.remove();
     expect(await fair.forget(first!)).toBe(true);
     expect(await fair.position(second!)).toBe(1);
     expect(await fair.position(third!)).toBe(2);
-    await (await queue.getJob(second!))!.remove(); // not forgotten: the dispatcher meets it and passes over
+    await (await q.queue.getJob(second!))!.remove(); // not forgotten: the dispatcher meets it and passes over
     slots = 10;
     expect((await fair.dispatch()).map((m) => m.jobId)).toEqual([second, third]);
-    expect((await queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([third]);
+    expect((await q.queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([third]);
   });
 });
 
@@ -120,7 +103,7 @@ describe('recovery', () => {
   test('a held job that never got in line (the app stopped between the two steps) is lined up once', async () => {
     const names = await add([data('acme', 'x')]);
     // What fair.enqueue() does before HOLD: the job is added held, and the app dies before it joins its line.
-    const { job } = await enqueueJob(queue, data('beta', 'y'), { delayMs: HOLD_MS });
+    const { job } = await enqueueJob(q.queue, data('beta', 'y'), { delayMs: HOLD_MS });
     expect(await fair.position(job.id!)).toBeUndefined();
     expect(await fair.lineUpStranded()).toBe(1);
     expect(await fair.lineUpStranded()).toBe(0); // in line already: not twice
@@ -134,8 +117,8 @@ describe('recovery', () => {
 
 describe('hand-off by the runner', () => {
   test('an active job marked ending frees its slot once, for the slots the app last counted', async () => {
-    const runnerSide = new FairShare(queue, redis, {});
-    const worker = new Worker(QUEUE_NAME, null, { connection: conn, prefix: `${ns}-bull`, autorun: false });
+    const runnerSide = new FairShare(q.queue, q.redis, {});
+    const worker = new Worker(QUEUE_NAME, null, { connection: q.conn, prefix: q.bullPrefix, autorun: false });
     try {
       const [a, b, c] = [...(await add([data('acme', 'x'), data('beta', 'y'), data('gamma', 'z')])).keys()];
       slots = 1;
@@ -143,10 +126,10 @@ describe('hand-off by the runner', () => {
       expect((await worker.getNextJob('tok', { block: false }))?.id).toBe(a);
       expect(await runnerSide.dispatch()).toEqual([]); // a holds the only slot
       await runnerSide.handOff(a!);
-      expect((await queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([b]);
+      expect((await q.queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([b]);
       await runnerSide.handOff(a!); // the same job again: no second slot
       expect(await fair.dispatch()).toEqual([]);
-      expect((await queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([b]);
+      expect((await q.queue.getJobs(['waiting'])).map((j) => j.id)).toEqual([b]);
       expect(await fair.position(c!)).toBe(2);
     } finally {
       await worker.close();
@@ -157,15 +140,15 @@ describe('hand-off by the runner', () => {
 describe('dispatcher concurrency', () => {
   test('two dispatchers at once never exceed the slots, lose or duplicate a job', async () => {
     const other = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const fair2 = new FairShare(queue, other, { slots: () => slots });
-    const worker = new Worker(QUEUE_NAME, null, { connection: conn, prefix: `${ns}-bull`, autorun: false });
+    const fair2 = new FairShare(q.queue, other, { slots: () => slots });
+    const worker = new Worker(QUEUE_NAME, null, { connection: q.conn, prefix: q.bullPrefix, autorun: false });
     try {
       const ids = [...(await add(Array.from({ length: 30 }, (_, i) => data(`o${i % 3}`, `r${i % 5}`)))).keys()];
       slots = 3;
       const done: string[] = [];
       while (done.length < ids.length) {
         await Promise.all([fair.dispatch(), fair2.dispatch(), fair.dispatch(), fair2.dispatch()]);
-        const counts = await queue.getJobCounts('waiting', 'active');
+        const counts = await q.queue.getJobCounts('waiting', 'active');
         expect(counts.waiting! + counts.active!).toBeLessThanOrEqual(3);
         const job = await worker.getNextJob('tok', { block: false });
         expect(job).toBeDefined();

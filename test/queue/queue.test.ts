@@ -1,122 +1,77 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
+import { describe, expect, test } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
-import {
-  createQueue,
-  enqueueJob,
-  queuePosition,
-  isUnfinishedState,
-  type FrognanoQueue,
-} from '../../src/queue/queue.js';
+import { createQueue, enqueueJob, queuePosition, isUnfinishedState } from '../../src/queue/queue.js';
 import { QUEUE_NAME, jobIdFor, type JobData } from '../../src/queue/schema.js';
+import { sampleJob as data } from '../support/tenantJobs.js';
+import { useQueueRedis, REDIS_URL } from '../support/queueRedis.js';
 import { currentAttempt, labelAttempt, nextAttempt } from '../../src/queue/attempts.js';
 import { claimOnce, LockBusyError, withRedisLock } from '../../src/queue/lock.js';
 import { queuePrefixFromEnv } from '../../src/queue/connection.js';
 import { runnerConfigFromEnv } from '../../src/runner/config.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ns = `fn-test-queue-${randomUUID().slice(0, 8)}`;
-let conn: Redis;
-let redis: Redis;
-let queue: FrognanoQueue;
-
-function data(over: Partial<JobData> = {}): JobData {
-  return {
-    installationId: 1,
-    owner: 'Octo-Org',
-    repo: 'Hello.World',
-    issueNumber: 7,
-    title: 'Fix the thing',
-    body: 'It is broken.',
-    defaultBranch: 'main',
-    triggeredBy: { login: 'octocat', id: 1 },
-    attempt: 1,
-    trigger: 'label',
-    deliveryId: randomUUID(),
-    enqueuedAt: new Date().toISOString(),
-    ...over,
-  };
-}
-
-beforeAll(() => {
-  conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  redis = new Redis(REDIS_URL, { keyPrefix: `${ns}:` });
-  queue = createQueue(conn, { prefix: `${ns}-bull` });
-});
-afterAll(async () => {
-  await queue.obliterate({ force: true });
-  await queue.close();
-  const keys = await conn.keys(`${ns}*`);
-  if (keys.length) await conn.del(...keys);
-  await Promise.all([conn.quit(), redis.quit()]);
-});
-beforeEach(async () => {
-  await queue.obliterate({ force: true });
-  const keys = await conn.keys(`${ns}:*`);
-  if (keys.length) await conn.del(...keys);
-});
+const q = useQueueRedis('queue', { emptyEach: true });
 
 describe('enqueueJob', () => {
   test('adds the job under its deterministic id with the validated data', async () => {
     const d = data();
-    const { created, job } = await enqueueJob(queue, d);
+    const { created, job } = await enqueueJob(q.queue, d);
     expect(created).toBe(true);
     expect(job.id).toBe('octo-org/hello.world#7@1');
-    const stored = await queue.getJob('octo-org/hello.world#7@1');
+    const stored = await q.queue.getJob('octo-org/hello.world#7@1');
     expect(stored!.data).toEqual(d);
     expect(stored!.opts.attempts).toBe(1); // never retried automatically
   });
 
   test('a second enqueue of the same attempt (redelivery) keeps the first job', async () => {
     const first = data({ deliveryId: 'first' });
-    await enqueueJob(queue, first);
-    const again = await enqueueJob(queue, data({ deliveryId: 'second' }));
+    await enqueueJob(q.queue, first);
+    const again = await enqueueJob(q.queue, data({ deliveryId: 'second' }));
     expect(again.created).toBe(false);
     expect(again.job.data.deliveryId).toBe('first');
-    expect(await queue.count()).toBe(1);
+    expect(await q.queue.count()).toBe(1);
   });
 
   test('concurrent enqueues of one attempt create exactly one job', async () => {
     const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => enqueueJob(queue, data({ deliveryId: `d${i}` }))),
+      Array.from({ length: 8 }, (_, i) => enqueueJob(q.queue, data({ deliveryId: `d${i}` }))),
     );
     expect(results.filter((r) => r.created)).toHaveLength(1);
-    expect(await queue.count()).toBe(1);
+    expect(await q.queue.count()).toBe(1);
   });
 
   test('a finished job with the same id still blocks re-adding it', async () => {
-    await enqueueJob(queue, data());
+    await enqueueJob(q.queue, data());
     const wconn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const worker = new Worker(QUEUE_NAME, null, { connection: wconn, prefix: `${ns}-bull`, autorun: false });
+    const worker = new Worker(QUEUE_NAME, null, { connection: wconn, prefix: q.bullPrefix, autorun: false });
     const job = await worker.getNextJob('tok');
     await job!.moveToCompleted({ outcome: 'no_patch', exitReason: 'done', turns: 1, elapsedSeconds: 1 }, 'tok', false);
     await worker.close();
     await wconn.quit();
-    const again = await enqueueJob(queue, data());
+    const again = await enqueueJob(q.queue, data());
     expect(again.created).toBe(false);
     expect(await again.job.getState()).toBe('completed');
     expect(isUnfinishedState(await again.job.getState())).toBe(false);
     // The next attempt is a new id.
-    expect((await enqueueJob(queue, data({ attempt: 2 }))).created).toBe(true);
+    expect((await enqueueJob(q.queue, data({ attempt: 2 }))).created).toBe(true);
   });
 
   test('invalid payloads are rejected before reaching Redis', async () => {
-    await expect(enqueueJob(queue, data({ owner: 'bad owner!' }))).rejects.toThrow(/owner/);
-    await expect(enqueueJob(queue, data({ attempt: 0 }))).rejects.toThrow();
-    await expect(enqueueJob(queue, { ...data(), installationId: undefined } as unknown as JobData)).rejects.toThrow();
-    expect(await queue.count()).toBe(0);
+    await expect(enqueueJob(q.queue, data({ owner: 'bad owner!' }))).rejects.toThrow(/owner/);
+    await expect(enqueueJob(q.queue, data({ attempt: 0 }))).rejects.toThrow();
+    await expect(enqueueJob(q.queue, { ...data(), installationId: undefined } as unknown as JobData)).rejects.toThrow();
+    expect(await q.queue.count()).toBe(0);
   });
 
   test('queuePosition counts from the job a runner takes next', async () => {
-    for (const n of [1, 2, 3]) await enqueueJob(queue, data({ issueNumber: n }));
+    for (const n of [1, 2, 3]) await enqueueJob(q.queue, data({ issueNumber: n }));
     expect(
-      await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 1, attempt: 1 })),
+      await queuePosition(q.queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 1, attempt: 1 })),
     ).toBe(1);
     expect(
-      await queuePosition(queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 3, attempt: 1 })),
+      await queuePosition(q.queue, jobIdFor({ owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 3, attempt: 1 })),
     ).toBe(3);
-    expect(await queuePosition(queue, 'missing')).toBeUndefined();
+    expect(await queuePosition(q.queue, 'missing')).toBeUndefined();
   });
 });
 
@@ -124,37 +79,41 @@ describe('attempt numbers', () => {
   const key = { owner: 'Octo-Org', repo: 'Hello.World', issueNumber: 7 };
 
   test('a label starts attempt 1 once; retries count up; a later label refers to the latest', async () => {
-    expect(await currentAttempt(redis, key)).toBeNull();
-    expect(await labelAttempt(redis, key)).toEqual({ attempt: 1, fresh: true });
-    expect(await labelAttempt(redis, key)).toEqual({ attempt: 1, fresh: false });
-    expect(await nextAttempt(redis, key)).toBe(2);
-    expect(await labelAttempt(redis, key)).toEqual({ attempt: 2, fresh: false });
+    expect(await currentAttempt(q.redis, key)).toBeNull();
+    expect(await labelAttempt(q.redis, key)).toEqual({ attempt: 1, fresh: true });
+    expect(await labelAttempt(q.redis, key)).toEqual({ attempt: 1, fresh: false });
+    expect(await nextAttempt(q.redis, key)).toBe(2);
+    expect(await labelAttempt(q.redis, key)).toEqual({ attempt: 2, fresh: false });
     // Owner/repo case does not split the counter.
-    expect(await currentAttempt(redis, { ...key, owner: 'octo-org', repo: 'hello.world' })).toBe(2);
+    expect(await currentAttempt(q.redis, { ...key, owner: 'octo-org', repo: 'hello.world' })).toBe(2);
   });
 
   test('concurrent labels: exactly one sees a fresh attempt', async () => {
     const k = { ...key, issueNumber: 50 };
-    const r = await Promise.all([labelAttempt(redis, k), labelAttempt(redis, k), labelAttempt(redis, k)]);
+    const r = await Promise.all([labelAttempt(q.redis, k), labelAttempt(q.redis, k), labelAttempt(q.redis, k)]);
     expect(r.filter((x) => x.fresh)).toHaveLength(1);
     expect(r.every((x) => x.attempt === 1)).toBe(true);
   });
 
   test('retry without a prior label starts at 1', async () => {
-    expect(await nextAttempt(redis, { ...key, issueNumber: 99 })).toBe(1);
+    expect(await nextAttempt(q.redis, { ...key, issueNumber: 99 })).toBe(1);
   });
 });
 
 describe('locks and claims', () => {
   test('claimOnce is true exactly once', async () => {
-    const r = await Promise.all([claimOnce(redis, 'c1', 60), claimOnce(redis, 'c1', 60), claimOnce(redis, 'c1', 60)]);
+    const r = await Promise.all([
+      claimOnce(q.redis, 'c1', 60),
+      claimOnce(q.redis, 'c1', 60),
+      claimOnce(q.redis, 'c1', 60),
+    ]);
     expect(r.filter(Boolean)).toHaveLength(1);
   });
 
   test('withRedisLock serialises critical sections', async () => {
     const events: string[] = [];
     const section = (name: string) =>
-      withRedisLock(redis, 'lock1', async () => {
+      withRedisLock(q.redis, 'lock1', async () => {
         events.push(`${name}:in`);
         await new Promise((r) => setTimeout(r, 60));
         events.push(`${name}:out`);
@@ -162,13 +121,13 @@ describe('locks and claims', () => {
     await Promise.all([section('a'), section('b')]);
     expect(events[0]!.endsWith(':in')).toBe(true);
     expect(events[1]).toBe(events[0]!.replace(':in', ':out'));
-    expect(await redis.exists('lock1')).toBe(0); // released
+    expect(await q.redis.exists('lock1')).toBe(0); // released
   });
 
   test('withRedisLock: a holder slower than the lock life keeps it; a waiter never runs without it', async () => {
     const events: string[] = [];
     const slow = withRedisLock(
-      redis,
+      q.redis,
       'lock2',
       async () => {
         events.push('slow:in');
@@ -178,12 +137,12 @@ describe('locks and claims', () => {
       200,
     );
     await new Promise((r) => setTimeout(r, 50));
-    const patient = withRedisLock(redis, 'lock2', async () => void events.push('patient:in'), 200, 2_000);
-    const impatient = withRedisLock(redis, 'lock2', async () => void events.push('impatient:in'), 200, 300);
+    const patient = withRedisLock(q.redis, 'lock2', async () => void events.push('patient:in'), 200, 2_000);
+    const impatient = withRedisLock(q.redis, 'lock2', async () => void events.push('impatient:in'), 200, 300);
     await expect(impatient).rejects.toBeInstanceOf(LockBusyError);
     await Promise.all([slow, patient]);
     expect(events).toEqual(['slow:in', 'slow:out', 'patient:in']);
-    expect(await redis.exists('lock2')).toBe(0);
+    expect(await q.redis.exists('lock2')).toBe(0);
   });
 });
 
@@ -196,14 +155,14 @@ describe('queue prefix (FROGNANO_QUEUE_PREFIX)', () => {
 
   test('the runner reads the prefix the app reads, and takes the jobs the app queued under it', async () => {
     const env = {
-      FROGNANO_QUEUE_PREFIX: ` ${ns}-shared `,
+      FROGNANO_QUEUE_PREFIX: ` ${q.ns}-shared `,
       APP_ID: '1',
       PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----',
     };
     const appPrefix = queuePrefixFromEnv(env);
     const runnerPrefix = runnerConfigFromEnv(env).queuePrefix;
     expect(runnerPrefix).toBe(appPrefix);
-    const appQueue = createQueue(conn, { prefix: appPrefix });
+    const appQueue = createQueue(q.conn, { prefix: appPrefix });
     const wconn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     const worker = new Worker(QUEUE_NAME, null, { connection: wconn, prefix: runnerPrefix, autorun: false });
     try {

@@ -12,17 +12,12 @@ import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createRedisConnection } from '../../src/queue/connection.js';
 import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/queue.js';
-import { QUEUE_NAME, type JobData } from '../../src/queue/schema.js';
+import { QUEUE_NAME } from '../../src/queue/schema.js';
 import type { RedisTarget } from '../../src/queue/redisConfig.js';
+import { issueJob } from '../support/tenantJobs.js';
 import { nockGitHubForLabels, startOutageApp, type OutageApp } from '../app/outageApp.js';
-import {
-  haveRedisTools,
-  kill9,
-  startSentinelGroup,
-  stopAll,
-  waitFor,
-  type SentinelGroup,
-} from '../support/redisServers.js';
+import { haveRedisTools, kill9, startSentinelGroup, stopAll, waitFor } from '../support/redisServers.js';
+import type { SentinelGroup } from '../support/redisServers.js';
 
 const run = haveRedisTools() ? describe : describe.skip;
 const NAME = 'fnmaster';
@@ -35,21 +30,7 @@ let effects: string;
 const opened: { close(): Promise<unknown> }[] = [];
 const clients: Redis[] = [];
 
-function data(issueNumber: number): JobData {
-  return {
-    installationId: 1,
-    owner: 'octo',
-    repo: 'ha',
-    issueNumber,
-    title: 't',
-    body: '',
-    defaultBranch: 'main',
-    triggeredBy: { login: 'u' },
-    attempt: 1,
-    trigger: 'label',
-    enqueuedAt: new Date().toISOString(),
-  };
-}
+const data = (issueNumber: number) => issueJob('octo', 'ha', issueNumber);
 
 function connect(target: RedisTarget, purpose: 'worker' | 'enqueue'): Redis {
   const c = createRedisConnection(target, { purpose });

@@ -1,16 +1,11 @@
 import { promises as fs } from 'node:fs';
 import nock from 'nock';
-import type { Redis } from 'ioredis';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import type { CiFix } from '../../src/queue/ciFix.js';
-import { jobIdFor, type JobData } from '../../src/queue/schema.js';
-import { processJob } from '../../src/runner/processJob.js';
-import type { RunnerContext } from '../../src/runner/types.js';
-import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
-import { useRedisAndNock } from './redisAndNock.js';
-import { API, recordGitHub } from './githubRecorder.js';
-import { recordPullRequest } from './pullRequestRecorder.js';
+import type { JobData } from '../../src/queue/schema.js';
+import { jobData } from './fixtures.js';
+import { useRunnerRounds } from './rounds.js';
+import { API } from './githubRecorder.js';
 
 const REPO = 'greeter';
 const BRANCH = 'frognano/issue-7';
@@ -21,31 +16,20 @@ const FIX: ReplayTurn[] = [
 
 /** The runner's side of a CI-fix round when GitHub's answers are bad: no log, no Actions access, many failing jobs. */
 describe('CI-fix round on the bot pull request (runner, bad input)', () => {
-  let redis: Redis;
-  let remote: BareRemote;
-  let owner: string;
-  let ctx: RunnerContext & { cleanup(): Promise<void> };
-  let logs: ReturnType<typeof captureLogs>;
-  let gh: ReturnType<typeof recordGitHub>;
-
-  useRedisAndNock((r) => (redis = r));
-  afterEach(async () => {
-    nock.cleanAll();
-    await remote?.cleanup();
-    await ctx?.cleanup();
-  });
+  const rounds = useRunnerRounds(REPO);
 
   async function setup(ids: number[], logStatus: number, turns: ReplayTurn[] = FIX) {
-    owner = uniqueOwner('ci');
-    remote = await makeBareRemote(
-      owner,
-      REPO,
-      { 'hello.txt': 'hi\n' },
-      { extraBranches: { [BRANCH]: { 'hello.txt': 'hello\n' } } },
-    );
-    logs = captureLogs();
-    ctx = await runnerContext({ redis, remote, backend: ReplayBackend.fromTurns(turns), logger: logs.logger });
-    recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
+    await rounds.setup({
+      owner: 'ci',
+      files: { 'hello.txt': 'hi\n' },
+      branches: { [BRANCH]: { 'hello.txt': 'hello\n' } },
+      backend: ReplayBackend.fromTurns(turns),
+      pullRequest: { head: BRANCH },
+      routes: (owner) => failingJobs(owner, ids, logStatus),
+    });
+  }
+
+  function failingJobs(owner: string, ids: number[], logStatus: number) {
     const r = `/repos/${owner}/${REPO}`;
     const scope = nock(API).persist();
     for (const id of ids) {
@@ -73,10 +57,9 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
         .get(`${r}/actions/jobs/${id}/logs`)
         .reply(logStatus, { message: logStatus === 403 ? 'Resource not accessible by integration' : 'Not Found' });
     }
-    gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
   }
 
-  const head = () => gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
+  const head = () => rounds.head(BRANCH);
   const run = (ids: number[], round = 1) => {
     const ciFix: CiFix = {
       headSha: head(),
@@ -95,17 +78,13 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
       omittedComments: 0,
       source: 'ci' as const,
     };
-    const data: JobData = jobData(owner, REPO, {
+    const data: JobData = jobData(rounds.owner, REPO, {
       trigger: 'ci',
       triggeredBy: { login: 'frognano[bot]', id: 0 },
       followUp,
       ciFix,
     });
-    return processJob(
-      { id: jobIdFor(data), data, updateProgress: async () => undefined },
-      ctx,
-      new AbortController().signal,
-    );
+    return rounds.process(data);
   };
   const ciSection = async (trajectoryPath: string) => {
     const t = JSON.parse(await fs.readFile(trajectoryPath, 'utf8'));
@@ -121,7 +100,7 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
     expect(ci).toContain('hello.txt:1: failure: expected "hello, world" (11)');
     expect(ci).toContain('Failed steps: Run tests');
     expect(ci).toContain('(No log: the job log is no longer available (404).)');
-    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7' });
+    expect(rounds.gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7' });
   });
 
   it('the Actions API refusing (403): one clear line in the runner log and on the PR, the round still runs, once', async () => {
@@ -138,14 +117,14 @@ describe('CI-fix round on the bot pull request (runner, bad input)', () => {
     const ci = await ciSection(first.trajectoryPath!);
     expect(ci).toContain('hello.txt:1: failure: expected "hello, world" (12)');
     expect(ci).toContain('The job logs could not be read (GitHub refused to give the job log (403)');
-    const refusedLines = logs.lines.filter((l) => l.includes('GitHub refused the Actions API'));
+    const refusedLines = rounds.logs.lines.filter((l) => l.includes('GitHub refused the Actions API'));
     expect(refusedLines).toHaveLength(1);
     const notes = () =>
-      gh.find('POST', '/issues/5/comments').filter((c) => String(c.body.body).includes('actions: read'));
+      rounds.gh.find('POST', '/issues/5/comments').filter((c) => String(c.body.body).includes('actions: read'));
     expect(notes()).toHaveLength(1);
     // A later round is refused the same way: it runs, and the PR is not told again.
     expect(await run([12], 2)).toMatchObject({ outcome: 'pull_request' });
-    expect(logs.lines.filter((l) => l.includes('GitHub refused the Actions API'))).toHaveLength(2);
+    expect(rounds.logs.lines.filter((l) => l.includes('GitHub refused the Actions API'))).toHaveLength(2);
     expect(notes()).toHaveLength(1);
   });
 

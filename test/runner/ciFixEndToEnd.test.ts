@@ -4,14 +4,11 @@ import type { AddressInfo } from 'node:net';
 import nock from 'nock';
 import { example, labeledPayload } from '../app/helpers.js';
 import { gitIn } from '../github/gitRepo.js';
-import { API, createWorld, type World } from '../support/world.js';
+import { API, createWorld, type World, SPELLING_FIX, editTurn, OWNER, README, REPO } from '../support/world.js';
 
-const OWNER = 'Codertocat';
-const REPO = 'Hello-World';
 const R = `/repos/${OWNER}/${REPO}`;
 const PR = 12;
 const BRANCH = 'frognano/issue-1';
-const README = '# Hello World\n\nRemember to comitt often.\n';
 const JOB = 4242;
 
 /** A GitHub Actions job log: 1,000 lines with timestamps and colours, an early error, the failing end. */
@@ -60,24 +57,9 @@ describe('CI-fix loop: draft PR -> failing CI -> CI-fix round -> new commit -> a
       checks: true,
       approvalGate: true,
       turns: [
-        // The first attempt: the issue.
-        {
-          content: '',
-          tool_calls: [
-            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
-          ],
-        },
-        { content: 'Fixed the spelling of "commit".', tool_calls: [] },
+        ...SPELLING_FIX, // the first attempt: the issue
         // The CI-fix round: what the lint check asked for.
-        {
-          content: '',
-          tool_calls: [
-            {
-              name: 'Edit',
-              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello World!' },
-            },
-          ],
-        },
+        editTurn('README.md', '# Hello World', '# Hello World!'),
         { content: 'The heading now ends with "!", as markdown-lint requires.', tool_calls: [] },
       ],
     }));

@@ -1,15 +1,9 @@
-import nock from 'nock';
-import type { Redis } from 'ioredis';
 import { ReplayBackend } from '../../src/inference/replay.js';
-import { jobIdFor, type JobData } from '../../src/queue/schema.js';
-import { processJob } from '../../src/runner/processJob.js';
-import type { RunnerContext } from '../../src/runner/types.js';
 import { HOSTILE_FINAL_MESSAGE, liveClosingReferences } from '../github/closingReferences.js';
-import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
-import { useRedisAndNock } from './redisAndNock.js';
-import { recordGitHub, type RecordedCall } from './githubRecorder.js';
-import { recordPullRequest } from './pullRequestRecorder.js';
+import { gitIn } from '../github/gitRepo.js';
+import { jobData } from './fixtures.js';
+import { followUpOn, useRunnerRounds } from './rounds.js';
+import type { RecordedCall } from './githubRecorder.js';
 
 /**
  * Issue #22: the model ends with a message naming issues after closing keywords in every form GitHub knows. What
@@ -39,31 +33,12 @@ function expectNothingCloses(commitMessage: string, calls: RecordedCall[]): void
 }
 
 describe('a hostile final message closes no issue (runner)', () => {
-  let redis: Redis;
-  let remote: BareRemote;
-  let owner: string;
-  let ctx: RunnerContext & { cleanup(): Promise<void> };
-
-  useRedisAndNock((r) => (redis = r));
-  afterEach(async () => {
-    nock.cleanAll();
-    await remote?.cleanup();
-    await ctx?.cleanup();
-    await redis.del(
-      `frognano:status:${owner.toLowerCase()}/${REPO}#7`,
-      `frognano:status:${owner.toLowerCase()}/${REPO}#5`,
-    );
-  });
-
-  const handle = (data: JobData) => ({ id: jobIdFor(data), data, updateProgress: async () => undefined });
+  const rounds = useRunnerRounds(REPO);
 
   it('first attempt: the commit message, pull request, status comment and check run', async () => {
-    owner = uniqueOwner('ck');
-    remote = await makeBareRemote(owner, REPO, FILES);
-    ctx = await runnerContext({ redis, remote, backend: replay('hello\n'), logger: captureLogs().logger });
-    const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
-    const data = jobData(owner, REPO, { title: HOSTILE_TITLE });
-    const result = await processJob(handle(data), ctx, new AbortController().signal);
+    await rounds.setup({ owner: 'ck', files: FILES, backend: replay('hello\n') });
+    const { owner, remote, gh } = rounds;
+    const result = await rounds.process(jobData(owner, REPO, { title: HOSTILE_TITLE }));
 
     expect(result).toMatchObject({ outcome: 'pull_request', branch: BRANCH });
     const message = gitIn(remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);
@@ -72,26 +47,18 @@ describe('a hostile final message closes no issue (runner)', () => {
   });
 
   it('follow-up round: the commit message and the run history', async () => {
-    owner = uniqueOwner('ck');
-    remote = await makeBareRemote(owner, REPO, FILES, { extraBranches: { [BRANCH]: { 'hello.txt': 'hello\n' } } });
-    ctx = await runnerContext({ redis, remote, backend: replay('Hello, world\n'), logger: captureLogs().logger });
-    const pr = recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
-    const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
-    const followUp = {
-      pullNumber: 5,
-      headBranch: BRANCH,
-      headSha: gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim(),
-      baseBranch: 'main',
-      round: 1,
-      feedback: 'Say hello to the world.',
-      inlineComments: [],
-      omittedComments: 0,
-      source: 'review' as const,
-      reviewId: 80,
-    };
+    await rounds.setup({
+      owner: 'ck',
+      files: FILES,
+      branches: { [BRANCH]: { 'hello.txt': 'hello\n' } },
+      backend: replay('Hello, world\n'),
+      pullRequest: { head: BRANCH },
+    });
+    const { owner, remote, gh, pr } = rounds;
+    const followUp = followUpOn(remote, BRANCH, { source: 'review', reviewId: 80 });
     const triggeredBy = { login: 'reviewer', id: 583231 };
     const data = jobData(owner, REPO, { title: HOSTILE_TITLE, trigger: 'review', triggeredBy, followUp });
-    const result = await processJob(handle(data), ctx, new AbortController().signal);
+    const result = await rounds.process(data);
 
     expect(result).toMatchObject({ outcome: 'pull_request', pullRequestNumber: 5, branch: BRANCH });
     const message = gitIn(remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);

@@ -13,14 +13,8 @@ import { createQueue, enqueueJob, type FrognanoQueue } from '../../src/queue/que
 import type { RedisTarget } from '../../src/queue/redisConfig.js';
 import { createRunnerWorker, type RunnerWorker } from '../../runner/worker.js';
 import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import {
-  haveRedisTools,
-  kill9,
-  startSentinelGroup,
-  stopAll,
-  waitFor,
-  type SentinelGroup,
-} from '../support/redisServers.js';
+import { haveRedisTools, kill9, startSentinelGroup, stopAll, waitFor } from '../support/redisServers.js';
+import type { SentinelGroup } from '../support/redisServers.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { recordGitHub } from './githubRecorder.js';
 

@@ -1,6 +1,4 @@
 import { promises as fs } from 'node:fs';
-import nock from 'nock';
-import type { Redis } from 'ioredis';
 import type {
   ChatMessage,
   GenerateOptions,
@@ -11,12 +9,9 @@ import type {
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { jobIdFor, type FollowUp, type JobData } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
-import type { RunnerContext } from '../../src/runner/types.js';
-import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
-import { useRedisAndNock } from './redisAndNock.js';
-import { recordGitHub } from './githubRecorder.js';
-import { recordPullRequest } from './pullRequestRecorder.js';
+import { gitIn, type BareRemote } from '../github/gitRepo.js';
+import { jobData } from './fixtures.js';
+import { useRunnerRounds } from './rounds.js';
 
 const REPO = 'greeter';
 const BRANCH = 'frognano/issue-7';
@@ -46,47 +41,26 @@ const ADDRESS_REVIEW: ReplayTurn[] = [
 ];
 
 describe('follow-up round on the bot pull request (runner)', () => {
-  let redis: Redis;
-  let remote: BareRemote;
-  let owner: string;
-  let ctx: RunnerContext & { cleanup(): Promise<void> };
-  let logs: ReturnType<typeof captureLogs>;
-  let gh: ReturnType<typeof recordGitHub>;
-  let pr: ReturnType<typeof recordPullRequest>;
-
-  useRedisAndNock((r) => (redis = r));
-  afterEach(async () => {
-    nock.cleanAll();
-    await remote?.cleanup();
-    await ctx?.cleanup();
-    await redis.del(`frognano:status:${owner.toLowerCase()}/${REPO}#5`);
-  });
+  const rounds = useRunnerRounds(REPO);
 
   async function setup(
     backend: ModelBackend,
     o: { config?: string; state?: string; issueComments?: unknown[]; permissions?: Record<string, string> } = {},
   ) {
-    owner = uniqueOwner('fu');
-    const files = o.config ? { ...FILES, '.github/frognano.yml': o.config } : FILES;
-    remote = await makeBareRemote(owner, REPO, files, { extraBranches: { [BRANCH]: DRAFT } });
-    logs = captureLogs();
-    ctx = await runnerContext({ redis, remote, backend, logger: logs.logger });
-    pr = recordPullRequest(remote, owner, REPO, {
-      number: 5,
-      head: BRANCH,
-      base: 'main',
-      state: o.state,
-      issueComments: o.issueComments,
-      permissions: o.permissions,
+    await rounds.setup({
+      owner: 'fu',
+      files: o.config ? { ...FILES, '.github/frognano.yml': o.config } : FILES,
+      branches: { [BRANCH]: DRAFT },
+      backend,
+      pullRequest: { head: BRANCH, state: o.state, issueComments: o.issueComments, permissions: o.permissions },
     });
-    gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
   }
 
   function followUp(over: Partial<FollowUp> = {}): FollowUp {
     return {
       pullNumber: 5,
       headBranch: BRANCH,
-      headSha: gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim(),
+      headSha: gitIn(rounds.remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim(),
       baseBranch: 'main',
       round: 1,
       feedback: 'Close, but see the two comments.\n\n/frognano',
@@ -116,15 +90,15 @@ describe('follow-up round on the bot pull request (runner)', () => {
   }
   const handle = (data: JobData) => ({ id: jobIdFor(data), data, updateProgress: async () => undefined });
   const run = (over: Partial<FollowUp> = {}, data: Partial<JobData> = {}) => {
-    const d = jobData(owner, REPO, {
+    const d = jobData(rounds.owner, REPO, {
       trigger: 'review',
       triggeredBy: { login: 'reviewer', id: 583231 },
       ...data,
       followUp: followUp(over),
     });
-    return processJob(handle(d), ctx, new AbortController().signal);
+    return processJob(handle(d), rounds.ctx, new AbortController().signal);
   };
-  const head = () => gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
+  const head = () => gitIn(rounds.remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
 
   it('commits on top of the PR head, co-authored by the reviewer, and re-arms the approval check on the new head', async () => {
     await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW));
@@ -138,10 +112,10 @@ describe('follow-up round on the bot pull request (runner)', () => {
       exitReason: 'agent',
     });
     const after = head();
-    expect(gitIn(remote.bare, 'log', '-1', '--format=%P', after).trim()).toBe(before); // a new commit on top, no force
-    expect(gitIn(remote.bare, 'show', `${after}:hello.txt`)).toBe('Hello, world\n');
-    expect(gitIn(remote.bare, 'show', `${after}:test.sh`)).toContain("grep -q 'Hello, world'");
-    const message = gitIn(remote.bare, 'log', '-1', '--format=%B', after);
+    expect(gitIn(rounds.remote.bare, 'log', '-1', '--format=%P', after).trim()).toBe(before); // a new commit on top, no force
+    expect(gitIn(rounds.remote.bare, 'show', `${after}:hello.txt`)).toBe('Hello, world\n');
+    expect(gitIn(rounds.remote.bare, 'show', `${after}:test.sh`)).toContain("grep -q 'Hello, world'");
+    const message = gitIn(rounds.remote.bare, 'log', '-1', '--format=%B', after);
     expect(message).toMatch(/^frognano: address review on #5 \(round 1\)/);
     expect(message).toContain('Co-authored-by: reviewer <583231+reviewer@users.noreply.github.com>');
 
@@ -164,57 +138,57 @@ describe('follow-up round on the bot pull request (runner)', () => {
     );
 
     // The approval check is back to "waiting" on the new head; labels and reviewer follow.
-    expect(gh.find('POST', '/check-runs')).toHaveLength(1);
-    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({
+    expect(rounds.gh.find('POST', '/check-runs')).toHaveLength(1);
+    expect(rounds.gh.find('POST', '/check-runs')[0]!.body).toMatchObject({
       head_sha: after,
       conclusion: 'action_required',
       external_id: 'issue-7;not-by=reviewer',
     });
-    expect(gh.find('POST', '/issues/5/labels')[0]!.body).toEqual({ labels: ['frognano:needs-review'] });
-    expect(pr.find('DELETE', '/issues/5/labels/frognano:approved')).toHaveLength(1);
-    expect(gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['reviewer'] });
-    expect(gh.find('POST', '/pulls')).toHaveLength(0); // no second PR
+    expect(rounds.gh.find('POST', '/issues/5/labels')[0]!.body).toEqual({ labels: ['frognano:needs-review'] });
+    expect(rounds.pr.find('DELETE', '/issues/5/labels/frognano:approved')).toHaveLength(1);
+    expect(rounds.gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['reviewer'] });
+    expect(rounds.gh.find('POST', '/pulls')).toHaveLength(0); // no second PR
 
     // Run history in the description: the original text kept, a row for the draft and one for this round.
-    expect(pr.body()).toContain('Original draft.');
-    expect(pr.body()).toContain('## Run history');
-    expect(pr.body()).toContain(
+    expect(rounds.pr.body()).toContain('Original draft.');
+    expect(rounds.pr.body()).toContain('## Run history');
+    expect(rounds.pr.body()).toContain(
       `| Follow-up 1 | review by reviewer | \`${after.slice(0, 7)}\` | 2 files changed (+2 −2) |`,
     );
 
     // One status comment, on the PR.
-    expect(gh.find('POST', '/issues/5/comments')).toHaveLength(1);
-    expect(gh.find('POST', '/issues/7/comments')).toHaveLength(0);
+    expect(rounds.gh.find('POST', '/issues/5/comments')).toHaveLength(1);
+    expect(rounds.gh.find('POST', '/issues/7/comments')).toHaveLength(0);
   });
 
   it('builds on a human commit pushed after the request, without overwriting it', async () => {
     await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW));
     const requested = head();
-    const human = await pushAsHuman(remote, { 'NOTES.md': 'by a human\n' });
+    const human = await pushAsHuman(rounds.remote, { 'NOTES.md': 'by a human\n' });
     const result = await run({ headSha: requested });
     expect(result.outcome).toBe('pull_request');
-    expect(gitIn(remote.bare, 'log', '-1', '--format=%P', head()).trim()).toBe(human);
-    expect(gitIn(remote.bare, 'show', `${head()}:NOTES.md`)).toBe('by a human\n');
+    expect(gitIn(rounds.remote.bare, 'log', '-1', '--format=%P', head()).trim()).toBe(human);
+    expect(gitIn(rounds.remote.bare, 'show', `${head()}:NOTES.md`)).toBe('by a human\n');
   });
 
   it('re-applies its change on the new head when a human pushes while the model works', async () => {
     let human = '';
     const replay = ReplayBackend.fromTurns(ADDRESS_REVIEW);
-    // A real push to the remote during the run, between the clone and the bot's push.
+    // A real push to the rounds.remote during the run, between the clone and the bot's push.
     const backend: ModelBackend = {
       info: () => replay.info(),
       generate: async (m: ChatMessage[], t: ToolSpec[], o?: GenerateOptions): Promise<GenerateResult> => {
-        if (!human) human = await pushAsHuman(remote, { 'NOTES.md': 'pushed mid-run\n' });
+        if (!human) human = await pushAsHuman(rounds.remote, { 'NOTES.md': 'pushed mid-run\n' });
         return replay.generate(m, t, o);
       },
     };
     await setup(backend);
     const result = await run();
     expect(result.outcome).toBe('pull_request');
-    expect(gitIn(remote.bare, 'log', '-1', '--format=%P', head()).trim()).toBe(human);
-    expect(gitIn(remote.bare, 'show', `${head()}:NOTES.md`)).toBe('pushed mid-run\n');
-    expect(gitIn(remote.bare, 'show', `${head()}:hello.txt`)).toBe('Hello, world\n');
-    expect(logs.lines.join('')).toContain('re-applying on its new head');
+    expect(gitIn(rounds.remote.bare, 'log', '-1', '--format=%P', head()).trim()).toBe(human);
+    expect(gitIn(rounds.remote.bare, 'show', `${head()}:NOTES.md`)).toBe('pushed mid-run\n');
+    expect(gitIn(rounds.remote.bare, 'show', `${head()}:hello.txt`)).toBe('Hello, world\n');
+    expect(rounds.logs.lines.join('')).toContain('re-applying on its new head');
   });
 
   it('labels the PR frognano:needs-human past the round cap and changes nothing', async () => {
@@ -224,10 +198,10 @@ describe('follow-up round on the bot pull request (runner)', () => {
     expect(result).toMatchObject({ outcome: 'no_patch' });
     expect(result.reason).toContain('2 follow-up rounds, the limit');
     expect(head()).toBe(before);
-    expect(gh.find('POST', '/labels')[0]!.body).toMatchObject({ name: 'frognano:needs-human' });
-    expect(gh.find('POST', '/issues/5/labels')[0]!.body).toEqual({ labels: ['frognano:needs-human'] });
-    expect(gh.statusBodies().at(-1)).toContain('frognano:needs-human');
-    expect(gh.find('POST', '/check-runs')).toHaveLength(0);
+    expect(rounds.gh.find('POST', '/labels')[0]!.body).toMatchObject({ name: 'frognano:needs-human' });
+    expect(rounds.gh.find('POST', '/issues/5/labels')[0]!.body).toEqual({ labels: ['frognano:needs-human'] });
+    expect(rounds.gh.statusBodies().at(-1)).toContain('frognano:needs-human');
+    expect(rounds.gh.find('POST', '/check-runs')).toHaveLength(0);
   });
 
   it('a round that changes nothing pushes nothing, re-arms nothing, and says so in the run history', async () => {
@@ -239,9 +213,9 @@ describe('follow-up round on the bot pull request (runner)', () => {
       reason: 'The model finished without changing any file; the pull request is unchanged.',
     });
     expect(head()).toBe(before);
-    expect(gh.find('POST', '/check-runs')).toHaveLength(0);
-    expect(pr.body()).toContain('| Follow-up 1 | review by reviewer | — | nothing pushed |');
-    expect(gh.statusBodies().at(-1)).toContain('round 1 changed nothing');
+    expect(rounds.gh.find('POST', '/check-runs')).toHaveLength(0);
+    expect(rounds.pr.body()).toContain('| Follow-up 1 | review by reviewer | — | nothing pushed |');
+    expect(rounds.gh.statusBodies().at(-1)).toContain('round 1 changed nothing');
   });
 
   it('after a round the description shows the whole pull request: its files against the base, the latest summary and tests', async () => {
@@ -258,14 +232,14 @@ describe('follow-up round on the bot pull request (runner)', () => {
       { content: 'Made the test match the whole line | exactly, see #12.', tool_calls: [] },
     ];
     await setup(ReplayBackend.fromTurns(onlyTheTest), { config: 'testCommands:\n  - sh test.sh\n' });
-    pr.setBody(
+    rounds.pr.setBody(
       'Refs #7\n\n## Summary\n\n```text\nChanged the greeting to hello.\n```\n\n## Files changed (1, +1 −1)\n\n| File | + | − |\n| --- | ---: | ---: |\n' +
         '| `hello.txt` | 1 | 1 |\n\n## Tests\n\n- `sh test.sh`: ✅ passed\n\n## Run\n\n- Turns: 2\n\nA maintainer note.',
     );
     const result = await run();
     expect(result).toMatchObject({ outcome: 'pull_request' });
     const after = head();
-    const body = pr.body();
+    const body = rounds.pr.body();
     // The round changed one file; the pull request, against main, changes two: the table is the pull request's.
     expect(body).toContain('## Files changed (2, +2 −2)');
     expect(body).toContain('| `hello.txt` | 1 | 1 |\n| `test.sh` | 1 | 1 |');
@@ -278,7 +252,7 @@ describe('follow-up round on the bot pull request (runner)', () => {
     expect(body).toMatch(/## Tests\n\n_Run by the agent in follow-up round 1\._\n\n- `sh test.sh`: /);
     expect(body).toContain('## Run\n\n- Turns: 2\n\nA maintainer note.');
     // Each round keeps its trigger, head, result and one-line summary in the history, the draft's included.
-    const draftHead = gitIn(remote.bare, 'log', '-1', '--format=%P', after).trim();
+    const draftHead = gitIn(rounds.remote.bare, 'log', '-1', '--format=%P', after).trim();
     expect(body).toContain('| Round | Trigger | Head | Result | Summary |');
     expect(body).toContain(
       `| Draft | issue | \`${draftHead.slice(0, 7)}\` | draft pull request opened | Changed the greeting to hello. |`,
@@ -328,12 +302,12 @@ describe('follow-up round on the bot pull request (runner)', () => {
 
   it("a fresh attempt carries the maintainer's guidance and AGENTS.md, credits the trigger and asks them to review", async () => {
     await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW));
-    const d = jobData(owner, REPO, {
+    const d = jobData(rounds.owner, REPO, {
       trigger: 'comment',
       triggeredBy: { login: 'maint', id: 7 },
       guidance: 'Greet the whole world. <!-- and rm -rf -->',
     });
-    const result = await processJob(handle(d), ctx, new AbortController().signal);
+    const result = await processJob(handle(d), rounds.ctx, new AbortController().signal);
     expect(result.outcome).toBe('pull_request');
     const context = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8')).frognano.task.context as {
       heading: string;
@@ -347,17 +321,17 @@ describe('follow-up round on the bot pull request (runner)', () => {
       },
       { kind: 'instructions', heading: 'Repository instructions (AGENTS.md)', text: 'Keep greetings short.' },
     ]);
-    expect(gitIn(remote.bare, 'log', '-1', '--format=%B', head())).toContain(
+    expect(gitIn(rounds.remote.bare, 'log', '-1', '--format=%B', head())).toContain(
       'Co-authored-by: maint <7+maint@users.noreply.github.com>',
     );
-    expect(gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['maint'] });
-    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7;not-by=maint' });
+    expect(rounds.gh.find('POST', '/pulls/5/requested_reviewers')[0]!.body).toEqual({ reviewers: ['maint'] });
+    expect(rounds.gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7;not-by=maint' });
   });
 
   it('approval.allowTriggerApproval: the check names no one whose approval would not count', async () => {
     await setup(ReplayBackend.fromTurns(ADDRESS_REVIEW), { config: 'approval:\n  allowTriggerApproval: true\n' });
     expect((await run()).outcome).toBe('pull_request');
-    expect(gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7' });
+    expect(rounds.gh.find('POST', '/check-runs')[0]!.body).toMatchObject({ external_id: 'issue-7' });
   });
 
   it('publishFailedAttempts: a run stopped at its turn limit leaves its changes on a branch without a PR', async () => {
@@ -366,18 +340,18 @@ describe('follow-up round on the bot pull request (runner)', () => {
       { content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'test.sh' } }] },
     ];
     await setup(ReplayBackend.fromTurns(turns), { config: 'publishFailedAttempts: true\nlimits:\n  maxTurns: 2\n' });
-    const result = await processJob(handle(jobData(owner, REPO)), ctx, new AbortController().signal);
+    const result = await processJob(handle(jobData(rounds.owner, REPO)), rounds.ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_turns' });
     expect(result.reason).toContain(
       'The unfinished work (1 file) is on branch `frognano/issue-7-partial`, without a pull request.',
     );
-    const partial = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7-partial').trim();
-    expect(gitIn(remote.bare, 'show', `${partial}:hello.txt`)).toBe('Hello\n');
-    expect(gitIn(remote.bare, 'log', '-1', '--format=%B', partial)).toContain(
+    const partial = gitIn(rounds.remote.bare, 'rev-parse', 'refs/heads/frognano/issue-7-partial').trim();
+    expect(gitIn(rounds.remote.bare, 'show', `${partial}:hello.txt`)).toBe('Hello\n');
+    expect(gitIn(rounds.remote.bare, 'log', '-1', '--format=%B', partial)).toContain(
       'Co-authored-by: maint <maint@users.noreply.github.com>',
     );
-    expect(gh.find('POST', '/pulls')).toHaveLength(0);
-    expect(gh.statusBodies().at(-1)).toContain('frognano/issue-7-partial');
+    expect(rounds.gh.find('POST', '/pulls')).toHaveLength(0);
+    expect(rounds.gh.statusBodies().at(-1)).toContain('frognano/issue-7-partial');
   });
 
   it('without publishFailedAttempts, nothing is pushed for an unfinished run', async () => {
@@ -385,9 +359,11 @@ describe('follow-up round on the bot pull request (runner)', () => {
       { content: '', tool_calls: [{ name: 'Write', arguments: { file_path: 'hello.txt', content: 'Hello\n' } }] },
     ];
     await setup(ReplayBackend.fromTurns(turns), { config: 'limits:\n  maxTurns: 1\n' });
-    const result = await processJob(handle(jobData(owner, REPO)), ctx, new AbortController().signal);
+    const result = await processJob(handle(jobData(rounds.owner, REPO)), rounds.ctx, new AbortController().signal);
     expect(result).toMatchObject({ outcome: 'no_patch', exitReason: 'max_turns' });
-    expect(() => gitIn(remote.bare, 'rev-parse', '--verify', '-q', 'refs/heads/frognano/issue-7-partial')).toThrow();
+    expect(() =>
+      gitIn(rounds.remote.bare, 'rev-parse', '--verify', '-q', 'refs/heads/frognano/issue-7-partial'),
+    ).toThrow();
   });
 });
 

@@ -2,16 +2,13 @@ import { promises as fs } from 'node:fs';
 import nock from 'nock';
 import { example, labeledPayload } from '../app/helpers.js';
 import { gitIn } from '../github/gitRepo.js';
-import { API, createWorld, type World } from '../support/world.js';
+import { API, createWorld, type World, SPELLING_FIX, editTurn, OWNER, README, REPO } from '../support/world.js';
 import { compareFiles } from './pullRequestRecorder.js';
 
-const OWNER = 'Codertocat';
-const REPO = 'Hello-World';
 const R = `/repos/${OWNER}/${REPO}`;
 const PR = 12;
 const BRANCH = 'frognano/issue-1';
 const REVIEW_ID = 555;
-const README = '# Hello World\n\nRemember to comitt often.\n';
 
 /** The two inline comments of the review, as GitHub's REST API returns them. */
 const INLINE = [
@@ -54,34 +51,11 @@ describe('review loop: label -> draft PR -> review with /frognano -> follow-up c
       checks: true,
       approvalGate: true,
       turns: [
-        // The first attempt: the issue.
-        {
-          content: '',
-          tool_calls: [
-            { name: 'Edit', arguments: { file_path: 'README.md', old_string: 'comitt', new_string: 'commit' } },
-          ],
-        },
-        { content: 'Fixed the spelling of "commit".', tool_calls: [] },
+        ...SPELLING_FIX, // the first attempt: the issue
         // The follow-up round: one edit per inline comment.
         { content: '', tool_calls: [{ name: 'Read', arguments: { file_path: 'README.md' } }] },
-        {
-          content: '',
-          tool_calls: [
-            {
-              name: 'Edit',
-              arguments: { file_path: 'README.md', old_string: '# Hello World', new_string: '# Hello, World!' },
-            },
-          ],
-        },
-        {
-          content: '',
-          tool_calls: [
-            {
-              name: 'Edit',
-              arguments: { file_path: 'README.md', old_string: 'commit often.', new_string: 'commit and push often.' },
-            },
-          ],
-        },
+        editTurn('README.md', '# Hello World', '# Hello, World!'),
+        editTurn('README.md', 'commit often.', 'commit and push often.'),
         { content: 'Addressed both review comments: the heading and the reminder.', tool_calls: [] },
       ],
     }));

@@ -11,9 +11,10 @@ import { OFF_ON_RUNNER } from '../../src/runner/verifyStep.js';
 import type { Verdict } from '../../src/verify/types.js';
 import { trajectoryStoreFromEnv } from '../../src/runs/config.js';
 import type { TrajectoryStore } from '../../src/runs/trajectoryStore.js';
-import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
+import { makeBareRemote, type BareRemote } from '../github/gitRepo.js';
 import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
 import { useRedisAndNock } from './redisAndNock.js';
+import { followUpOn } from './rounds.js';
 import { recordGitHub } from './githubRecorder.js';
 import { recordPullRequest } from './pullRequestRecorder.js';
 
@@ -94,17 +95,7 @@ describe('run pages from the runner', () => {
     ctx = Object.assign(base, { trajectoryStore: store, publicUrl: PUBLIC });
     const pr = recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
     const gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
-    const followUp = {
-      pullNumber: 5,
-      headBranch: BRANCH,
-      headSha: gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim(),
-      baseBranch: 'main',
-      round: 1,
-      feedback: 'Say hello to the world.',
-      inlineComments: [],
-      omittedComments: 0,
-      source: 'comment' as const,
-    };
+    const followUp = followUpOn(remote, BRANCH);
     const data = jobData(owner, REPO, { trigger: 'comment', triggeredBy: { login: 'maint', id: 1 }, followUp });
     const result = await processJob(handle(data), ctx, new AbortController().signal);
 

@@ -4,21 +4,16 @@
  */
 import { promises as fs } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import nock from 'nock';
-import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { ReplayBackend, type ReplayTurn } from '../../src/inference/replay.js';
 import { createQueue } from '../../src/queue/queue.js';
 import { JobDataSchema, jobIdFor, type JobData } from '../../src/queue/schema.js';
 import type { RepairRequest } from '../../src/queue/verifyRepair.js';
 import { processJob } from '../../src/runner/processJob.js';
-import type { RunnerContext } from '../../src/runner/types.js';
 import { repairRequestData, startRepairRound } from '../../src/runner/verifyRepair.js';
-import { gitIn, makeBareRemote, type BareRemote } from '../github/gitRepo.js';
-import { captureLogs, fakeInstallationToken, jobData, runnerContext, uniqueOwner } from './fixtures.js';
-import { useRedisAndNock } from './redisAndNock.js';
-import { recordGitHub } from './githubRecorder.js';
-import { recordPullRequest } from './pullRequestRecorder.js';
+import { gitIn } from '../github/gitRepo.js';
+import { jobData } from './fixtures.js';
+import { useRunnerRounds } from './rounds.js';
 import { CALC, TESTS } from '../support/calcRepo.js';
 import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { currentAttempt } from '../../src/queue/attempts.js';
@@ -54,38 +49,21 @@ const NOTES_ONLY: ReplayTurn[] = [
 ];
 
 describe('verification-repair rounds', () => {
-  let redis: Redis;
-  let remote: BareRemote;
-  let owner: string;
-  let ctx: RunnerContext & { cleanup(): Promise<void> };
-  let gh: ReturnType<typeof recordGitHub>;
-
-  useRedisAndNock((r) => (redis = r));
-  afterEach(async () => {
-    nock.cleanAll();
-    await remote?.cleanup();
-    await ctx?.cleanup();
-  });
+  const rounds = useRunnerRounds(REPO);
 
   async function setup(turns: ReplayTurn[], yml: string) {
-    owner = uniqueOwner('vr');
     const files = { 'calc.py': CALC, 'test_calc.py': TESTS, '.github/frognano.yml': yml };
-    remote = await makeBareRemote(owner, REPO, files, {
-      extraBranches: { [BRANCH]: { ...files, 'NOTES.md': 'first round\n' } },
-    });
-    const logs = captureLogs();
-    ctx = await runnerContext({
-      redis,
-      remote,
+    await rounds.setup({
+      owner: 'vr',
+      files,
+      branches: { [BRANCH]: { ...files, 'NOTES.md': 'first round\n' } },
       backend: ReplayBackend.fromTurns(turns),
-      logger: logs.logger,
       verify: true,
+      pullRequest: { head: BRANCH },
     });
-    recordPullRequest(remote, owner, REPO, { number: 5, head: BRANCH, base: 'main' });
-    gh = recordGitHub(owner, REPO, { token: fakeInstallationToken(), installationId: 4242 });
   }
 
-  const head = () => gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
+  const head = () => rounds.head(BRANCH);
   const repairOf = (streak: number): RepairRequest => ({
     pullNumber: 5,
     headBranch: BRANCH,
@@ -94,12 +72,20 @@ describe('verification-repair rounds', () => {
     streak,
     report: REPORT,
   });
+  /** A first attempt's result that published the change and asks for a repair round. */
+  const publishedWithRepair = () => ({
+    outcome: 'pull_request' as const,
+    exitReason: 'agent',
+    turns: 2,
+    elapsedSeconds: 1,
+    repair: repairOf(1),
+  });
   const runRepair = (streak: number) => {
-    const req = repairRequestData(jobData(owner, REPO), repairOf(streak));
+    const req = repairRequestData(jobData(rounds.owner, REPO), repairOf(streak));
     const job: JobData = JobDataSchema.parse({ ...req, followUp: { ...req.followUp, round: 2 } });
     return processJob(
       { id: jobIdFor(job), data: job, updateProgress: async () => undefined },
-      ctx,
+      rounds.ctx,
       new AbortController().signal,
     );
   };
@@ -107,8 +93,8 @@ describe('verification-repair rounds', () => {
   it('a first attempt whose verdict fails asks for a repair round with the measured report', async () => {
     await setup(NOTES_ONLY, config());
     const result = await processJob(
-      { id: `${owner}/${REPO}#7@1`, data: jobData(owner, REPO), updateProgress: async () => undefined },
-      ctx,
+      { id: `${rounds.owner}/${REPO}#7@1`, data: jobData(rounds.owner, REPO), updateProgress: async () => undefined },
+      rounds.ctx,
       new AbortController().signal,
     );
     expect(result).toMatchObject({
@@ -124,8 +110,8 @@ describe('verification-repair rounds', () => {
   it('verify.onFailure: report publishes the verdict and asks for nothing', async () => {
     await setup(NOTES_ONLY, config('  onFailure: report\n'));
     const result = await processJob(
-      { id: `${owner}/${REPO}#7@1`, data: jobData(owner, REPO), updateProgress: async () => undefined },
-      ctx,
+      { id: `${rounds.owner}/${REPO}#7@1`, data: jobData(rounds.owner, REPO), updateProgress: async () => undefined },
+      rounds.ctx,
       new AbortController().signal,
     );
     expect(result.outcome).toBe('pull_request');
@@ -141,10 +127,10 @@ describe('verification-repair rounds', () => {
     const t = JSON.parse(await fs.readFile(result.trajectoryPath!, 'utf8'));
     const sections = t.frognano.task.context as { heading: string; text: string }[];
     expect(sections.find((s) => s.heading === 'Failing verification of your change')?.text).toBe(REPORT);
-    const message = gitIn(remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);
+    const message = gitIn(rounds.remote.bare, 'log', '-1', '--format=%B', `refs/heads/${BRANCH}`);
     expect(message).toContain('address failing verification on #5');
     expect(message).not.toContain('Co-authored-by');
-    expect(gh.find('POST', '/requested_reviewers')).toEqual([]);
+    expect(rounds.gh.find('POST', '/requested_reviewers')).toEqual([]);
   }, 180_000);
 
   it('a repair round that still fails at verify.maxRepairRounds labels the PR needs-human, once, and stops', async () => {
@@ -152,26 +138,20 @@ describe('verification-repair rounds', () => {
     const result = await runRepair(1);
     expect(result.outcome).toBe('pull_request');
     expect(result.repair).toBeUndefined();
-    const labels = gh.find('POST', '/issues/5/labels').map((c) => c.body);
+    const labels = rounds.gh.find('POST', '/issues/5/labels').map((c) => c.body);
     expect(labels).toContainEqual({ labels: ['frognano:needs-human'] });
-    const comments = gh.find('POST', '/issues/5/comments').map((c) => String(c.body.body));
+    const comments = rounds.gh.find('POST', '/issues/5/comments').map((c) => String(c.body.body));
     expect(comments.some((c) => c.includes('verify.maxRepairRounds') && c.includes('frognano:needs-human'))).toBe(true);
   }, 180_000);
 
   it('startRepairRound queues the repair as the pull request round, after the asks', async () => {
     await setup(NOTES_ONLY, config());
-    const queue = createQueue(redis, { prefix: `fn-vr-${randomUUID().slice(0, 8)}` });
+    const queue = createQueue(rounds.redis, { prefix: `fn-vr-${randomUUID().slice(0, 8)}` });
     try {
-      const data = jobData(owner, REPO);
-      const result = {
-        outcome: 'pull_request' as const,
-        exitReason: 'agent',
-        turns: 2,
-        elapsedSeconds: 1,
-        repair: repairOf(1),
-      };
-      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' }));
-      const job = await queue.getJob(jobIdFor({ owner, repo: REPO, issueNumber: 5, attempt: 1 }));
+      const data = jobData(rounds.owner, REPO);
+      const result = publishedWithRepair();
+      await startRepairRound(queue, rounds.ctx, data, result, pino({ level: 'silent' }));
+      const job = await queue.getJob(jobIdFor({ owner: rounds.owner, repo: REPO, issueNumber: 5, attempt: 1 }));
       expect(job?.data).toMatchObject({
         trigger: 'verify',
         triggeredBy: { login: 'frognano' },
@@ -179,8 +159,8 @@ describe('verification-repair rounds', () => {
         verifyRepair: { streak: 1, report: REPORT },
       });
       // No repair without a request, and never a second one while the first is queued.
-      await startRepairRound(queue, ctx, data, { ...result, repair: undefined }, pino({ level: 'silent' }));
-      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' }));
+      await startRepairRound(queue, rounds.ctx, data, { ...result, repair: undefined }, pino({ level: 'silent' }));
+      await startRepairRound(queue, rounds.ctx, data, result, pino({ level: 'silent' }));
       expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
     } finally {
       await queue.obliterate({ force: true });
@@ -190,40 +170,34 @@ describe('verification-repair rounds', () => {
 
   it('a repair round over quota is not queued: the pull request keeps its verdict and is told why, once', async () => {
     await setup(NOTES_ONLY, config());
-    const queue = createQueue(redis, { prefix: `fn-vr-${randomUUID().slice(0, 8)}` });
-    const tenant = tenantOf({ owner, repo: REPO });
+    const queue = createQueue(rounds.redis, { prefix: `fn-vr-${randomUUID().slice(0, 8)}` });
+    const tenant = tenantOf({ owner: rounds.owner, repo: REPO });
     // The app stores the quotas for the runners; this repository has used its day.
     await publishQuotas(
-      redis,
-      parseQuotasFile(`repositories:\n  ${owner}/${REPO}: { runnerSecondsPerDay: 3600 }\n`, 'q'),
+      rounds.redis,
+      parseQuotasFile(`repositories:\n  ${rounds.owner}/${REPO}: { runnerSecondsPerDay: 3600 }\n`, 'q'),
     );
-    await recordRunnerSeconds(redis, tenant, 3600);
+    await recordRunnerSeconds(rounds.redis, tenant, 3600);
     try {
-      const data = jobData(owner, REPO);
-      const result = {
-        outcome: 'pull_request' as const,
-        exitReason: 'agent',
-        turns: 2,
-        elapsedSeconds: 1,
-        repair: repairOf(1),
-      };
-      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' }));
-      await startRepairRound(queue, ctx, data, result, pino({ level: 'silent' })); // a second verdict: no second comment
+      const data = jobData(rounds.owner, REPO);
+      const result = publishedWithRepair();
+      await startRepairRound(queue, rounds.ctx, data, result, pino({ level: 'silent' }));
+      await startRepairRound(queue, rounds.ctx, data, result, pino({ level: 'silent' })); // a second verdict: no second comment
       expect(await queue.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
-      const comments = gh.find('POST', '/issues/5/comments').map((c) => String(c.body.body));
+      const comments = rounds.gh.find('POST', '/issues/5/comments').map((c) => String(c.body.body));
       expect(comments).toHaveLength(1);
       expect(comments[0]).toMatch(
         new RegExp(
           "^The verification of this pull request's head failed, but no repair round was queued \\(its verdict stands\\): " +
-            `the repository \`${owner.toLowerCase()}/calc\` has used its quota of runner time per day ` +
+            `the repository \`${rounds.owner.toLowerCase()}/calc\` has used its quota of runner time per day ` +
             '\\(`runnerSecondsPerDay`: 60 min used of 60 min\\)\\. It resets at \\d{4}-\\d\\d-\\d\\d 00:00 UTC; ask again after that\\.',
         ),
       );
       // Nothing was held or counted for the refused round; the pull request's round number was not spent.
-      expect((await heldSeconds(redis, tenant)).jobs).toEqual([]);
-      expect(await currentAttempt(redis, { owner, repo: REPO, issueNumber: 5 })).toBeNull();
+      expect((await heldSeconds(rounds.redis, tenant)).jobs).toEqual([]);
+      expect(await currentAttempt(rounds.redis, { owner: rounds.owner, repo: REPO, issueNumber: 5 })).toBeNull();
     } finally {
-      await publishQuotas(redis, null);
+      await publishQuotas(rounds.redis, null);
       await queue.obliterate({ force: true });
       await queue.close();
     }

@@ -6,14 +6,11 @@ import { JobDataSchema } from '../../src/queue/schema.js';
 import { botPullRequestSlice, commentOnPullRequest, reviewOnPullRequest } from '../app/helpers.js';
 import { gitIn } from '../github/gitRepo.js';
 import { waitFor } from '../support/waitFor.js';
-import { API, createWorld, type World } from '../support/world.js';
+import { API, createWorld, type World, editTurn, OWNER, README, REPO } from '../support/world.js';
 
-const OWNER = 'Codertocat';
-const REPO = 'Hello-World';
 const R = `/repos/${OWNER}/${REPO}`;
 const PR = 12;
 const BRANCH = 'frognano/issue-1';
-const README = '# Hello World\n\nRemember to comitt often.\n';
 const HUNK = '@@ -1,3 +1,3 @@\n # Hello World\n \n-Remember to comitt often.\n+Remember to commit often.';
 
 /**
@@ -44,15 +41,7 @@ describe('asks while a round runs wait, merged, for the next round', () => {
           ],
         },
         { content: 'Greeted the world properly.', tool_calls: [] },
-        {
-          content: '',
-          tool_calls: [
-            {
-              name: 'Edit',
-              arguments: { file_path: 'README.md', old_string: 'commit often.', new_string: 'commit and push often.' },
-            },
-          ],
-        },
+        editTurn('README.md', 'commit often.', 'commit and push often.'),
         { content: 'Did both: the reminder says push, as the review asked.', tool_calls: [] },
       ],
     }));

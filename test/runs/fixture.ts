@@ -1,4 +1,5 @@
 import type { Trajectory, TrajectoryStep } from '../../src/leaf/trajectory.js';
+import { renderRunPage } from '../../src/runs/page/render.js';
 import { storedRound, type RoundKind, type StoredRound } from '../../src/runs/record.js';
 
 /**
@@ -129,4 +130,14 @@ export function hostileRound(name: 'patch' | 'deep' | 'steps'): StoredRound {
     return r;
   }
   return makeRound({ steps: 20_000, bytes: 12_000_000 });
+}
+
+/** The run page of one stored round, alone in its run (octo/demo#12), as the app serves it. */
+export function renderPage(r: StoredRound): string {
+  return renderRunPage({
+    round: r,
+    rounds: [r.summary],
+    roundHref: (n) => `/runs/octo/demo/12/${n}`,
+    staticBase: '/runs/_static',
+  });
 }

@@ -1,22 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { PAGE_LIMITS } from '../../src/runs/page/limits.js';
-import { renderRunPage } from '../../src/runs/page/render.js';
 import type { StoredRound } from '../../src/runs/record.js';
-import { hostileRound, makeRound } from './fixture.js';
+import { hostileRound, makeRound, renderPage as page } from './fixture.js';
 
 /**
  * The page's cost is bounded whatever the stored round holds (issue #31): each case here rendered to tens of MB, or
  * threw, before PAGE_LIMITS. Render times are bench/trajectory-page.ts's figures, not assertions.
  */
-function page(r: StoredRound): string {
-  return renderRunPage({
-    round: r,
-    rounds: [r.summary],
-    roundHref: (n) => `/runs/octo/demo/12/${n}`,
-    staticBase: '/runs/_static',
-  });
-}
-
 /** Every in-page link names an id the page has. */
 function danglingAnchors(html: string): string[] {
   const ids = new Set([...html.matchAll(/ id="([^"]+)"/g)].map((m) => m[1]));

@@ -1,5 +1,4 @@
 import { describe, expect, it } from '@jest/globals';
-import { renderRunPage } from '../../src/runs/page/render.js';
 import { parseStoredRound, type StoredRound } from '../../src/runs/record.js';
 import { boundedJson } from '../../src/runs/trajectoryStore.js';
 import { storeRunPage } from '../../src/runner/runPage.js';
@@ -8,21 +7,12 @@ import type { SolveResult } from '../../src/leaf/solve.js';
 import type { VerificationOutcome } from '../../src/verify/outcome.js';
 import type { TestChange } from '../../src/verify/types.js';
 import { commandRun, mixedVerdict, side } from '../support/verdicts.js';
-import { makeRound } from './fixture.js';
+import { makeRound, renderPage as page } from './fixture.js';
 
 /** Issue #26: the run page shows the verdict the bot measured, as the pull request description does. */
 
 function withVerification(verification: VerificationOutcome): StoredRound {
   return { ...makeRound({ steps: 3, bytes: 10_000 }), verification };
-}
-
-function page(r: StoredRound): string {
-  return renderRunPage({
-    round: r,
-    rounds: [r.summary],
-    roundHref: (n) => `/runs/octo/demo/12/${n}`,
-    staticBase: '/runs/_static',
-  });
 }
 
 /** The Verification section alone. */

@@ -1,4 +1,5 @@
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { waitFor } from '../support/waitFor.js';
 import os from 'node:os';
 import path from 'node:path';
 import { JobWorkspace, resolveWorkspaceDir, type JobWorkspaceLimits } from '../../src/sandbox/jobWorkspace.js';
@@ -32,7 +33,7 @@ describe('JobWorkspace', () => {
     let told = 0;
     job.whenExpired(() => told++);
     expect(() => job.assertUsable()).not.toThrow();
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor('the 150 ms job time limit to expire the workspace', () => job.expired, 5000);
     expect(job.expired).toBe(true);
     expect(told).toBe(1);
     expect(() => job.assertUsable()).toThrow('sandbox stopped: the job time limit of 0s was reached');

@@ -39,6 +39,13 @@ module.exports = [
   'test/runner/followUpEndToEnd.test.ts',
   'test/runner/ciFixEndToEnd.test.ts',
   'test/runner/waitingAsksEndToEnd.test.ts',
+  // Whole rounds (processJob) in bwrap without the queue, 3 to 8 s each at load; moved from unit, where these five
+  // were 101 s of the project's 525 s of worker time (load 8 on 2 cores).
+  'test/runner/followUp.test.ts', // 12 follow-up rounds on the bot's pull request
+  'test/runner/runPageLinks.test.ts', // 5 rounds storing run pages and linking them
+  'test/runner/ciFix.test.ts', // 3 CI-fix rounds with bad GitHub answers
+  'test/runner/closingKeywords.test.ts', // a first attempt and a follow-up round
+  'test/runner/setupNetwork.test.ts', // 2 rounds whose setup command runs behind the egress proxy
   // A browser: chromium driven by puppeteer, CPU-heavy and timing-sensitive.
   'test/runs/runPage.browser.test.ts',
   // Redis servers the test SIGKILLs, Sentinel failovers and a Cluster: timings of seconds (down-after 1 s,

@@ -34,6 +34,20 @@ export const OWNER = 'Codertocat';
 export const REPO = 'Hello-World';
 export const INSTALLATION_ID = 4242;
 
+/** A scripted model turn that edits one file (the Edit tool), with no text. */
+export function editTurn(file_path: string, old_string: string, new_string: string): ReplayTurn {
+  return { content: '', tool_calls: [{ name: 'Edit', arguments: { file_path, old_string, new_string } }] };
+}
+
+/** The repository's README that the example issue (Codertocat/Hello-World#1) is about: "comitt". */
+export const README = '# Hello World\n\nRemember to comitt often.\n';
+
+/** The first attempt on the example issue (Codertocat/Hello-World#1): the README's "comitt" spelled right. */
+export const SPELLING_FIX: ReplayTurn[] = [
+  editTurn('README.md', 'comitt', 'commit'),
+  { content: 'Fixed the spelling of "commit".', tool_calls: [] },
+];
+
 export interface WorldOptions {
   /** Names the Redis prefix (made unique) and the logs. */
   name: string;
