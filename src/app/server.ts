@@ -22,7 +22,8 @@ import { startCiJudgeWorker } from './ciJudgeWorker.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
 import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
-import { keepEnvironment } from '../util/dotenv.js';
+import { keepEnvironment, updateDotEnv } from '../util/dotenv.js';
+import path from 'node:path';
 import { isRedisConnectionError, untilReady, watchRedisState, type StateLog } from '../util/redisState.js';
 import { probotRedisFromEnv } from './probotRedis.js';
 import { readSetting } from '../util/settings.js';
@@ -163,7 +164,10 @@ async function main(): Promise<void> {
   // does not answer; forwardFromChannel does it with the dependency. Its setup page still reads it from process.env.
   const SmeeClient = channelMaker(readSetting(process.env, 'FROGNANO_SMEE_URL') ?? 'https://smee.io');
   const env = { ...process.env, REDIS_URL: undefined, WEBHOOK_PROXY_URL: undefined };
-  const server = await keepEnvironment(() => run(frognano, { log, env, Octokit: probotRedis?.Octokit, SmeeClient }));
+  // The setup page's writes to .env keep its comments and end it with a newline (updateDotEnv says why).
+  const updateEnv = (vars: NodeJS.ProcessEnv) => updateDotEnv(path.join(process.cwd(), '.env'), vars);
+  const options = { log, env, Octokit: probotRedis?.Octokit, SmeeClient, updateEnv };
+  const server = await keepEnvironment(() => run(frognano, options));
   const forwarder = await forwardFromChannel(server);
   let stopping = false;
   const stop = async (signal: string) => {
