@@ -44,6 +44,12 @@ import { waitFor } from '../support/waitFor.js';
 const OWNER = 'Codertocat';
 const REPO = 'Hello-World';
 const INSTALLATION_ID = 4242;
+/**
+ * The bot keeps its per-issue state (attempt counters, the status comment) under a fixed Redis prefix, not the queue's:
+ * an issue number of this run's own keeps a second run, or another test on the same Redis, from meeting it.
+ */
+const ISSUE = 100_000 + Math.floor(Math.random() * 900_000);
+const BRANCH = `frognano/issue-${ISSUE}`;
 
 /** The README's quick start: the lines of its first `bash` block. */
 function quickStartLines(readme: string): string[] {
@@ -76,7 +82,13 @@ beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'fn-walkthrough-'));
   smee = await startSmeeStandIn();
   github = await startGitHubStandIn();
-  remote = await makeBareRemote(OWNER, REPO, { 'README.md': '# Hello World\n\nRemember to comitt often.\n' });
+  // `master`: the example payloads' default branch.
+  remote = await makeBareRemote(
+    OWNER,
+    REPO,
+    { 'README.md': '# Hello World\n\nRemember to comitt often.\n' },
+    { branch: 'master' },
+  );
   if (!nock.isActive()) nock.activate();
   nock.disableNetConnect();
   nock.enableNetConnect('127.0.0.1');
@@ -202,7 +214,7 @@ describe("README.md's quick start on a fresh copy", () => {
     });
     recordPullRequest(remote, OWNER, REPO, {
       number: 12,
-      head: 'frognano/issue-1',
+      head: BRANCH,
       base: 'master',
       permissions: { Codertocat: 'admin' },
     });
@@ -220,12 +232,11 @@ describe("README.md's quick start on a fresh copy", () => {
         FROGNANO_GITHUB_API_URL: `${github.base}/api/v3`,
         FROGNANO_GIT_BASE_URL: remote.baseUrl,
         FROGNANO_OPS_PORT: String(opsPort),
-        FROGNANO_WORK_DIR: join(tmp, 'work'),
       },
     });
     children.push(runner);
 
-    // 5. GitHub: the App installed, then a maintainer labels issue #1 `frognano`; both through the channel, signed.
+    // 5. GitHub: the App installed, then a maintainer labels an issue `frognano`; both through the channel, signed.
     const deliver = async (event: string, payload: unknown) => {
       const body = JSON.stringify(payload);
       const signature = `sha256=${createHmac('sha256', webhookSecret).update(body).digest('hex')}`;
@@ -235,26 +246,32 @@ describe("README.md's quick start on a fresh copy", () => {
     const installed = example('installation', 'created');
     installed.installation.id = INSTALLATION_ID;
     await deliver('installation', installed);
-    await deliver('issues', labeledPayload());
+    await deliver('issues', labeledPayload({ issueNumber: ISSUE }));
 
     // 6. The draft pull request, with the model's edit on its branch.
-    const pulls = await waitFor(
-      'the draft pull request',
-      () => {
-        const found = gh.find('POST', `/repos/${OWNER}/${REPO}/pulls`);
-        return found.length ? found : undefined;
-      },
-      120_000,
-    );
-    expect(pulls[0]!.body).toMatchObject({ draft: true, head: 'frognano/issue-1', base: 'master' });
-    const head = gitIn(remote.bare, 'rev-parse', 'refs/heads/frognano/issue-1').trim();
+    const draft = () => {
+      if (runner.output().includes('"msg":"job failed"')) return 'the job failed';
+      const found = gh.find('POST', `/repos/${OWNER}/${REPO}/pulls`);
+      return found.length ? found : undefined;
+    };
+    const tail = (c: ChildApp) => c.output().split('\n').slice(-25).join('\n');
+    const answer = await waitFor('the draft pull request', draft, 120_000).catch((err: Error) => err.message);
+    if (typeof answer === 'string') {
+      throw new Error(
+        `${answer}\nGitHub saw: ${github.requests.join(', ')}\napp:\n${tail(app)}\nrunner:\n${tail(runner)}`,
+      );
+    }
+    const pulls = answer;
+    expect(pulls[0]!.body).toMatchObject({ draft: true, head: BRANCH, base: 'master' });
+    const head = gitIn(remote.bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
     expect(gitIn(remote.bare, 'show', `${head}:README.md`)).toBe('# Hello World\n\nRemember to commit often.\n');
     // The status comment the app wrote first, through the same stand-in.
     expect(gh.statusBodies()[0]).toMatch(/queued/i);
     console.log(`quick start walkthrough: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const conn = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
     try {
-      for (const key of await conn.keys(`${prefix}*`)) await conn.del(key);
+      const mine = [...(await conn.keys(`${prefix}*`)), ...(await conn.keys(`*#${ISSUE}*`))];
+      for (const key of mine) await conn.del(key);
     } finally {
       await conn.quit();
     }
