@@ -4,7 +4,7 @@
  *   GET /<id>            -> an EventSource stream: `event: ready`, then one `data: {json}` event per delivery
  *   POST /<id>           -> a delivery (what GitHub posts): the request's headers and `body` (parsed JSON) and `query`
  *                           as one JSON object, sent to every open stream of the channel, as smee.io's server does
- * On 127.0.0.1, port 0.
+ * On 127.0.0.1.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,7 +22,8 @@ export interface SmeeStandIn {
   close(): Promise<void>;
 }
 
-export async function startSmeeStandIn(): Promise<SmeeStandIn> {
+/** `port`: a fixed one (a client already retrying there), else any free one. */
+export async function startSmeeStandIn(port = 0): Promise<SmeeStandIn> {
   const streams = new Map<string, Set<ServerResponse>>();
   const channels: string[] = [];
   let base = '';
@@ -61,7 +62,7 @@ export async function startSmeeStandIn(): Promise<SmeeStandIn> {
     for (const s of streams.get(id) ?? []) s.write(`data: ${JSON.stringify(event)}\n\n`);
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
   }
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     base,
