@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import {
+  chmodSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -80,6 +81,8 @@ let remote: BareRemote;
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'fn-walkthrough-'));
+  // The sandbox user must reach the runner's workspaces under it (the runner refuses a directory it cannot enter).
+  chmodSync(tmp, 0o755);
   smee = await startSmeeStandIn();
   github = await startGitHubStandIn();
   // `master`: the example payloads' default branch.
@@ -232,6 +235,8 @@ describe("README.md's quick start on a fresh copy", () => {
         FROGNANO_GITHUB_API_URL: `${github.base}/api/v3`,
         FROGNANO_GIT_BASE_URL: remote.baseUrl,
         FROGNANO_OPS_PORT: String(opsPort),
+        // Its workspaces, git mirrors and set-up snapshots in this test's directory, removed with it.
+        FROGNANO_WORK_DIR: join(tmp, 'runner', 'work'),
       },
     });
     children.push(runner);
