@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppIdentity } from '../github/appIdentity.js';
 import { escapeHtml } from '../runs/page/html.js';
+import { redact } from '../util/redact.js';
 
 export interface HomePageFacts {
   appId: number;
@@ -34,9 +35,13 @@ export function homePageHandler(facts: HomePageFacts): (req: IncomingMessage, re
     try {
       identity = known ??= await withTimeout(facts.identity(), IDENTITY_WAIT_MS);
     } catch (err) {
-      identity = err instanceof Error ? err.message : String(err);
+      // An error's text may carry what a request sent: redacted like every text that leaves the process.
+      identity = redact(err instanceof Error ? err.message : String(err));
     }
-    const redisProblem = await facts.redisProblem().catch((err: unknown) => String(err));
+    const redisProblem = await facts.redisProblem().then(
+      (problem) => (problem === undefined ? undefined : redact(problem)),
+      (err: unknown) => redact(String(err)),
+    );
     const html = renderHomePage(facts, identity, redisProblem);
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
     res.end(req.method === 'HEAD' ? undefined : html);

@@ -137,34 +137,43 @@ describe('webhooks on a laptop', () => {
     const channel = `${smee.base}/${'c0ffee'.padEnd(16, '0')}`;
     const prefix = `fn-test-proxy-${randomUUID().slice(0, 8)}`;
     nockInstallationToken();
+    // The bot keeps an issue's attempt counter under its own fixed key prefix, not the queue's: an issue number of
+    // this run's own, so a second run (or another file on this Redis database) starts from attempt 1.
+    const issue = 100_000 + Math.floor(Math.random() * 900_000);
     nockPermission('Codertocat', 'admin');
     nock(GITHUB_API)
       .persist()
-      .get(/\/repos\/Codertocat\/Hello-World\/issues\/1\/comments/)
+      .get(new RegExp(`/repos/Codertocat/Hello-World/issues/${issue}/comments`))
       .query(true)
       .reply(200, []);
     nock(GITHUB_API)
       .persist()
-      .post('/repos/Codertocat/Hello-World/issues/1/comments')
-      .reply(201, { id: 77, html_url: 'https://github.com/Codertocat/Hello-World/issues/1#issuecomment-77' });
+      .post(`/repos/Codertocat/Hello-World/issues/${issue}/comments`)
+      .reply(201, { id: 77, html_url: `https://github.com/Codertocat/Hello-World/issues/${issue}#issuecomment-77` });
     const running = await app(
       registered({ WEBHOOK_PROXY_URL: channel, FROGNANO_QUEUE_PREFIX: prefix, FROGNANO_FAIR_SHARE: 'off' }),
     );
     await waitFor('the app on the channel', () => smee.listeners(channel) === 1, 20_000);
 
-    const delivery = signed(labeledPayload());
+    const delivery = signed(labeledPayload({ issueNumber: issue }));
     expect(await smee.deliver(channel, delivery.headers, delivery.body)).toBe(200);
     const conn = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
     const queue = createQueue(conn, { prefix });
     try {
-      const job = await waitFor('the queued job', () => queue.getJob('codertocat/hello-world#1@1'), 20_000);
-      expect(job!.data).toMatchObject({ owner: 'Codertocat', repo: 'Hello-World', issueNumber: 1, trigger: 'label' });
+      const job = await waitFor('the queued job', () => queue.getJob(`codertocat/hello-world#${issue}@1`), 20_000);
+      expect(job!.data).toMatchObject({
+        owner: 'Codertocat',
+        repo: 'Hello-World',
+        issueNumber: issue,
+        trigger: 'label',
+      });
       expect(github.requests).toContain('GET /repos/Codertocat/Hello-World/collaborators/Codertocat/permission');
       expect(running.output()).toMatch(
         /Forwarding http:\/\/127\.0\.0\.1:\d+\/c0ffee0000000000 to http:\/\/127\.0\.0\.1:\d+\/api\/github\/webhooks/,
       );
     } finally {
       await queue.obliterate({ force: true });
+      for (const key of await conn.keys(`*#${issue}*`)) await conn.del(key);
       await queue.close();
       await conn.quit();
     }
