@@ -22,9 +22,17 @@ import { startCiJudgeWorker } from './ciJudgeWorker.js';
 import { addReadinessCheck, opsHandler, redisCheck } from '../ops/http.js';
 import { metrics } from '../ops/metrics.js';
 import { logger } from '../ops/logger.js';
-import { keepEnvironment } from '../util/dotenv.js';
+import { keepEnvironment, updateDotEnv } from '../util/dotenv.js';
+import path from 'node:path';
 import { isRedisConnectionError, untilReady, watchRedisState, type StateLog } from '../util/redisState.js';
 import { probotRedisFromEnv } from './probotRedis.js';
+import { readSetting } from '../util/settings.js';
+import { channelMaker, forwardTarget, forwardWebhooks, type WebhookForwarder } from './webhookProxy.js';
+import { serveWebhooksAtRoot } from './webhookRoot.js';
+import { homePageHandler } from './homePage.js';
+import { readAppIdentity } from '../github/appIdentity.js';
+import { runReadinessChecks } from '../ops/http.js';
+import type { GitHubClient } from '../github/client.js';
 
 let resources:
   { redis: Redis; queueConnection: Redis; queue: FrognanoQueue; shared: SharedService; ciJudge: CiJudging } | undefined;
@@ -39,6 +47,8 @@ interface CiJudging {
 async function frognano(app: Probot, options: ApplicationFunctionOptions): Promise<void> {
   // Before anything reads a body: an oversized POST is refused with 413, never buffered or HMAC'd.
   capProbotWebhookBodies(app);
+  // The webhook URL Probot's setup page registers without a channel is `<address>/`: serve it (webhookRoot.ts).
+  serveWebhooksAtRoot(app, webhookPath());
   const redisConfig = redisConfigFromEnv();
   setBotKeyPrefix(redisConfig.keyPrefix);
   // Fail-fast connections: while Redis is unreachable a webhook is answered 503 instead of hanging.
@@ -78,6 +88,7 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
 
   addReadinessCheck(redisCheck(redis));
   options.addHandler?.(opsHandler);
+  options.addHandler?.(homePage(app, redis, label));
   // The run pages (/runs/...) behind GitHub sign-in; off without the App's OAuth credentials.
   const runPages = runPagesFromEnv(app, redis);
   if (runPages) options.addHandler?.(runPages.handler);
@@ -88,6 +99,35 @@ async function frognano(app: Probot, options: ApplicationFunctionOptions): Promi
   resources = { redis, queueConnection, queue, shared, ciJudge: { queue: ciJudgeQueue, worker: ciJudgeWorker } };
   const where = describeRedisTarget(redisConfig.target);
   app.log.info(`frognano: triggering on label "${label}", queue in Redis ${where} (key prefix ${prefix ?? 'bull'})`);
+}
+
+/** WEBHOOK_PATH as Probot reads it (its default when unset). */
+function webhookPath(): string {
+  return readSetting(process.env, 'WEBHOOK_PATH') ?? '/api/github/webhooks';
+}
+
+/** `GET /` after registration (homePage.ts): the App, the webhook path and channel, Redis, and what to do next. */
+function homePage(app: Probot, redis: Redis, label: string) {
+  return homePageHandler({
+    appId: readSetting(process.env, 'APP_ID') ?? 0,
+    webhookPath: webhookPath(),
+    channel: readSetting(process.env, 'WEBHOOK_PROXY_URL'),
+    secretSet: readSetting(process.env, 'WEBHOOK_SECRET') !== undefined,
+    label,
+    identity: async () => readAppIdentity((await app.auth()) as unknown as GitHubClient),
+    redisProblem: async () => (await runReadinessChecks([redisCheck(redis)])).checks[0]?.error,
+  });
+}
+
+/**
+ * With WEBHOOK_PROXY_URL set (the setup page writes it), deliveries come through that channel: forward them to the
+ * webhook path (webhookProxy.ts). Only once the App is registered (`resources` exist): the setup page needs none.
+ */
+async function forwardFromChannel(server: { host: string; port: number }): Promise<WebhookForwarder | undefined> {
+  const channel = readSetting(process.env, 'WEBHOOK_PROXY_URL');
+  if (!resources || !channel) return undefined;
+  const log = logger.child({ name: 'webhook-proxy' });
+  return forwardWebhooks({ channel, target: forwardTarget(server.host, server.port, webhookPath()), log });
 }
 
 /** How long the start waits for Redis before going on without it (webhooks are answered 503 until it is there). */
@@ -120,9 +160,15 @@ async function main(): Promise<void> {
   const log = logger.child({ name: 'app' });
   // Probot's Redis client for its request throttling, made and watched here (probotRedis.ts); Probot gets no REDIS_URL.
   const probotRedis = probotRedisFromEnv(process.env, log);
-  const server = await keepEnvironment(() =>
-    run(frognano, { log, env: { ...process.env, REDIS_URL: undefined }, Octokit: probotRedis?.Octokit }),
-  );
+  // Probot gets no WEBHOOK_PROXY_URL either: it would fetch smee-client with npx and stop the start when the channel
+  // does not answer; forwardFromChannel does it with the dependency. Its setup page still reads it from process.env.
+  const SmeeClient = channelMaker(readSetting(process.env, 'FROGNANO_SMEE_URL') ?? 'https://smee.io');
+  const env = { ...process.env, REDIS_URL: undefined, WEBHOOK_PROXY_URL: undefined };
+  // The setup page's writes to .env keep its comments and end it with a newline (updateDotEnv says why).
+  const updateEnv = (vars: NodeJS.ProcessEnv) => updateDotEnv(path.join(process.cwd(), '.env'), vars);
+  const options = { log, env, Octokit: probotRedis?.Octokit, SmeeClient, updateEnv };
+  const server = await keepEnvironment(() => run(frognano, options));
+  const forwarder = await forwardFromChannel(server);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -136,6 +182,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
     try {
+      await forwarder?.stop();
       await server.stop();
       if (resources) {
         metrics.bindQueue(null);

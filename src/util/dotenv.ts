@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 
 /**
@@ -38,4 +38,37 @@ export function keepEnvironment<T>(start: () => T, env: NodeJS.ProcessEnv = proc
   } finally {
     for (const [name, value] of Object.entries(before)) env[name] = value;
   }
+}
+
+/**
+ * Sets `vars` in the `.env` file, as Probot's setup page does with the App's credentials and the webhook channel
+ * (server.ts hands this to Probot as its `updateEnv`): a line already there for a name is replaced, the others are
+ * appended, comments and every other line stay, and the file ends with a newline, so that the README's
+ * `echo NAME=value >> .env` starts a line of its own (Probot's own writer rewrites the file without comments and
+ * without a final newline, and the appended line joined the last one). Values are written as Probot writes them
+ * (newlines as `\n`; the private key comes already in double quotes). Also sets them in `env`, as Probot's does: its
+ * setup reads WEBHOOK_PROXY_URL back from process.env for the manifest.
+ */
+export function updateDotEnv(
+  file: string,
+  vars: NodeJS.ProcessEnv,
+  env: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n');
+  for (const [name, value] of Object.entries(vars)) {
+    if (value === undefined) continue;
+    const line = `${name}=${value.replace(/\r?\n/g, '\\n')}`;
+    const at = lines.findIndex((l) => new RegExp(`^\\s*(export\\s+)?${name}\\s*=`).test(l));
+    if (at >= 0) lines[at] = line;
+    else lines.push(line);
+  }
+  writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+  Object.assign(env, vars);
+  return vars;
 }

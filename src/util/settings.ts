@@ -72,6 +72,13 @@ export const SETTINGS = {
   },
   WEBHOOK_SECRET: { parser: text, programs: APP, secret: true, doc: 'secret GitHub signs webhook deliveries with' },
   WEBHOOK_PROXY_URL: { parser: httpUrl, programs: APP, doc: 'webhook forwarding channel in local development' },
+  FROGNANO_SMEE_URL: {
+    parser: httpUrl,
+    programs: APP,
+    default: 'https://smee.io',
+    doc: 'the smee server the setup page opens a webhook channel on',
+  },
+  NO_SMEE_SETUP: { parser: oneOf('true', 'false'), programs: APP, doc: '`true`: the setup page opens no channel' },
   GHE_HOST: {
     parser: matching(/^[A-Za-z0-9.-]+(:\d{1,5})?$/, 'a host name (no scheme), e.g. github.example.org'),
     programs: SERVICE,

@@ -1,7 +1,9 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { parseEnv } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadDotEnv } from '../../src/util/dotenv.js';
+import { loadDotEnv, updateDotEnv } from '../../src/util/dotenv.js';
 
 describe('loadDotEnv', () => {
   let dir: string;
@@ -41,5 +43,32 @@ describe('loadDotEnv', () => {
     expect(env).toEqual({});
     mkdirSync(join(dir, 'dir.env'));
     expect(() => loadDotEnv(join(dir, 'dir.env'), env)).toThrow(`cannot read ${join(dir, 'dir.env')}: EISDIR`);
+  });
+});
+
+describe('updateDotEnv (what the setup page writes)', () => {
+  test('replaces and appends, keeps comments, ends with a newline so `echo X=y >> .env` is a line of its own', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fn-dotenv-'));
+    try {
+      const file = join(dir, '.env');
+      writeFileSync(file, '# from deploy/env.example\nAPP_ID=\nREDIS_URL=redis://127.0.0.1:6379');
+      const env: NodeJS.ProcessEnv = {};
+      const pem = '-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n';
+      updateDotEnv(file, { APP_ID: '4711', PRIVATE_KEY: `"${pem}"` }, env);
+      updateDotEnv(file, { WEBHOOK_PROXY_URL: 'https://smee.io/abc' }, env);
+      execFileSync('sh', ['-c', 'echo FROGNANO_BACKEND=openai >> .env'], { cwd: dir });
+      const text = readFileSync(file, 'utf8');
+      expect(text.split('\n')[0]).toBe('# from deploy/env.example');
+      expect(parseEnv(text)).toEqual({
+        APP_ID: '4711',
+        REDIS_URL: 'redis://127.0.0.1:6379',
+        PRIVATE_KEY: pem,
+        WEBHOOK_PROXY_URL: 'https://smee.io/abc',
+        FROGNANO_BACKEND: 'openai',
+      });
+      expect(env).toMatchObject({ APP_ID: '4711', WEBHOOK_PROXY_URL: 'https://smee.io/abc' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
