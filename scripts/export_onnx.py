@@ -479,7 +479,7 @@ def main() -> None:
     }
     (out / "export.json").write_text(json.dumps(report, indent=2) + "\n")
     total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    log(f"wrote {out} ({total / 1e9:.2f} GB) in {report['seconds']} s")
+    log(f"wrote {out} ({total / 1e6:.1f} MB) in {report['seconds']} s")
 
 
 if __name__ == "__main__":

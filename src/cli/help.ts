@@ -179,17 +179,20 @@ Examples:
   frognano view run/trajectory.json --port 8400
 `;
 
-export const MODEL_HELP = `Usage: frognano model pull [--dir DIR] [--repo OWNER/NAME] [--revision REV]
+export const MODEL_HELP = `Usage: frognano model pull [--dir DIR] [--repo OWNER/NAME] [--revision REV] [--onnx DIR [export options]]
+       frognano model export <hf-dir> <onnx-dir> [options]     (frognano model export --help)
 
-Downloads the published FrogNano-4B weights (Hugging Face layout: safetensors, config, tokenizer, chat template)
-from the Hugging Face Hub into DIR. Resumable: an interrupted pull continues where it stopped (HTTP Range);
+pull downloads the published FrogNano-4B weights (Hugging Face layout: safetensors, config, tokenizer, chat
+template) from the Hugging Face Hub into DIR. Resumable: an interrupted pull continues where it stopped (HTTP Range);
 every file is checked against the Hub's checksum (LFS sha256, git sha1 for small files) before it is kept.
-About 9.5 GB of disk.
+About 9.5 GB of disk. It prints the vllm serve line for DIR; with --onnx it then exports DIR to ONNX (below).
 
 Options:
   --dir DIR                Where the weights go (default models/FrogNano-4B-2609 under the current directory)
   --repo OWNER/NAME        Hub repository (default microsoft/FrogNano-4B-2609)
   --revision REV           Branch, tag or commit (default main)
+  --onnx DIR               After the pull, run \`frognano model export\` from the weights into DIR;
+                           --python, --dtype and --timeout are passed to it
 
 Environment:
   HF_TOKEN                 Hugging Face token, sent as a bearer token (gated or private repositories)
@@ -198,6 +201,40 @@ Environment:
 Examples:
   frognano model pull
   HF_ENDPOINT=https://hf-mirror.example frognano model pull --dir /models/FrogNano-4B-2609
+  frognano model pull --dir /models/FrogNano-4B-2609 --onnx /models/FrogNano-4B-onnx --dtype q4
+`;
+
+export const MODEL_EXPORT_HELP = `Usage: frognano model export <hf-dir> <onnx-dir> [--python PATH] [--dtype fp32|fp16|q4 ...] [--timeout DURATION]
+
+Exports a Qwen3.5 checkpoint in the Hugging Face layout (what \`frognano model pull\` downloads) to the ONNX
+directory the onnx backend loads (FROGNANO_MODEL_DIR): onnx/decoder_model_merged*.onnx and onnx/embed_tokens*.onnx,
+with the model's own chat template (chat_template.jinja), tokenizer, config.json and generation_config.json. It
+checks <hf-dir> first, runs scripts/export_onnx.py (PyTorch traces the model; its progress is shown), loads the
+result and generates one token (as \`frognano doctor\` does), then prints the settings that use it.
+
+Options:
+  --python PATH            A Python with torch, transformers>=5, onnx, onnxscript and onnxruntime
+                           (else FROGNANO_EXPORT_PYTHON; else a venv in ~/.cache/frognano/export-venv, created
+                           with pip install -r scripts/export-requirements.txt: needs PyPI, a few GB, once)
+  --dtype TYPE             Weight types to keep, repeatable or comma-separated: fp32, fp16, q4 (default q4,
+                           the one that runs a 4B at a usable speed on a CPU)
+  --timeout DURATION       Stop the exporter after this long (default 3h)
+
+What FrogNano-4B needs (estimates from its parameter count, about 4e9 of the language model, not measured here:
+4 bytes a parameter in fp32, 2 in bf16/fp16, about 0.6 in q4):
+  disk                     about 8-9.5 GB of bf16 weights downloaded; the fp32 graphs about 16 GB while the
+                           export runs (kept with --dtype fp32); q4 adds about 3 GB, fp16 about 8 GB
+  RAM                      about twice the fp32 size (the fp32 model in PyTorch and the traced graph): 32 GB
+  time                     tens of minutes on a CPU (no GPU needed)
+The command prints these figures for the directory it is given before it starts.
+
+Exit codes: 0 exported and loads, 2 usage error, 3 the input directory, the output directory or the Python is
+not usable (the message says which and what to do), 4 the exporter failed, ran past --timeout, or its output does
+not load.
+
+Examples:
+  frognano model export models/FrogNano-4B-2609 models/FrogNano-4B-onnx
+  frognano model export /models/FrogNano-4B-2609 /models/FrogNano-4B-onnx --dtype fp32,q4 --python ~/venv/bin/python
 `;
 
 export const EVAL_GRADE_HELP = `Usage: frognano eval grade <out-dir> [--python PATH | --venv DIR] [--run-id ID] [--report FILE]
@@ -259,6 +296,7 @@ Examples:
 export const HELP: Record<string, string> = {
   eval: EVAL_HELP,
   model: MODEL_HELP,
+  'model export': MODEL_EXPORT_HELP,
   solve: SOLVE_HELP,
   verify: VERIFY_HELP,
   doctor: DOCTOR_HELP,
