@@ -445,7 +445,7 @@ def main() -> None:
     hf = load_checkpoint(hf_dir)
     params = sum(p.numel() for p in hf.parameters())
     big = is_big(hf)
-    log(f"      {params / 1e9:.2f}e9 parameters; fp32 graphs {params * 4 / 1e9:.1f} GB{' (external data files)' if big else ''}")
+    log(f"      {params / 1e6:,.1f} million parameters; fp32 graphs {params * 4 / 1e6:,.1f} MB{' (external data files)' if big else ''}")
     log("[2/5] tracing decoder_model_merged.onnx and embed_tokens.onnx (torch.onnx, dynamo)")
     export_graphs(hf, onnx_dir, big)
     log(f"[3/5] weight types: {', '.join(dtypes)}")

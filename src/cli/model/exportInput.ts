@@ -91,11 +91,7 @@ async function checkWeights(dir: string, names: string[], problems: string[]): P
   return bytes;
 }
 
-async function checkTokenizer(
-  dir: string,
-  names: string[],
-  problems: string[],
-): Promise<ExportInput['chatTemplate']> {
+async function checkTokenizer(dir: string, names: string[], problems: string[]): Promise<ExportInput['chatTemplate']> {
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
     if (!names.includes(f)) problems.push(`no ${f} (the tokenizer the onnx backend loads)`);
   }

@@ -51,11 +51,15 @@ export type ModuleCheck = { ok: true; python: string } | { ok: false; problem: s
 
 /** Whether `python` runs and imports what the exporter needs; never throws. */
 export async function checkExportModules(python: string, env: NodeJS.ProcessEnv): Promise<ModuleCheck> {
-  const r = await runProcess([python, '-c', PROBE, ...EXPORT_MODULES], {
-    env: pythonEnv(env),
-    timeoutMs: PROBE_TIMEOUT_MS,
-  }).catch((err: Error) => err);
-  if (r instanceof Error) return { ok: false, problem: `cannot run ${python}: ${r.message}` };
+  let r: Awaited<ReturnType<typeof runProcess>>;
+  try {
+    r = await runProcess([python, '-c', PROBE, ...EXPORT_MODULES], {
+      env: pythonEnv(env),
+      timeoutMs: PROBE_TIMEOUT_MS,
+    });
+  } catch (err) {
+    return { ok: false, problem: `cannot run ${python}: ${(err as Error).message}` };
+  }
   const parsed = r.exitCode === 0 ? ProbeSchema.safeParse(JSON.parse(r.stdout || 'null')) : undefined;
   if (!parsed?.success) {
     const why = (r.stderr || r.stdout).trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`;
@@ -88,7 +92,9 @@ function pipFailure(tail: string): string {
     /NewConnectionError|Failed to establish a new connection|Name or service not known|Temporary failure in name resolution|Network is unreachable|Connection refused|ConnectTimeout|ProxyError|from versions: none/.test(
       tail,
     );
-  return offline ? `pip could not reach PyPI (${last.trim().slice(0, 200)})` : `pip failed: ${last.trim().slice(0, 300)}`;
+  return offline
+    ? `pip could not reach PyPI (${last.trim().slice(0, 200)})`
+    : `pip failed: ${last.trim().slice(0, 300)}`;
 }
 
 /** The export venv, made and filled with the pinned packages when it lacks them. */

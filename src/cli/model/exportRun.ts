@@ -53,6 +53,11 @@ function preferredDtype(dtypes: ExportDtype[]): ExportDtype {
   return (['q4', 'fp32', 'fp16'] as const).find((d) => dtypes.includes(d))!;
 }
 
+/** 4.2 billion, 1.1 million. */
+function formatCount(n: number): string {
+  return n >= 1e9 ? `${(n / 1e9).toFixed(1)} billion` : `${(n / 1e6).toFixed(1)} million`;
+}
+
 /** Disk, RAM and time, estimated from the parameter count (the weights' size over their dtype's bytes). */
 export function exportEstimate(input: ExportInput, dtypes: ExportDtype[]): string[] {
   const p = input.parameters;
@@ -60,7 +65,7 @@ export function exportEstimate(input: ExportInput, dtypes: ExportDtype[]): strin
   const kept = dtypes.reduce((sum, d) => sum + p * BYTES_PER_PARAM[d], 0);
   const time = p > 1e9 ? 'tens of minutes on a CPU' : 'a minute or two';
   return [
-    `  about ${(p / 1e9).toFixed(2)}e9 parameters (${formatBytes(input.weightBytes)} of safetensors weights)`,
+    `  about ${formatCount(p)} parameters (${formatBytes(input.weightBytes)} of safetensors weights)`,
     `  disk: about ${formatBytes(fp32 + kept)} while it runs (the fp32 graphs, then ${dtypes.join(' + ')}); ` +
       `${formatBytes(kept)} kept`,
     `  RAM: about ${formatBytes(2 * fp32)} (twice the fp32 size: the model in PyTorch and the traced graph)`,
