@@ -158,6 +158,25 @@ describe('frognano model pull', () => {
     expect(await readdir(path.join(work, 'm'))).toEqual(['config.json']);
   });
 
+  it('--onnx exports what it pulled: a typo in --dtype fails before any download, the export checks the directory', async () => {
+    work = '';
+    const typo = await pull(env(), '--onnx', 'm-onnx', '--dtype', 'q8');
+    expect(typo.code).toBe(2);
+    expect(typo.err).toContain("--dtype takes fp32, fp16, q4 (one or more), got 'q8'.");
+    expect(state.auth).toEqual([]);
+    const loose = await pull(env(), '--dtype', 'q4');
+    expect(loose.code).toBe(2);
+    expect(loose.err).toContain('--python, --dtype and --timeout go with --onnx DIR');
+    // The stand-in's repository is weights and a bare config.json: pulled, then refused by the export's checks.
+    const r = await pull(env(), '--onnx', 'm-onnx');
+    expect(r.out).toContain(`Model weights in ${path.join(work, 'm')} (checksums verified).`);
+    expect(r.code).toBe(3);
+    expect(r.err).toContain(`${path.join(work, 'm')} cannot be exported:`);
+    expect(r.err).toContain('config.json says model_type qwen3_5, architectures (none)');
+    expect(r.err).toContain('no tokenizer.json');
+    expect(r.out).not.toContain('vllm serve');
+  });
+
   it('says to set HF_TOKEN when the Hub refuses, and names a bad HF_ENDPOINT', async () => {
     work = '';
     const r = await pull({ HF_ENDPOINT: endpoint });
