@@ -126,16 +126,22 @@ Examples:
 `;
 
 export const DOCTOR_HELP = `Usage: frognano doctor [options]
+       frognano doctor --model [--model-dir DIR | --endpoint URL --model NAME]
 
 Checks what frognano needs and prints one line per check (✓ ok, ✗ failed, ! warning) with a fix hint.
 Exits 1 when a required check fails.
 
+With --model only the model is checked (no Node, Redis, sandbox, scanner or GitHub App checks), and having none
+configured fails: an ONNX directory must load and generate one token; an OpenAI-compatible server must serve the
+model, accept tool_choice "auto" and answer a tool_choice "required" request with a parsed tool call (what the
+Leaf loop needs: vLLM's --tool-call-parser, llama-server's --jinja). Exit 0 when it works, 1 when not.
+
 Options:
+  --model [NAME]     Check only the model; with --endpoint, NAME is the model the server serves
   --sandbox KIND     Check only this sandbox kind (docker | bwrap | local); default: docker and bwrap,
                      at least one of which must work
   --model-dir DIR    Check this ONNX model directory (loads it and generates one token)
   --endpoint URL     Check this OpenAI-compatible endpoint (with --model NAME)
-  --model NAME       Model name for --endpoint
   --json             Machine-readable result on stdout
   -h, --help         This text
 
@@ -146,6 +152,8 @@ Examples:
   frognano doctor
   REDIS_URL=redis://redis:6379 frognano doctor --sandbox docker --model-dir /models/frognano-4b
   frognano doctor --json | jq '.checks[] | select(.status != "ok")'
+  frognano doctor --endpoint http://gpu-box:8000/v1 --model frognano-4b     # the model alone
+  FROGNANO_MODEL_DIR=/models/FrogNano-4B-onnx FROGNANO_ONNX_DTYPE=q4 frognano doctor --model
 `;
 
 export const REPLAY_HELP = `Usage: frognano replay <trajectory.json> [options]
