@@ -37,8 +37,8 @@ export function sglangLines(dir: string): string[] {
  */
 export function llamaServerLines(gguf: string, template: string, slots = 4): string[] {
   return [
-    `llama-server -m ${gguf} --alias ${SERVED_MODEL_NAME} --jinja --chat-template-file ${template} \\`,
-    `  -c ${slots * LEAF_CONTEXT_TOKENS} --parallel ${slots} --port ${SERVER_PORT}`,
+    `llama-server -m ${gguf} --alias ${SERVED_MODEL_NAME} --jinja \\`,
+    `  --chat-template-file ${template} -c ${slots * LEAF_CONTEXT_TOKENS} --parallel ${slots} --port ${SERVER_PORT}`,
   ];
 }
 
