@@ -235,6 +235,15 @@ def remove_graph(onnx_dir: Path, base: str) -> None:
         f.unlink()
 
 
+def match_data_modes(onnx_dir: Path) -> None:
+    """onnx writes external data files readable by their owner only; give them their graph's mode, so a runner
+    that reads a shared model directory as another user can load them."""
+    for data in list(onnx_dir.glob("*.onnx.data")) + list(onnx_dir.glob("*.onnx_data")):
+        graph = onnx_dir / (data.name[: -len(".data")] if data.name.endswith(".onnx.data") else data.name[: -len("_data")])
+        if graph.exists():
+            data.chmod(graph.stat().st_mode & 0o777)
+
+
 def export_graphs(hf, onnx_dir: Path, big: bool = False) -> None:
     """The fp32 decoder_model_merged.onnx and embed_tokens.onnx, traced with torch.onnx (dynamo)."""
     dec = ExportDecoder(hf).eval()
@@ -434,6 +443,11 @@ def main() -> None:
     ap.add_argument("out_dir")
     ap.add_argument("--dtype", default="fp32", help="comma-separated weight types to keep: fp32, fp16, q4")
     ap.add_argument("--no-check", action="store_true", help="skip comparing onnxruntime with PyTorch")
+    ap.add_argument(
+        "--external-data",
+        action="store_true",
+        help="keep the weights in *.onnx.data / *.onnx_data files even under 2 GB (what a 4B export does; for tests)",
+    )
     args = ap.parse_args()
     hf_dir, out = Path(args.hf_dir), Path(args.out_dir)
     dtypes = parse_dtypes(args.dtype)
@@ -444,7 +458,7 @@ def main() -> None:
     log(f"[1/5] loading {hf_dir} in fp32 (torch {torch.__version__})")
     hf = load_checkpoint(hf_dir)
     params = sum(p.numel() for p in hf.parameters())
-    big = is_big(hf)
+    big = args.external_data or is_big(hf)
     log(f"      {params / 1e6:,.1f} million parameters; fp32 graphs {params * 4 / 1e6:,.1f} MB{' (external data files)' if big else ''}")
     log("[2/5] tracing decoder_model_merged.onnx and embed_tokens.onnx (torch.onnx, dynamo)")
     export_graphs(hf, onnx_dir, big)
@@ -462,6 +476,7 @@ def main() -> None:
     if "fp32" not in dtypes:
         remove_graph(onnx_dir, "decoder_model_merged")
         remove_graph(onnx_dir, "embed_tokens")
+    match_data_modes(onnx_dir)
     log("[5/5] copying the configs, tokenizer and chat template")
     template_from = copy_model_files(hf_dir, out)
     report = {

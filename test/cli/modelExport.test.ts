@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -283,6 +283,53 @@ describe('frognano model export end to end (needs torch)', () => {
         expect(gen.tokens).toEqual(ref.greedy_ids);
       } finally {
         await backend.close();
+      }
+    },
+    15 * 60_000,
+  );
+
+  (found.python ? it : it.skip)(
+    "the 4B's path on the tiny checkpoint: weights in external data files, fp16 and q4 without fp32, each loads",
+    async () => {
+      const ckpt = path.join(work, 'tiny-hf');
+      if (!existsSync(path.join(ckpt, 'model.safetensors'))) {
+        execFileSync(
+          found.python!,
+          [path.join(ROOT, 'scripts', 'build-qwen35-fixture.py'), '--out', ckpt, '--checkpoint-only'],
+          { stdio: ['ignore', 'ignore', 'pipe'] },
+        );
+      }
+      const out = path.join(work, 'tiny-external');
+      // Past 2 GB the exporter keeps weights beside the graphs; --external-data takes that path at any size.
+      execFileSync(
+        found.python!,
+        [
+          path.join(ROOT, 'scripts', 'export_onnx.py'),
+          ckpt,
+          out,
+          '--dtype',
+          'fp16,q4',
+          '--external-data',
+          '--no-check',
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      const files = (await readdir(path.join(out, 'onnx'))).sort();
+      expect(files).toEqual([
+        'decoder_model_merged_fp16.onnx',
+        'decoder_model_merged_fp16.onnx_data',
+        'decoder_model_merged_q4.onnx',
+        'decoder_model_merged_q4.onnx_data',
+        'embed_tokens_fp16.onnx',
+        'embed_tokens_fp16.onnx_data',
+        'embed_tokens_q4.onnx',
+        'embed_tokens_q4.onnx_data',
+      ]);
+      // Readable by whoever may read the graph (onnx writes its data files 0600).
+      const mode = (f: string) => statSync(path.join(out, 'onnx', f)).mode & 0o777;
+      expect(mode('decoder_model_merged_q4.onnx_data')).toBe(mode('decoder_model_merged_q4.onnx'));
+      for (const dtype of ['fp16', 'q4']) {
+        await verifyExport(out, dtype, { stdout: new PassThrough(), stderr: new PassThrough(), env: {}, cwd: work });
       }
     },
     15 * 60_000,
