@@ -8,7 +8,8 @@ Usage:
   frognano doctor [options]
   frognano replay <trajectory.json> [--markdown]
   frognano view <trajectory.json> [--port N]
-  frognano model pull [--dir DIR]
+  frognano model pull [--dir DIR] [--onnx DIR]
+  frognano model export <hf-dir> <onnx-dir> [options]
   frognano eval --dataset FILE --out DIR [options]   (and: frognano eval grade DIR)
   frognano <command> --help
 
@@ -18,7 +19,8 @@ Commands:
   doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, scanners, model, GitHub App credentials.
   replay   Print a trajectory written by solve (or by the runner) readably.
   view     Serve a trajectory as the app's run page, on 127.0.0.1, for a browser.
-  model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull).
+  model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull); export them to the ONNX
+           directory the in-process backend loads (model export).
   eval     Run SWE-bench-format instances through the bot's pipeline into predictions; grade them with the
            official harness (docs/evaluation.md).
 
