@@ -17,6 +17,7 @@ import { checkExportModules, defaultExportVenv } from '../../src/cli/model/expor
 import { verifyExport } from '../../src/cli/model/exportRun.js';
 import { decodeLoop } from '../../src/inference/onnx/decode.js';
 import { createRng } from '../../src/inference/onnx/sampling.js';
+import { HubStandIn } from '../support/hubStandIn.js';
 import { ROOT } from './helpers.js';
 
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'qwen35-tiny');
@@ -245,17 +246,25 @@ if (!found.python) {
   );
 }
 
+/** The tiny random-weight Qwen3.5 checkpoint (Hugging Face layout, with reference.json), made once per run. */
+async function tinyCheckpoint(): Promise<string> {
+  const ckpt = path.join(work, 'tiny-hf');
+  if (!existsSync(path.join(ckpt, 'reference.json'))) {
+    execFileSync(
+      found.python!,
+      [path.join(ROOT, 'scripts', 'build-qwen35-fixture.py'), '--out', ckpt, '--checkpoint-only'],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+  }
+  return ckpt;
+}
+
 describe('frognano model export end to end (needs torch)', () => {
   (found.python ? it : it.skip)(
     "a tiny random-weight Qwen3.5 checkpoint exports, and the onnx backend's greedy ids are PyTorch's",
     async () => {
-      const ckpt = path.join(work, 'tiny-hf');
+      const ckpt = await tinyCheckpoint();
       const out = path.join(work, 'tiny-onnx');
-      execFileSync(
-        found.python!,
-        [path.join(ROOT, 'scripts', 'build-qwen35-fixture.py'), '--out', ckpt, '--checkpoint-only'],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
-      );
       expect(existsSync(path.join(ckpt, 'model.safetensors'))).toBe(true);
       const r = await cli(['model', 'export', ckpt, out, '--python', found.python!, '--dtype', 'fp32']);
       if (r.code !== 0) throw new Error(`export failed (${r.code}):\n${r.err.slice(-3000)}`);
@@ -291,14 +300,7 @@ describe('frognano model export end to end (needs torch)', () => {
   (found.python ? it : it.skip)(
     "the 4B's path on the tiny checkpoint: weights in external data files, fp16 and q4 without fp32, each loads",
     async () => {
-      const ckpt = path.join(work, 'tiny-hf');
-      if (!existsSync(path.join(ckpt, 'model.safetensors'))) {
-        execFileSync(
-          found.python!,
-          [path.join(ROOT, 'scripts', 'build-qwen35-fixture.py'), '--out', ckpt, '--checkpoint-only'],
-          { stdio: ['ignore', 'ignore', 'pipe'] },
-        );
-      }
+      const ckpt = await tinyCheckpoint();
       const out = path.join(work, 'tiny-external');
       // Past 2 GB the exporter keeps weights beside the graphs; --external-data takes that path at any size.
       execFileSync(
@@ -330,6 +332,36 @@ describe('frognano model export end to end (needs torch)', () => {
       expect(mode('decoder_model_merged_q4.onnx_data')).toBe(mode('decoder_model_merged_q4.onnx'));
       for (const dtype of ['fp16', 'q4']) {
         await verifyExport(out, dtype, { stdout: new PassThrough(), stderr: new PassThrough(), env: {}, cwd: work });
+      }
+    },
+    15 * 60_000,
+  );
+
+  (found.python ? it : it.skip)(
+    'model pull --onnx from a Hub stand-in serving the tiny checkpoint: downloads, exports q4, and it loads',
+    async () => {
+      const ckpt = await tinyCheckpoint();
+      const files: Record<string, Buffer> = {};
+      for (const f of await readdir(ckpt)) if (f !== 'reference.json') files[f] = await readFile(path.join(ckpt, f));
+      const hub = new HubStandIn('microsoft/FrogNano-4B-2609', files, 'hf_test');
+      await hub.start();
+      try {
+        const env = { HF_ENDPOINT: hub.endpoint, HF_TOKEN: 'hf_test' };
+        const r = await cli(
+          ['model', 'pull', '--dir', 'pulled', '--onnx', 'pulled-onnx', '--python', found.python!],
+          env,
+        );
+        if (r.code !== 0) throw new Error(`pull --onnx failed (${r.code}):\n${r.err.slice(-3000)}`);
+        expect(r.out).toContain(`Model weights in ${path.join(work, 'pulled')} (checksums verified).`);
+        expect(r.err).toMatch(/✓ Model {2}ONNX model in .*pulled-onnx: loaded in .*\(q4\)/);
+        expect(r.out).toContain(`FROGNANO_MODEL_DIR=${path.join(work, 'pulled-onnx')} FROGNANO_ONNX_DTYPE=q4`);
+        // q4 only: the fp32 graphs the variants were made from are gone.
+        expect((await readdir(path.join(work, 'pulled-onnx', 'onnx'))).sort()).toEqual([
+          'decoder_model_merged_q4.onnx',
+          'embed_tokens_q4.onnx',
+        ]);
+      } finally {
+        await hub.stop();
       }
     },
     15 * 60_000,
