@@ -366,4 +366,36 @@ describe('frognano model export end to end (needs torch)', () => {
     },
     15 * 60_000,
   );
+
+  (found.python ? it : it.skip)(
+    "the exporter's failure and the wall-time cap: exit 4 with its last line, or the limit named",
+    async () => {
+      const ckpt = await tinyCheckpoint();
+      // Weights that are not safetensors: transformers refuses them after the input checks pass.
+      const bad = path.join(work, 'tiny-bad');
+      await cp(ckpt, bad, { recursive: true });
+      await writeFile(path.join(bad, 'model.safetensors'), Buffer.alloc(4096));
+      const failed = await cli(['model', 'export', bad, path.join(work, 'bad-onnx'), '--python', found.python!]);
+      expect(failed.code).toBe(4);
+      expect(failed.err).toMatch(/the exporter failed \(exit 1\): \S/);
+      // What it left (an empty onnx/) does not stop the next run.
+      const again = await cli(['model', 'export', bad, path.join(work, 'bad-onnx'), '--python', found.python!]);
+      expect(again.err).not.toContain('is not empty');
+      expect(again.code).toBe(4);
+      const capped = await cli([
+        'model',
+        'export',
+        ckpt,
+        path.join(work, 'capped-onnx'),
+        '--python',
+        found.python!,
+        '--timeout',
+        '500ms',
+      ]);
+      expect(capped.code).toBe(4);
+      expect(capped.err).toContain('the export did not finish within 0.5s (--timeout) and was stopped');
+      expect(capped.err).toContain('give it longer with --timeout');
+    },
+    15 * 60_000,
+  );
 });

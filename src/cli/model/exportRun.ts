@@ -8,6 +8,7 @@ import path from 'node:path';
 import { BackendConfigSchema } from '../../inference/index.js';
 import { parseDuration } from '../args.js';
 import { formatCheck } from '../doctor/check.js';
+import { formatDuration } from '../format.js';
 import { checkModel } from '../doctor/model.js';
 import { CliError, EXIT, setupError, UsageError } from '../exitCodes.js';
 import { writeLine, type CliIo } from '../io.js';
@@ -79,7 +80,10 @@ async function checkOutDir(out: string, input: string): Promise<void> {
     throw new UsageError('the ONNX directory must not be the Hugging Face directory.', 'model');
   }
   const names = await readdir(out).catch(() => [] as string[]);
-  if (names.length > 0 && !names.includes('export.json')) {
+  // An export that stopped part-way leaves onnx/ with graphs only: the next run may overwrite it.
+  const graphs = await readdir(path.join(out, 'onnx')).catch(() => [] as string[]);
+  const unfinished = names.every((n) => n === 'onnx') && graphs.every((g) => /\.onnx([._]data)?$/.test(g));
+  if (names.length > 0 && !names.includes('export.json') && !unfinished) {
     throw setupError(
       `${out} is not empty and holds no earlier export`,
       'give a new directory (an earlier export, with its export.json, is overwritten)',
@@ -103,7 +107,7 @@ async function runExporter(python: string, args: string[], timeoutMs: number, io
   const last = r.tail.trim().split('\n').slice(-1)[0] ?? '';
   throw new CliError(
     r.timedOut
-      ? `the export did not finish within ${Math.round(timeoutMs / 60_000)} minutes and was stopped`
+      ? `the export did not finish within ${formatDuration(timeoutMs)} (--timeout) and was stopped`
       : `the exporter failed (exit ${r.code ?? 'killed'}): ${last.slice(0, 300)}`,
     EXIT.RUNTIME,
     r.timedOut ? 'give it longer with --timeout (e.g. --timeout 6h)' : 'its output is above',
