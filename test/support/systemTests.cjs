@@ -39,6 +39,8 @@ module.exports = [
   'test/runner/followUpEndToEnd.test.ts',
   'test/runner/ciFixEndToEnd.test.ts',
   'test/runner/waitingAsksEndToEnd.test.ts',
+  // PyTorch tracing and exporting a tiny Qwen3.5 four times (where a Python has torch): about 100 s of every core.
+  'test/cli/modelExport.test.ts',
   // A browser: chromium driven by puppeteer, CPU-heavy and timing-sensitive.
   'test/runs/runPage.browser.test.ts',
   // Redis servers the test SIGKILLs, Sentinel failovers and a Cluster: timings of seconds (down-after 1 s,
