@@ -195,7 +195,7 @@ export const MODEL_HELP = `Usage: frognano model pull [--dir DIR] [--repo OWNER/
 pull downloads the published FrogNano-4B weights (Hugging Face layout: safetensors, config, tokenizer, chat
 template) from the Hugging Face Hub into DIR. Resumable: an interrupted pull continues where it stopped (HTTP Range);
 every file is checked against the Hub's checksum (LFS sha256, git sha1 for small files) before it is kept.
-About 9.5 GB of disk. It prints the vllm serve line for DIR; with --onnx it then exports DIR to ONNX (below).
+About 9.5 GB of disk. It prints the vllm serve line for DIR; with --onnx it then exports DIR to ONNX (frognano model export --help).
 
 Options:
   --dir DIR                Where the weights go (default models/FrogNano-4B-2609 under the current directory)

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../src/cli/main.js';
+import { vllmServeLines } from '../../src/cli/model/serving.js';
 import { HubStandIn } from '../support/hubStandIn.js';
 
 const REPO = 'microsoft/FrogNano-4B-2609';
@@ -53,7 +54,9 @@ describe('frognano model pull', () => {
     expect(Buffer.compare(await readFile(path.join(work, 'm', 'model-00001-of-00001.safetensors')), weights)).toBe(0);
     expect(await readFile(path.join(work, 'm', 'config.json'), 'utf8')).toBe(config.toString());
     expect(r.err).toMatch(/model-00001-of-00001\.safetensors\s+100%\s+3\.0 MiB \/ 3\.0 MiB/);
-    expect(r.out).toContain(`vllm serve ${path.join(work, 'm')}`);
+    // The hint is docs/inference.md's line (src/cli/model/serving.ts; the docs test compares the docs with it).
+    expect(r.out).toContain(`Serve them (GPU):  ${vllmServeLines(path.join(work, 'm')).join('\n')}`);
+    expect(r.out).toContain(`frognano model export ${path.join(work, 'm')} ${path.join(work, 'm')}-onnx`);
     expect(state.auth.filter((a) => a === `Bearer ${TOKEN}`).length).toBeGreaterThanOrEqual(4);
     expect(await readdir(path.join(work, 'm'))).toEqual(['config.json', 'model-00001-of-00001.safetensors']);
   });
