@@ -8,7 +8,8 @@ Usage:
   frognano doctor [options]
   frognano replay <trajectory.json> [--markdown]
   frognano view <trajectory.json> [--port N]
-  frognano model pull [--dir DIR]
+  frognano model pull [--dir DIR] [--onnx DIR]
+  frognano model export <hf-dir> <onnx-dir> [options]
   frognano eval --dataset FILE --out DIR [options]   (and: frognano eval grade DIR)
   frognano <command> --help
 
@@ -18,7 +19,8 @@ Commands:
   doctor   Check this machine: Node, Redis, Docker/bubblewrap sandbox, scanners, model, GitHub App credentials.
   replay   Print a trajectory written by solve (or by the runner) readably.
   view     Serve a trajectory as the app's run page, on 127.0.0.1, for a browser.
-  model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull).
+  model    Download the FrogNano-4B weights from the Hugging Face Hub (model pull); export them to the ONNX
+           directory the in-process backend loads (model export).
   eval     Run SWE-bench-format instances through the bot's pipeline into predictions; grade them with the
            official harness (docs/evaluation.md).
 
@@ -126,16 +128,22 @@ Examples:
 `;
 
 export const DOCTOR_HELP = `Usage: frognano doctor [options]
+       frognano doctor --model [--model-dir DIR | --endpoint URL --model NAME]
 
 Checks what frognano needs and prints one line per check (✓ ok, ✗ failed, ! warning) with a fix hint.
 Exits 1 when a required check fails.
 
+With --model only the model is checked (no Node, Redis, sandbox, scanner or GitHub App checks), and having none
+configured fails: an ONNX directory must load and generate one token; an OpenAI-compatible server must serve the
+model, accept tool_choice "auto" and answer a tool_choice "required" request with a parsed tool call (what the
+Leaf loop needs: vLLM's --tool-call-parser, llama-server's --jinja). Exit 0 when it works, 1 when not.
+
 Options:
+  --model [NAME]     Check only the model; with --endpoint, NAME is the model the server serves
   --sandbox KIND     Check only this sandbox kind (docker | bwrap | local); default: docker and bwrap,
                      at least one of which must work
   --model-dir DIR    Check this ONNX model directory (loads it and generates one token)
   --endpoint URL     Check this OpenAI-compatible endpoint (with --model NAME)
-  --model NAME       Model name for --endpoint
   --json             Machine-readable result on stdout
   -h, --help         This text
 
@@ -146,6 +154,8 @@ Examples:
   frognano doctor
   REDIS_URL=redis://redis:6379 frognano doctor --sandbox docker --model-dir /models/frognano-4b
   frognano doctor --json | jq '.checks[] | select(.status != "ok")'
+  frognano doctor --endpoint http://gpu-box:8000/v1 --model frognano-4b     # the model alone
+  FROGNANO_MODEL_DIR=/models/FrogNano-4B-onnx FROGNANO_ONNX_DTYPE=q4 frognano doctor --model
 `;
 
 export const REPLAY_HELP = `Usage: frognano replay <trajectory.json> [options]
@@ -179,17 +189,20 @@ Examples:
   frognano view run/trajectory.json --port 8400
 `;
 
-export const MODEL_HELP = `Usage: frognano model pull [--dir DIR] [--repo OWNER/NAME] [--revision REV]
+export const MODEL_HELP = `Usage: frognano model pull [--dir DIR] [--repo OWNER/NAME] [--revision REV] [--onnx DIR [export options]]
+       frognano model export <hf-dir> <onnx-dir> [options]     (frognano model export --help)
 
-Downloads the published FrogNano-4B weights (Hugging Face layout: safetensors, config, tokenizer, chat template)
-from the Hugging Face Hub into DIR. Resumable: an interrupted pull continues where it stopped (HTTP Range);
+pull downloads the published FrogNano-4B weights (Hugging Face layout: safetensors, config, tokenizer, chat
+template) from the Hugging Face Hub into DIR. Resumable: an interrupted pull continues where it stopped (HTTP Range);
 every file is checked against the Hub's checksum (LFS sha256, git sha1 for small files) before it is kept.
-About 9.5 GB of disk.
+About 9.5 GB of disk. It prints the vllm serve line for DIR; with --onnx it then exports DIR to ONNX (frognano model export --help).
 
 Options:
   --dir DIR                Where the weights go (default models/FrogNano-4B-2609 under the current directory)
   --repo OWNER/NAME        Hub repository (default microsoft/FrogNano-4B-2609)
   --revision REV           Branch, tag or commit (default main)
+  --onnx DIR               After the pull, run \`frognano model export\` from the weights into DIR;
+                           --python, --dtype and --timeout are passed to it
 
 Environment:
   HF_TOKEN                 Hugging Face token, sent as a bearer token (gated or private repositories)
@@ -198,6 +211,40 @@ Environment:
 Examples:
   frognano model pull
   HF_ENDPOINT=https://hf-mirror.example frognano model pull --dir /models/FrogNano-4B-2609
+  frognano model pull --dir /models/FrogNano-4B-2609 --onnx /models/FrogNano-4B-onnx --dtype q4
+`;
+
+export const MODEL_EXPORT_HELP = `Usage: frognano model export <hf-dir> <onnx-dir> [--python PATH] [--dtype fp32|fp16|q4 ...] [--timeout DURATION]
+
+Exports a Qwen3.5 checkpoint in the Hugging Face layout (what \`frognano model pull\` downloads) to the ONNX
+directory the onnx backend loads (FROGNANO_MODEL_DIR): onnx/decoder_model_merged*.onnx and onnx/embed_tokens*.onnx,
+with the model's own chat template (chat_template.jinja), tokenizer, config.json and generation_config.json. It
+checks <hf-dir> first, runs scripts/export_onnx.py (PyTorch traces the model; its progress is shown), loads the
+result and generates one token (as \`frognano doctor\` does), then prints the settings that use it.
+
+Options:
+  --python PATH            A Python with torch, transformers>=5, onnx, onnxscript and onnxruntime
+                           (else FROGNANO_EXPORT_PYTHON; else a venv in ~/.cache/frognano/export-venv, created
+                           with pip install -r scripts/export-requirements.txt: needs PyPI, a few GB, once)
+  --dtype TYPE             Weight types to keep, repeatable or comma-separated: fp32, fp16, q4 (default q4,
+                           the one that runs a 4B at a usable speed on a CPU)
+  --timeout DURATION       Stop the exporter after this long (default 3h)
+
+What FrogNano-4B needs (estimates from its parameter count, about 4e9 of the language model, not measured here:
+4 bytes a parameter in fp32, 2 in bf16/fp16, about 0.6 in q4):
+  disk                     about 8-9.5 GB of bf16 weights downloaded; the fp32 graphs about 16 GB while the
+                           export runs (kept with --dtype fp32); q4 adds about 3 GB, fp16 about 8 GB
+  RAM                      about twice the fp32 size (the fp32 model in PyTorch and the traced graph): 32 GB
+  time                     tens of minutes on a CPU (no GPU needed)
+The command prints these figures for the directory it is given before it starts.
+
+Exit codes: 0 exported and loads, 2 usage error, 3 the input directory, the output directory or the Python is
+not usable (the message says which and what to do), 4 the exporter failed, ran past --timeout, or its output does
+not load.
+
+Examples:
+  frognano model export models/FrogNano-4B-2609 models/FrogNano-4B-onnx
+  frognano model export /models/FrogNano-4B-2609 /models/FrogNano-4B-onnx --dtype fp32,q4 --python ~/venv/bin/python
 `;
 
 export const EVAL_GRADE_HELP = `Usage: frognano eval grade <out-dir> [--python PATH | --venv DIR] [--run-id ID] [--report FILE]
@@ -259,6 +306,7 @@ Examples:
 export const HELP: Record<string, string> = {
   eval: EVAL_HELP,
   model: MODEL_HELP,
+  'model export': MODEL_EXPORT_HELP,
   solve: SOLVE_HELP,
   verify: VERIFY_HELP,
   doctor: DOCTOR_HELP,

@@ -207,6 +207,12 @@ export const SETTINGS = {
   FROGNANO_REPLAY_FILE: { parser: text, programs: MODEL, doc: 'replay: scripted turns' },
   HF_TOKEN: { parser: text, programs: CLI, secret: true, doc: 'Hugging Face token' },
   HF_ENDPOINT: { parser: httpUrl, programs: CLI, default: 'https://huggingface.co', doc: 'the Hub' },
+  FROGNANO_EXPORT_PYTHON: {
+    parser: text,
+    programs: CLI,
+    default: '(a venv it creates)',
+    doc: 'the Python that runs the ONNX exporter',
+  },
   // Sandbox
   FROGNANO_SANDBOX: {
     parser: oneOf('docker', 'bwrap', 'local', 'auto'),

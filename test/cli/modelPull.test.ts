@@ -3,104 +3,31 @@
  * by Link), /resolve/ redirecting to a CDN path that honours Range, X-Linked-Etag, bearer tokens.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../src/cli/main.js';
+import { vllmServeLines } from '../../src/cli/model/serving.js';
+import { HubStandIn } from '../support/hubStandIn.js';
 
 const REPO = 'microsoft/FrogNano-4B-2609';
 const TOKEN = 'hf_test_token';
 const weights = randomBytes(3 * 1024 * 1024 + 17);
 const config = Buffer.from('{"model_type":"qwen3_5"}\n');
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const gitSha1 = (b: Buffer) => createHash('sha1').update(`blob ${b.length}\0`).update(b).digest('hex');
-const FILES: Record<string, Buffer> = { 'config.json': config, 'model-00001-of-00001.safetensors': weights };
+const hub = new HubStandIn(REPO, { 'config.json': config, 'model-00001-of-00001.safetensors': weights }, TOKEN);
+const state = hub.state;
 
-interface HubState {
-  cutAfter?: number; // the CDN drops the connection after this many bytes of the weights, once
-  corrupt?: boolean;
-  ranges: string[];
-  auth: (string | undefined)[];
-}
-const state: HubState = { ranges: [], auth: [] };
-
-function tree(page: string | null, res: ServerResponse, base: string) {
-  const entries =
-    page === '2'
-      ? [
-          {
-            type: 'file',
-            path: 'model-00001-of-00001.safetensors',
-            size: 134,
-            oid: 'a'.repeat(40),
-            lfs: { oid: sha256(weights), size: weights.length, pointerSize: 134 },
-          },
-        ]
-      : [
-          { type: 'directory', path: 'onnx', oid: 'b'.repeat(40), size: 0 },
-          { type: 'file', path: 'config.json', size: config.length, oid: gitSha1(config) },
-        ];
-  if (page !== '2') res.setHeader('link', `<${base}/api/models/${REPO}/tree/main?recursive=true&cursor=2>; rel="next"`);
-  res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify(entries));
-}
-
-function cdn(name: string, req: IncomingMessage, res: ServerResponse) {
-  let body = FILES[name]!;
-  if (state.corrupt && name.endsWith('.safetensors')) body = Buffer.from(body).fill(0, 0, 10);
-  const range = req.headers.range;
-  state.ranges.push(`${name}:${range ?? ''}`);
-  let start = 0;
-  if (range) {
-    start = Number(/^bytes=(\d+)-$/.exec(range)![1]);
-    res.statusCode = 206;
-    res.setHeader('content-range', `bytes ${start}-${body.length - 1}/${body.length}`);
-  }
-  res.setHeader('content-length', body.length - start);
-  const cut = state.cutAfter;
-  if (cut !== undefined && name.endsWith('.safetensors')) {
-    state.cutAfter = undefined;
-    res.write(body.subarray(start, start + cut), () => res.socket?.destroy());
-    return;
-  }
-  res.end(body.subarray(start));
-}
-
-function hub(req: IncomingMessage, res: ServerResponse, base: string) {
-  const url = new URL(req.url!, base);
-  state.auth.push(req.headers.authorization);
-  if (url.pathname.startsWith('/cdn/')) return cdn(decodeURIComponent(url.pathname.slice(5)), req, res);
-  if (req.headers.authorization !== `Bearer ${TOKEN}`) {
-    res.statusCode = 401;
-    return res.end('{"error":"Invalid credentials"}');
-  }
-  if (url.pathname === `/api/models/${REPO}/tree/main`) return tree(url.searchParams.get('cursor'), res, base);
-  const prefix = `/${REPO}/resolve/main/`;
-  if (url.pathname.startsWith(prefix)) {
-    const name = decodeURIComponent(url.pathname.slice(prefix.length));
-    if (!FILES[name]) return res.writeHead(404).end();
-    res.setHeader('x-linked-etag', name.endsWith('.safetensors') ? `"${sha256(weights)}"` : `"${gitSha1(config)}"`);
-    res.writeHead(302, { location: `/cdn/${encodeURIComponent(name)}` });
-    return res.end();
-  }
-  res.writeHead(404).end();
-}
-
-let server: Server;
 let endpoint: string;
 let work: string;
 beforeAll(async () => {
-  server = createServer((req, res) => hub(req, res, endpoint));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await hub.start();
+  endpoint = hub.endpoint;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => hub.stop());
 afterEach(async () => {
-  Object.assign(state, { cutAfter: undefined, corrupt: false, ranges: [], auth: [] });
+  hub.reset();
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -127,7 +54,9 @@ describe('frognano model pull', () => {
     expect(Buffer.compare(await readFile(path.join(work, 'm', 'model-00001-of-00001.safetensors')), weights)).toBe(0);
     expect(await readFile(path.join(work, 'm', 'config.json'), 'utf8')).toBe(config.toString());
     expect(r.err).toMatch(/model-00001-of-00001\.safetensors\s+100%\s+3\.0 MiB \/ 3\.0 MiB/);
-    expect(r.out).toContain(`vllm serve ${path.join(work, 'm')}`);
+    // The hint is docs/inference.md's line (src/cli/model/serving.ts; the docs test compares the docs with it).
+    expect(r.out).toContain(`Serve them (GPU):  ${vllmServeLines(path.join(work, 'm')).join('\n')}`);
+    expect(r.out).toContain(`frognano model export ${path.join(work, 'm')} ${path.join(work, 'm')}-onnx`);
     expect(state.auth.filter((a) => a === `Bearer ${TOKEN}`).length).toBeGreaterThanOrEqual(4);
     expect(await readdir(path.join(work, 'm'))).toEqual(['config.json', 'model-00001-of-00001.safetensors']);
   });
@@ -156,6 +85,25 @@ describe('frognano model pull', () => {
     expect(r.code).toBe(3);
     expect(r.err).toContain('model-00001-of-00001.safetensors: sha256 checksum mismatch');
     expect(await readdir(path.join(work, 'm'))).toEqual(['config.json']);
+  });
+
+  it('--onnx exports what it pulled: a typo in --dtype fails before any download, the export checks the directory', async () => {
+    work = '';
+    const typo = await pull(env(), '--onnx', 'm-onnx', '--dtype', 'q8');
+    expect(typo.code).toBe(2);
+    expect(typo.err).toContain("--dtype takes fp32, fp16, q4 (one or more), got 'q8'.");
+    expect(state.auth).toEqual([]);
+    const loose = await pull(env(), '--dtype', 'q4');
+    expect(loose.code).toBe(2);
+    expect(loose.err).toContain('--python, --dtype and --timeout go with --onnx DIR');
+    // The stand-in's repository is weights and a bare config.json: pulled, then refused by the export's checks.
+    const r = await pull(env(), '--onnx', 'm-onnx');
+    expect(r.out).toContain(`Model weights in ${path.join(work, 'm')} (checksums verified).`);
+    expect(r.code).toBe(3);
+    expect(r.err).toContain(`${path.join(work, 'm')} cannot be exported:`);
+    expect(r.err).toContain('config.json says model_type qwen3_5, architectures (none)');
+    expect(r.err).toContain('no tokenizer.json');
+    expect(r.out).not.toContain('vllm serve');
   });
 
   it('says to set HF_TOKEN when the Hub refuses, and names a bad HF_ENDPOINT', async () => {

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { HELP } from '../../src/cli/help.js';
+import { llamaServerLines, sglangLines, vllmServeLines } from '../../src/cli/model/serving.js';
 import { SETTINGS } from '../../src/util/settings.js';
 import { ROOT, read } from './files.js';
 
@@ -64,5 +65,19 @@ describe('the docs', () => {
         if (!new RegExp(`${flag}(?![a-z0-9-])`).test(doc)) missing.push(`${command} ${flag}`);
     }
     expect([...new Set(missing)]).toEqual([]);
+  });
+
+  it('README and docs/inference.md show the serving lines `model pull` prints (one source: src/cli/model/serving.ts)', () => {
+    const dir = '/models/FrogNano-4B-2609';
+    const vllm = vllmServeLines(dir).join('\n');
+    const llama = llamaServerLines('frognano-4b-q4_k_m.gguf', `${dir}/chat_template.jinja`).join('\n');
+    for (const file of ['README.md', 'docs/inference.md']) {
+      expect(read(file)).toContain(vllm);
+      expect(read(file)).toContain(llama);
+    }
+    expect(read('docs/inference.md')).toContain(sglangLines(dir).join('\n'));
+    // Upstream Leaf's context budget (frognano/configs/eval/swebench-verified.yaml: max_context_tokens 65536).
+    expect(vllm).toContain('--max-model-len 65536');
+    expect(vllm).toContain('--tool-call-parser qwen3_coder --reasoning-parser qwen3');
   });
 });

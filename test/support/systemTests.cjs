@@ -46,6 +46,8 @@ module.exports = [
   'test/runner/ciFix.test.ts', // 3 CI-fix rounds with bad GitHub answers
   'test/runner/closingKeywords.test.ts', // a first attempt and a follow-up round
   'test/runner/setupNetwork.test.ts', // 2 rounds whose setup command runs behind the egress proxy
+  // PyTorch tracing and exporting a tiny Qwen3.5 four times (where a Python has torch): about 100 s of every core.
+  'test/cli/modelExport.test.ts',
   // A browser: chromium driven by puppeteer, CPU-heavy and timing-sensitive.
   'test/runs/runPage.browser.test.ts',
   // Redis servers the test SIGKILLs, Sentinel failovers and a Cluster: timings of seconds (down-after 1 s,

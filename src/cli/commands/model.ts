@@ -1,20 +1,25 @@
 /**
  * `frognano model pull`: the published FrogNano-4B weights (Hugging Face layout) from the Hub into a directory,
  * resumable and checksummed. The directory is what vLLM / SGLang serve, and what an ONNX export starts from.
+ * `frognano model export` (and `pull --onnx`): that directory to the ONNX layout the onnx backend loads.
  */
 import path from 'node:path';
 import { parseCommandArgs } from '../args.js';
 import { EXIT, UsageError } from '../exitCodes.js';
-import { MODEL_HELP } from '../help.js';
+import { MODEL_EXPORT_HELP, MODEL_HELP } from '../help.js';
 import { writeLine, type CliIo } from '../io.js';
 import { downloadFile } from '../model/download.js';
+import { EXPORT_OPTIONS, exportModel, parseExportDtypes } from '../model/exportRun.js';
 import { DEFAULT_MODEL_REPO, hubRepoFromEnv, listHubFiles } from '../model/hubFiles.js';
 import { formatBytes, progressPrinter } from '../model/progressLine.js';
+import { openaiEnvLine, vllmServeLines } from '../model/serving.js';
 
 const PULL_OPTIONS = {
   dir: { type: 'string' },
   repo: { type: 'string' },
   revision: { type: 'string' },
+  onnx: { type: 'string' },
+  ...EXPORT_OPTIONS,
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -27,7 +32,24 @@ export async function modelCommand(args: string[], io: CliIo): Promise<number> {
     return sub === undefined ? EXIT.USAGE : EXIT.OK;
   }
   if (sub === 'pull') return pullCommand(rest, io);
-  throw new UsageError(`unknown model command '${sub}' (pull)`, 'model');
+  if (sub === 'export') return exportCommand(rest, io);
+  throw new UsageError(`unknown model command '${sub}' (pull, export)`, 'model');
+}
+
+async function exportCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs('model', args, {
+    ...EXPORT_OPTIONS,
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(MODEL_EXPORT_HELP);
+    return EXIT.OK;
+  }
+  if (positionals.length !== 2) {
+    throw new UsageError('model export takes two directories: <hf-dir> <onnx-dir>.', 'model export');
+  }
+  const [hfDir, onnxDir] = positionals.map((p) => path.resolve(io.cwd, p)) as [string, string];
+  return exportModel(hfDir, onnxDir, values, io);
 }
 
 async function pullCommand(args: string[], io: CliIo): Promise<number> {
@@ -37,6 +59,11 @@ async function pullCommand(args: string[], io: CliIo): Promise<number> {
     return EXIT.OK;
   }
   if (positionals.length > 0) throw new UsageError(`model pull takes no positional arguments`, 'model');
+  const exportFlags = values.python ?? values.dtype ?? values.timeout;
+  if (exportFlags !== undefined && values.onnx === undefined) {
+    throw new UsageError('--python, --dtype and --timeout go with --onnx DIR (the export after the pull).', 'model');
+  }
+  if (values.onnx !== undefined) parseExportDtypes(values.dtype); // a typo fails before gigabytes are downloaded
   const hub = hubRepoFromEnv(io.env, values.repo ?? DEFAULT_MODEL_REPO, values.revision ?? 'main');
   const dir = path.resolve(io.cwd, values.dir ?? DEFAULT_PULL_DIR);
   const files = await listHubFiles(hub);
@@ -52,14 +79,11 @@ async function pullCommand(args: string[], io: CliIo): Promise<number> {
   }
   if (present > 0) writeLine(io.stderr, `  ${present} file(s) were already there and checked`);
   writeLine(io.stdout, `Model weights in ${dir} (checksums verified).`);
-  writeLine(io.stdout, `Serve them (GPU):  vllm serve ${dir} --served-model-name frognano-4b --max-model-len 65536 \\`);
-  writeLine(
-    io.stdout,
-    `  --enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3 --port 8000`,
-  );
-  writeLine(
-    io.stdout,
-    `then: export FROGNANO_BACKEND=openai FROGNANO_OPENAI_BASE_URL=http://127.0.0.1:8000/v1 FROGNANO_OPENAI_MODEL=frognano-4b`,
-  );
+  if (values.onnx !== undefined) return exportModel(dir, path.resolve(io.cwd, values.onnx), values, io);
+  const [first, ...more] = vllmServeLines(dir);
+  writeLine(io.stdout, `Serve them (GPU):  ${first}`);
+  for (const line of more) writeLine(io.stdout, line);
+  writeLine(io.stdout, `then: ${openaiEnvLine()}`);
+  writeLine(io.stdout, `Or run them on a CPU: frognano model export ${dir} ${dir}-onnx`);
   return EXIT.OK;
 }

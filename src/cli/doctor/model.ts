@@ -12,9 +12,14 @@ const PROBE = [{ role: 'user' as const, content: 'Say OK.' }];
 /**
  * The configured model really works: an ONNX directory has its files, loads in onnxruntime and generates
  * one token; an OpenAI-compatible endpoint answers and serves the model (C2's ping); a replay file parses.
- * `cfg` undefined means no model is configured, which only matters for running jobs: a warning.
+ * `cfg` undefined means no model is configured, which only matters for running jobs: a warning (a failure when
+ * `required`, as `doctor --model` asks).
  */
-export async function checkModel(cfg: BackendConfig | undefined, configError?: string): Promise<CheckResult> {
+export async function checkModel(
+  cfg: BackendConfig | undefined,
+  configError?: string,
+  opts: { required?: boolean } = {},
+): Promise<CheckResult> {
   if (configError)
     return check.fail(
       NAME,
@@ -22,11 +27,12 @@ export async function checkModel(cfg: BackendConfig | undefined, configError?: s
       'fix the model options or the FROGNANO_BACKEND / FROGNANO_MODEL_DIR / FROGNANO_OPENAI_* variables',
     );
   if (!cfg) {
-    return check.warn(
-      NAME,
-      'no model configured',
-      'runners need one: --model-dir DIR (or FROGNANO_MODEL_DIR), or --endpoint URL --model NAME (or FROGNANO_OPENAI_BASE_URL + FROGNANO_OPENAI_MODEL)',
-    );
+    const hint =
+      'runners need one: --model-dir DIR (or FROGNANO_MODEL_DIR), or --endpoint URL --model NAME (or FROGNANO_OPENAI_BASE_URL + FROGNANO_OPENAI_MODEL)';
+    // Asked to check the model (doctor --model), having none is a failure; in the full report, a warning.
+    return opts.required
+      ? check.fail(NAME, 'no model configured', hint)
+      : check.warn(NAME, 'no model configured', hint);
   }
   const what = describeBackend(cfg);
   const started = Date.now();

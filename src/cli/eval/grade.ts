@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import os from 'node:os';
@@ -9,6 +8,7 @@ import { parseCommandArgs, parseDuration, parsePositiveInt } from '../args.js';
 import { CliError, EXIT, setupError, UsageError } from '../exitCodes.js';
 import { EVAL_GRADE_HELP } from '../help.js';
 import type { CliIo } from '../io.js';
+import { pythonEnv, runStreaming } from '../python.js';
 import { FILES, readOutDataset, readPredictions, readSummary, writeJsonAtomic } from './outputs.js';
 
 /** The harness version `eval` installs into the venv it creates (its report format is the one read below). */
@@ -174,16 +174,6 @@ export function gradeText(g: Grade): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The environment for Python: the user's, without the model's key or a GitHub token. */
-function pythonEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined && !/^(FROGNANO_OPENAI_API_KEY|GITHUB_TOKEN|GH_TOKEN|PRIVATE_KEY|WEBHOOK_SECRET)$/.test(k))
-      out[k] = v;
-  }
-  return out;
-}
-
 async function swebenchVersion(python: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const r = await runProcess(
     [python, '-c', 'import swebench, sys; sys.stdout.write(getattr(swebench, "__version__", "?"))'],
@@ -272,16 +262,11 @@ async function runHarness(
     cwd,
     ...(flags.namespace !== undefined ? ['--namespace', flags.namespace] : []),
   ];
-  const code = await new Promise<number | null>((resolve, reject) => {
-    const child = spawn(python, argv, { cwd, env: pythonEnv(io.env), stdio: ['ignore', 'pipe', 'pipe'] });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.stdout.on('data', (c: Buffer) => io.stderr.write(c));
-    child.stderr.on('data', (c: Buffer) => io.stderr.write(c));
-    child.on('error', reject);
-    child.on('close', (c) => {
-      clearTimeout(timer);
-      resolve(c);
-    });
+  const { code } = await runStreaming([python, ...argv], {
+    cwd,
+    env: pythonEnv(io.env),
+    timeoutMs,
+    to: io.stderr,
   });
   if (code !== 0)
     throw new CliError(
