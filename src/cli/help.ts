@@ -9,7 +9,7 @@ Usage:
   frognano replay <trajectory.json> [--markdown]
   frognano view <trajectory.json> [--port N]
   frognano model pull [--dir DIR]
-  frognano eval --dataset FILE --out DIR [options]   (and: frognano eval grade DIR)
+  frognano eval --dataset FILE|NAME --out DIR [options]   (and: frognano eval grade DIR)
   frognano <command> --help
 
 Commands:
@@ -217,7 +217,7 @@ eval-summary.json under "grade".
   --report FILE            Read this run report (written by the harness earlier, or elsewhere) instead of running it
 `;
 
-export const EVAL_HELP = `Usage: frognano eval --dataset FILE --out DIR [options]
+export const EVAL_HELP = `Usage: frognano eval --dataset FILE|NAME --out DIR [options]
        frognano eval grade DIR [options]     (frognano eval grade --help)
 
 Runs SWE-bench-format instances (instance_id, repo, base_commit, problem_statement, ...) through the bot's own
@@ -227,7 +227,10 @@ base_commit inside the sandbox. Writes predictions.jsonl (SWE-bench's format), a
 eval-summary.json. A second run with the same --out skips the instances that have a prediction.
 
 The instances:
-  --dataset FILE           .jsonl, .json (an array) or .parquet (as on the Hugging Face Hub)
+  --dataset FILE|NAME      .jsonl, .json (an array) or .parquet, or a Hugging Face dataset name such as
+                           princeton-nlp/SWE-bench_Verified (downloaded once into ~/.cache/frognano/datasets;
+                           HF_ENDPOINT and HF_TOKEN as for frognano model pull)
+  --split NAME             The Hub dataset's split (default test)
   --instances A,B,...      Only these instance ids
   --shuffle                Shuffle (with --seed, default 42) before --limit
   --limit N                At most N instances

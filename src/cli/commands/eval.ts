@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Docker from 'dockerode';
 import type { BackendConfig } from '../../inference/index.js';
@@ -7,6 +7,7 @@ import { sandboxConfigFromEnv, type DockerSandboxConfig } from '../../sandbox/in
 import { registerSecret } from '../../util/redact.js';
 import { parseCommandArgs, parsePositiveInt } from '../args.js';
 import { loadDataset, selectInstances, type Instance } from '../eval/dataset.js';
+import { DEFAULT_SPLIT, fetchHubDataset, isHubDatasetName } from '../eval/hubDataset.js';
 import { gradeCommand, gradeOutDir, GRADE_OPTIONS } from '../eval/grade.js';
 import { DEFAULT_ACTIVATION, DEFAULT_IMAGE_TEMPLATE, imageFor } from '../eval/image.js';
 import { FILES, mergeDataset, PredictionWriter, readPredictions, writeRecord, writeSummary } from '../eval/outputs.js';
@@ -29,6 +30,7 @@ import {
 
 const OPTIONS = {
   dataset: { type: 'string' },
+  split: { type: 'string' },
   instances: { type: 'string' },
   limit: { type: 'string' },
   shuffle: { type: 'boolean' },
@@ -80,7 +82,8 @@ interface Plan {
 
 /** Everything the command line, the dataset and the machine can get wrong, before any instance runs. */
 async function planRun(values: Values, io: CliIo): Promise<Plan> {
-  if (!values.dataset) throw new UsageError('eval needs --dataset FILE (.jsonl, .json or .parquet).', 'eval');
+  if (!values.dataset)
+    throw new UsageError('eval needs --dataset FILE (.jsonl, .json or .parquet) or a Hub dataset name.', 'eval');
   if (!values.out) throw new UsageError('eval needs --out DIR (resumable: a second run skips what is done).', 'eval');
   if (values.sandbox !== undefined && values.sandbox !== 'docker') {
     throw new UsageError(
@@ -109,8 +112,8 @@ async function planRun(values: Values, io: CliIo): Promise<Plan> {
     .map((s) => s.trim())
     .filter(Boolean);
   const seed = values.seed !== undefined ? Number(values.seed) : DEFAULT_SHUFFLE_SEED;
-  const dataset = path.resolve(io.cwd, values.dataset);
-  const chosen = selectInstances(await loadDataset(dataset), {
+  const { dataset, files } = await datasetFiles(values, io);
+  const chosen = selectInstances(await loadDataset(files), {
     ids,
     limit,
     shuffleSeed: values.shuffle ? seed : undefined,
@@ -134,6 +137,27 @@ async function planRun(values: Values, io: CliIo): Promise<Plan> {
     meta,
     ctx: { docker, sandboxCfg, limits, sampling, toolEnv, activation, out },
   };
+}
+
+/**
+ * `--dataset`: a file here, or else a Hugging Face dataset name (owner/name) whose `--split` is downloaded into the
+ * cache (src/cli/eval/hubDataset.ts). `dataset` is what the summary records.
+ */
+async function datasetFiles(values: Values, io: CliIo): Promise<{ dataset: string; files: string[] }> {
+  const spec = values.dataset!;
+  const local = path.resolve(io.cwd, spec);
+  const isFile = await stat(local).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  if (isFile || !isHubDatasetName(spec)) {
+    if (values.split !== undefined)
+      throw new UsageError('--split applies to a Hugging Face dataset name only.', 'eval');
+    return { dataset: local, files: [local] };
+  }
+  const split = values.split ?? DEFAULT_SPLIT;
+  const note = (t: string) => io.stderr.write(`${t}\n`);
+  return { dataset: `${spec} [${split}]`, files: await fetchHubDataset({ name: spec, split, env: io.env, note }) };
 }
 
 /** The docker sandbox settings of the environment (FROGNANO_SANDBOX_*), with the engine reachable. */
