@@ -2,8 +2,8 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { loadDataset, seededShuffle, selectInstances } from '../../src/cli/eval/dataset.js';
-import { imageFor } from '../../src/cli/eval/image.js';
-import { taskOf } from '../../src/cli/eval/runInstance.js';
+import { imageFor } from '../../src/eval/image.js';
+import { taskOf } from '../../src/eval/runInstance.js';
 import { renderTaskMessage } from '../../src/leaf/prompt.js';
 import { ROOT, runFrognano, tempDir } from './helpers.js';
 

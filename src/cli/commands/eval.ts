@@ -9,10 +9,10 @@ import { parseCommandArgs, parsePositiveInt } from '../args.js';
 import { loadDataset, selectInstances, type Instance } from '../eval/dataset.js';
 import { DEFAULT_SPLIT, fetchHubDataset, isHubDatasetName } from '../eval/hubDataset.js';
 import { gradeCommand, gradeOutDir, GRADE_OPTIONS } from '../eval/grade.js';
-import { DEFAULT_ACTIVATION, DEFAULT_IMAGE_TEMPLATE, imageFor } from '../eval/image.js';
-import { FILES, mergeDataset, PredictionWriter, readPredictions, writeRecord, writeSummary } from '../eval/outputs.js';
+import { DEFAULT_ACTIVATION, DEFAULT_IMAGE_TEMPLATE, imageFor } from '../../eval/image.js';
+import { FILES, instanceDir, mergeDataset, PredictionWriter, readPredictions, writeRecord, writeSummary } from '../eval/outputs.js';
 import { EvalProgress } from '../eval/progress.js';
-import { runInstance, type InstanceRunContext } from '../eval/runInstance.js';
+import { runInstance, type InstanceRunContext } from '../../eval/runInstance.js';
 import { CliError, EXIT, setupError, UsageError } from '../exitCodes.js';
 import { formatDuration, formatTokens } from '../format.js';
 import { EVAL_HELP } from '../help.js';
@@ -135,7 +135,7 @@ async function planRun(values: Values, io: CliIo): Promise<Plan> {
     backendCfg,
     modelName,
     meta,
-    ctx: { docker, sandboxCfg, limits, sampling, toolEnv, activation, out },
+    ctx: { docker, sandboxCfg, limits, sampling, toolEnv, activation, trajectoryDir: (id) => instanceDir(out, id) },
   };
 }
 

@@ -1,26 +1,15 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import { InstanceSchema, type Instance } from '../../eval/instance.js';
 import { setupError } from '../exitCodes.js';
+
+export { InstanceSchema, type Instance };
 
 /** A dataset file larger than this is refused (SWE-bench Verified's 500 instances are a few MB). */
 export const MAX_DATASET_BYTES = 256 * 1024 * 1024;
 /** Instances in one dataset, at most. */
 export const MAX_INSTANCES = 100_000;
 
-/**
- * One SWE-bench-format instance: the fields eval uses, checked; the rest (FAIL_TO_PASS, version, …) kept as they
- * are for the harness. The id names a directory of the output, so it is a plain name.
- */
-export const InstanceSchema = z.looseObject({
-  instance_id: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$/, 'instance_id must be a plain name (letters, digits, _ . -)'),
-  repo: z.string().min(1).max(200),
-  base_commit: z.string().regex(/^[0-9a-f]{40}$/, 'base_commit must be a 40-hex commit id'),
-  problem_statement: z.string().min(1).max(1_000_000),
-});
-export type Instance = z.infer<typeof InstanceSchema>;
 
 /** JSON has no BigInt: parquet int64 columns come back as BigInt. */
 function plain(value: unknown): unknown {

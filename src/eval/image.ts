@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
-import type { Instance } from './dataset.js';
+import type { Instance } from './instance.js';
 
 /** SWE-bench's image naming: `{id}` is the instance id with `__` as `_1776_`, lower-cased (Docker wants lower case). */
 export const DEFAULT_IMAGE_TEMPLATE = 'swebench/sweb.eval.x86_64.{id}:latest';
