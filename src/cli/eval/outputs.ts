@@ -17,6 +17,8 @@ export const FILES = {
   summary: 'eval-summary.json',
   dataset: 'eval-dataset.json',
   instances: 'instances',
+  /** `--queue`: the run's id (its jobs' ids) and tenant, so a second run finds the jobs the first queued. */
+  queue: 'eval-queue.json',
 } as const;
 
 /** What eval reads back of its own files (a predictions file or record bigger than this is refused). */
