@@ -244,6 +244,10 @@ The run:
   --workers N              Instances at once (default 1); each is a container, and with --model-dir a model copy
   --model-name NAME        predictions' model_name_or_path (default: the model's name)
   --grade                  Grade when every instance has a prediction (the options of frognano eval grade apply)
+  --queue                  Put the instances on the runners' queue (REDIS_URL) as eval rounds and collect their
+                           predictions here; the runners' model, sandbox and limits run them. Ctrl-C stops waiting
+                           (the jobs keep running); the same command again collects them
+  --tenant NAME            With --queue: the fair share's and the quotas' tenant, eval:NAME (default: --out's name)
 
 The model, the sandbox limits (FROGNANO_SANDBOX_* environment), --max-turns, --wall-time, --max-new-tokens,
 --context-tokens, --bash-timeout and the sampling options are solve's (frognano solve --help); --seed is also

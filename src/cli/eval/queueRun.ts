@@ -142,6 +142,7 @@ function jobFor(run: QueuedRun, instance: Instance): JobData {
  */
 async function enqueueAll(conn: Conn, run: QueuedRun) {
   const ids = new Map<string, string>();
+  let found = 0;
   let overQuota = 0;
   let refusal: QuotaRefusal | undefined;
   const quotas = await readPublishedQuotas(conn.redis);
@@ -149,12 +150,11 @@ async function enqueueAll(conn: Conn, run: QueuedRun) {
     const data = jobFor(run, instance);
     const jobId = jobIdFor(data);
     const existing = await conn.queue.getJob(jobId);
-    if (existing && isUnfinishedState(await existing.getState())) {
+    const state = existing ? await existing.getState() : undefined;
+    // Queued or running for this --out, or finished while the CLI was away: waited for and collected, not added.
+    if (state && (isUnfinishedState(state) || (state === 'completed' && (await readEvalResult(conn.redis, jobId))))) {
       ids.set(instance.instance_id, jobId);
-      continue;
-    }
-    if (existing && (await existing.getState()) === 'completed' && (await readEvalResult(conn.redis, jobId))) {
-      ids.set(instance.instance_id, jobId); // finished while the CLI was away: collected below
+      found++;
       continue;
     }
     if (existing) await existing.remove();
@@ -173,6 +173,9 @@ async function enqueueAll(conn: Conn, run: QueuedRun) {
     await (conn.fair ? conn.fair.enqueue(data) : enqueueJob(conn.queue, data));
     ids.set(instance.instance_id, jobId);
   }
+  run.progress.note(
+    `${ids.size - found} job(s) added, ${found} already on the queue from an earlier run of this --out`,
+  );
   return { ids, overQuota, refusal };
 }
 
