@@ -16,7 +16,6 @@ export const MAX_TESTBED_BYTES = 16 * 1024 ** 3;
 const PREFLIGHT_TIMEOUT_MS = 120_000;
 const COPY_TIMEOUT_MS = 30 * 60_000;
 
-
 /** The image of one instance from `--image-template`; a template without `{id}` or giving no valid name is refused. */
 export function imageFor(template: string, instanceId: string): string {
   if (!template.includes('{id}')) throw new Error(`--image-template must contain {id}, got '${template}'`);

@@ -10,7 +10,6 @@ export const MAX_DATASET_BYTES = 256 * 1024 * 1024;
 /** Instances in one dataset, at most. */
 export const MAX_INSTANCES = 100_000;
 
-
 /** JSON has no BigInt: parquet int64 columns come back as BigInt. */
 function plain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);

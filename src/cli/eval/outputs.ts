@@ -2,12 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { InstanceSchema, type Instance } from '../../eval/instance.js';
-import {
-  InstanceRecordSchema,
-  PredictionSchema,
-  type InstanceRecord,
-  type Prediction,
-} from '../../eval/record.js';
+import { InstanceRecordSchema, PredictionSchema, type InstanceRecord, type Prediction } from '../../eval/record.js';
 
 export { InstanceRecordSchema, PredictionSchema, type InstanceRecord, type Prediction };
 
@@ -23,7 +18,6 @@ export const FILES = {
 
 /** What eval reads back of its own files (a predictions file or record bigger than this is refused). */
 const MAX_READ_BYTES = 512 * 1024 * 1024;
-
 
 async function readBounded(file: string): Promise<string | undefined> {
   const info = await fs.stat(file).catch(() => undefined);
