@@ -61,7 +61,16 @@ export const evalRound: RoundVariant<EvalData, InstanceCheckout> = {
       activation: data.eval.activation,
       outDir: evalRound.trajectoryDir(ctx, data),
       signal: run.signal,
-      onEvent: (e) => run.reporter.onEvent(e),
+      onEvent: (e) => {
+        run.reporter.onEvent(e);
+        if (e.type === 'turn_end')
+          ctx.metrics?.recordModelTurn({
+            backend: ctx.backend.info().backend,
+            completionTokens: e.completionTokens,
+            elapsedMs: e.generateMs,
+            promptTokens: e.promptTokens,
+          });
+      },
     });
     await scrubStoredTrajectory(solved, run.log);
     return solved;

@@ -27,8 +27,11 @@ import { setupError } from '../exitCodes.js';
 import { FILES, instanceDir, PredictionWriter, writeJsonAtomic, writeRecord } from './outputs.js';
 import type { EvalProgress } from './progress.js';
 
-/** How often the CLI looks at its jobs (and kicks the fair share's dispatcher, as any app replica would). */
-const POLL_MS = 1000;
+/**
+ * How often the CLI looks at its jobs (and kicks the fair share's dispatcher, as any app replica would): every
+ * second for a few jobs, less often for many (each look is two Redis calls per job), at most every 10 s.
+ */
+const pollMs = (pending: number) => Math.min(10_000, Math.max(1000, pending * 20));
 
 const QueueFileSchema = z.object({ runId: z.string().regex(/^[0-9a-f]{16}$/), tenant: z.string().regex(EVAL_TENANT) });
 
@@ -206,7 +209,7 @@ async function collectAll(conn: Conn, run: QueuedRun, ids: Map<string, string>):
       if (job) await job.remove().catch(() => undefined);
     }
     run.progress.parallel(active);
-    if (pending.size) await sleep(POLL_MS, run.signal);
+    if (pending.size) await sleep(pollMs(pending.size), run.signal);
   }
   return pending.size;
 }
