@@ -16,6 +16,8 @@ import {
 } from '../../src/queue/evalResults.js';
 import { serviceClassOf, tenantOf } from '../../src/queue/fairShare/tenants.js';
 import { admitRun } from '../../src/queue/quotas/check.js';
+import { FairShare } from '../../src/queue/fairShare/dispatcher.js';
+import { createQueue } from '../../src/queue/queue.js';
 import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { evalJobData, jobIdFor, JobDataSchema, type EvalJob } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
@@ -99,6 +101,45 @@ describe('the eval job payload', () => {
     // Another tenant is not charged for it.
     const other = tenantOf({ ...data, eval: { ...job, tenant: 'eval:other' } });
     expect(await admitRun(redis, cfg, other, start('c'))).toBeNull();
+  });
+});
+
+describe('eval jobs in the fair share', () => {
+  test("an eval run's jobs wait in their own tenant's line and share the slots with issues fairly", async () => {
+    let slots = 0;
+    const conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const plain = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const queue = createQueue(conn, { prefix: `${ns}bull` });
+    try {
+      const fair = new FairShare(queue, plain, { slots: () => slots });
+      const evalJob = (n: number) =>
+        evalJobData({ ...job, instance: { ...job.instance, instance_id: `astropy__astropy-${n}` } }, data.enqueuedAt);
+      for (const d of [
+        evalJob(1),
+        evalJob(2),
+        evalJob(3),
+        issueJob('acme', 'widgets', 1),
+        issueJob('acme', 'widgets', 2),
+      ])
+        expect((await fair.enqueue(d)).created).toBe(true);
+      await new Promise((r) => setTimeout(r, 50)); // enqueue's own kick (slots 0: nothing moves) settles
+      expect(await queue.getJobCountByTypes('delayed')).toBe(5);
+      slots = 100;
+      const moved = await fair.dispatch();
+      // Round robin between the two tenants (ties go by name), whatever order they were queued in.
+      expect(moved.map((m) => m.installation)).toEqual([
+        'acme',
+        'eval:nightly',
+        'acme',
+        'eval:nightly',
+        'eval:nightly',
+      ]);
+      expect(moved[1]).toMatchObject({ repository: 'eval:nightly/astropy__astropy' });
+    } finally {
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      await Promise.all([conn.quit(), plain.quit()]);
+    }
   });
 });
 
