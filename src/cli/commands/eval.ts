@@ -147,8 +147,8 @@ interface Plan {
   ctx: Omit<InstanceRunContext, 'signal' | 'onEvent'>;
 }
 
-/** The instances of a run, local or queued, and its --out (with eval-dataset.json brought up to date). */
-async function planInstances(values: Values, io: CliIo) {
+/** The usage errors of the instances' options: --dataset and --out missing, a bad --limit or --image-template. */
+function checkUsage(values: Values): { template: string; limit?: number } {
   if (!values.dataset)
     throw new UsageError('eval needs --dataset FILE (.jsonl, .json or .parquet) or a Hub dataset name.', 'eval');
   if (!values.out) throw new UsageError('eval needs --out DIR (resumable: a second run skips what is done).', 'eval');
@@ -159,6 +159,12 @@ async function planInstances(values: Values, io: CliIo) {
   } catch (err) {
     throw new UsageError((err as Error).message, 'eval');
   }
+  return { template, limit };
+}
+
+/** The instances of a run, local or queued, and its --out (with eval-dataset.json brought up to date). */
+async function planInstances(values: Values, io: CliIo) {
+  const { template, limit } = checkUsage(values);
   const ids = values.instances
     ?.split(',')
     .map((s) => s.trim())
@@ -170,7 +176,7 @@ async function planInstances(values: Values, io: CliIo) {
     limit,
     shuffleSeed: values.shuffle ? seed : undefined,
   });
-  const out = path.resolve(io.cwd, values.out);
+  const out = path.resolve(io.cwd, values.out!);
   await mkdir(out, { recursive: true });
   const all = await mergeDataset(out, chosen);
   const activation = values.activate ?? DEFAULT_ACTIVATION;
@@ -179,6 +185,8 @@ async function planInstances(values: Values, io: CliIo) {
 
 /** Everything the command line, the dataset and the machine can get wrong, before any instance runs. */
 async function planRun(values: Values, io: CliIo): Promise<Plan> {
+  // Every usage error before the model and the dataset are looked at.
+  checkUsage(values);
   if (values.sandbox !== undefined && values.sandbox !== 'docker') {
     throw new UsageError(
       `eval runs every instance in its own docker image; --sandbox ${values.sandbox} cannot.`,
