@@ -12,7 +12,8 @@ const LAYERS = [
   { inference: ['src/inference/'] },
   { leaf: ['src/leaf/'] },
   // verify: the verdict on a change, measured in fresh sandboxes (runs the leaf workspace; published by github, runner).
-  { verify: ['src/verify/'] },
+  // eval: one SWE-bench instance in its own image (the CLI's eval and a runner's eval round run it alike).
+  { verify: ['src/verify/'], eval: ['src/eval/'] },
   // runs: storing and rendering trajectories for the run pages (reads the leaf format; used by app, runner, cli).
   { github: ['src/github/'], runs: ['src/runs/'] },
   { app: ['src/app/'], runner: ['src/runner/', 'runner/'], cli: ['src/cli/', 'bin/'] },

@@ -98,6 +98,7 @@ async function main(): Promise<void> {
       trajectoryStore: trajectoryStoreFromEnv(process.env),
       publicUrl: publicUrlFromEnv(process.env),
       verifyOff: cfg.verify === 'off',
+      evalPullImages: cfg.evalPullImages === 'on',
       ...runnerVerifier(redis),
     },
   });

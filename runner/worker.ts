@@ -48,6 +48,11 @@ export interface RunnerWorker {
   shutdown(graceMs: number): Promise<void>;
 }
 
+/** A job of `frognano eval --queue` (it never touches GitHub). */
+function isEvalJob(data: unknown): boolean {
+  return typeof data === 'object' && data !== null && 'eval' in data && (data as { eval?: unknown }).eval !== undefined;
+}
+
 export function createRunnerWorker(o: RunnerWorkerOptions): RunnerWorker {
   const active = new Map<string, AbortController>();
   /** Status-comment writes for jobs BullMQ gave up on; shutdown waits for them. */
@@ -139,11 +144,14 @@ function jobProcessor(o: RunnerWorkerOptions, { queue, handOff, active, ciJudge 
       });
       throw e;
     } finally {
+      // An eval instance has no issue or pull request: no next round, CI or repair follows it.
+      const onGitHub = !isEvalJob(job.data);
       // A handed-back round has not ended: it runs again, and its end starts the next round.
-      if (!handedBack) await startNextRound(queue, o.ctx, job.data, log.child({ jobId: id }), handOff.enqueue);
-      if (!handedBack) await recheckCiAfterRound(ciJudge, o.ctx.redis, job.data, log.child({ jobId: id }));
+      if (!handedBack && onGitHub)
+        await startNextRound(queue, o.ctx, job.data, log.child({ jobId: id }), handOff.enqueue);
+      if (!handedBack && onGitHub) await recheckCiAfterRound(ciJudge, o.ctx.redis, job.data, log.child({ jobId: id }));
       // After the asks: a round of theirs pushes a new head that is verified again, so no repair is queued then.
-      if (!handedBack)
+      if (!handedBack && onGitHub)
         await startRepairRound(queue, o.ctx, job.data, result, log.child({ jobId: id }), handOff.enqueue);
       await usage.end({ handedBack });
       await handOff.jobEnding(id);
@@ -209,6 +217,8 @@ function onFailed(
       void releaseJobHold(o.ctx, job).catch((e: unknown) =>
         log.warn({ jobId: job.id, err: e }, "could not release the job's quota hold; the next admission drops it"),
       );
+      // An eval instance has no issue to tell: `frognano eval --queue` sees the failed job and records it.
+      if (isEvalJob(job.data)) return;
       const report = reportStalledJob(job, o.ctx)
         .then((state) =>
           log.info(

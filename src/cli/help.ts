@@ -10,7 +10,7 @@ Usage:
   frognano view <trajectory.json> [--port N]
   frognano model pull [--dir DIR] [--onnx DIR]
   frognano model export <hf-dir> <onnx-dir> [options]
-  frognano eval --dataset FILE --out DIR [options]   (and: frognano eval grade DIR)
+  frognano eval --dataset FILE|NAME --out DIR [options]   (and: frognano eval grade DIR)
   frognano <command> --help
 
 Commands:
@@ -264,7 +264,7 @@ eval-summary.json under "grade".
   --report FILE            Read this run report (written by the harness earlier, or elsewhere) instead of running it
 `;
 
-export const EVAL_HELP = `Usage: frognano eval --dataset FILE --out DIR [options]
+export const EVAL_HELP = `Usage: frognano eval --dataset FILE|NAME --out DIR [options]
        frognano eval grade DIR [options]     (frognano eval grade --help)
 
 Runs SWE-bench-format instances (instance_id, repo, base_commit, problem_statement, ...) through the bot's own
@@ -274,7 +274,10 @@ base_commit inside the sandbox. Writes predictions.jsonl (SWE-bench's format), a
 eval-summary.json. A second run with the same --out skips the instances that have a prediction.
 
 The instances:
-  --dataset FILE           .jsonl, .json (an array) or .parquet (as on the Hugging Face Hub)
+  --dataset FILE|NAME      .jsonl, .json (an array) or .parquet, or a Hugging Face dataset name such as
+                           princeton-nlp/SWE-bench_Verified (downloaded once into ~/.cache/frognano/datasets;
+                           HF_ENDPOINT and HF_TOKEN as for frognano model pull)
+  --split NAME             The Hub dataset's split (default test)
   --instances A,B,...      Only these instance ids
   --shuffle                Shuffle (with --seed, default 42) before --limit
   --limit N                At most N instances
@@ -288,6 +291,10 @@ The run:
   --workers N              Instances at once (default 1); each is a container, and with --model-dir a model copy
   --model-name NAME        predictions' model_name_or_path (default: the model's name)
   --grade                  Grade when every instance has a prediction (the options of frognano eval grade apply)
+  --queue                  Put the instances on the runners' queue (REDIS_URL) as eval rounds and collect their
+                           predictions here; the runners' model, sandbox and limits run them. Ctrl-C stops waiting
+                           (the jobs keep running); the same command again collects them
+  --tenant NAME            With --queue: the fair share's and the quotas' tenant, eval:NAME (default: --out's name)
 
 The model, the sandbox limits (FROGNANO_SANDBOX_* environment), --max-turns, --wall-time, --max-new-tokens,
 --context-tokens, --bash-timeout and the sampling options are solve's (frognano solve --help); --seed is also

@@ -29,7 +29,7 @@ export function queueBacklog(counts: Record<string, number>, sources: readonly n
   return BACKLOG_STATES.reduce((n, s) => n + (counts[s] ?? 0), 0) + sources.reduce((n, v) => n + v, 0);
 }
 
-export type JobOutcome = 'pull_request' | 'no_patch' | 'refused' | 'cancelled';
+export type JobOutcome = 'pull_request' | 'no_patch' | 'refused' | 'cancelled' | 'prediction';
 
 export type JobFinished =
   | { status: 'completed'; outcome: JobOutcome; durationSeconds: number; turns?: number }
@@ -104,7 +104,7 @@ export class FrognanoMetrics {
     });
     this.jobsCompleted = new Counter({
       name: 'frognano_jobs_completed_total',
-      help: 'Jobs that finished, by outcome (pull_request, no_patch, refused, cancelled).',
+      help: 'Jobs that finished, by outcome (pull_request, no_patch, refused, cancelled, prediction).',
       labelNames: ['outcome'],
       registers,
     });

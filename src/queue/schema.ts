@@ -93,41 +93,110 @@ export function asksOf(f: FollowUp, by: { login: string; id?: number }, askedAt:
 }
 const repoPart = z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'not a GitHub owner/repository name');
 
-export const JobDataSchema = z.object({
-  installationId: z.number().int().positive(),
-  owner: repoPart,
-  repo: repoPart,
-  issueNumber: z.number().int().positive(),
-  title: z.string().max(1024),
-  body: z.string().max(MAX_ISSUE_BODY_CHARS + 200),
-  /** Branch the work starts from; the per-repo config may override it in the runner. */
-  defaultBranch: z.string().min(1).max(255),
-  triggeredBy: z.object({ login, id: z.number().int().nonnegative().optional() }),
-  /** 1 for the first run; each `/frognano retry` adds one. */
-  attempt: z.number().int().min(1).max(1000),
-  trigger: z.enum(['label', 'comment', 'review', 'ci', 'verify']),
-  /** A writer's words for this attempt (`/frognano retry <guidance>`, `/frognano <guidance>`). */
-  guidance: z
-    .string()
-    .max(MAX_GUIDANCE_CHARS + 200)
-    .optional(),
-  /** Set when this job is a follow-up round on the bot's pull request rather than a fresh attempt. */
-  followUp: FollowUpSchema.optional(),
-  /** Set with `followUp` (source `ci`) when the round answers failing CI on the pull request's head. */
-  ciFix: CiFixSchema.optional(),
-  /** Set with `followUp` (source `verify`) when the round answers a failing verification verdict. */
-  verifyRepair: VerifyRepairSchema.optional(),
-  /** Comment that triggered the job (for reactions and replies). */
-  commentId: z.number().int().positive().optional(),
-  /** X-GitHub-Delivery of the webhook that created the job (for tracing redeliveries). */
-  deliveryId: z.string().max(100).optional(),
-  enqueuedAt: z.string().datetime(),
+/** A Docker image reference, as an eval instance's image may be named (`--image-template`'s result). */
+export const IMAGE_REF = /^[a-z0-9][a-z0-9._\-/:@]{0,254}$/;
+/** An eval run's tenant in the fair share and the quotas: `eval:<name>` (lower case, as the quotas file's keys). */
+export const EVAL_TENANT = /^eval:[a-z0-9][a-z0-9_.-]{0,63}$/;
+/** SWE-bench problem statements are a few KB; one beyond this is not an issue text. */
+export const MAX_PROBLEM_STATEMENT_CHARS = 200_000;
+
+/**
+ * One SWE-bench instance as a runner's eval round needs it (`frognano eval --queue`): the fields the run reads, no
+ * more (the harness's FAIL_TO_PASS and the rest stay with the CLI).
+ */
+export const EvalInstanceSchema = z.strictObject({
+  instance_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$/, 'instance_id must be a plain name'),
+  repo: z.string().min(1).max(200),
+  base_commit: sha,
+  problem_statement: z.string().min(1).max(MAX_PROBLEM_STATEMENT_CHARS),
 });
+
+/**
+ * An eval instance queued as its own kind of round (src/runner/evalRound.ts): run in its image at /testbed as
+ * `frognano eval` runs it, ending in a prediction stored for the CLI (src/queue/evalResults.ts), never on GitHub.
+ */
+export const EvalJobSchema = z.strictObject({
+  /** Who the run is charged to: the fair share's installation and the quotas' tenant. */
+  tenant: z.string().regex(EVAL_TENANT, 'an eval tenant is eval:<name> (lower-case letters, digits, _ . -)'),
+  /** The eval run (its --out directory's id): with the instance id, the job's deterministic id. */
+  runId: z.string().regex(/^[0-9a-f]{16}$/, 'not an eval run id'),
+  instance: EvalInstanceSchema,
+  image: z.string().regex(IMAGE_REF, 'not a Docker image name'),
+  /** Written to the model's ~/.bash_profile in the sandbox ('' for none), as `frognano eval --activate`. */
+  activation: z.string().max(2000),
+});
+export type EvalJob = z.infer<typeof EvalJobSchema>;
+
+export const JobDataSchema = z
+  .object({
+    /** 0 for an eval instance (it has no installation: it never touches GitHub), and only for one. */
+    installationId: z.number().int().nonnegative(),
+    owner: repoPart,
+    repo: repoPart,
+    issueNumber: z.number().int().positive(),
+    title: z.string().max(1024),
+    body: z.string().max(MAX_ISSUE_BODY_CHARS + 200),
+    /** Branch the work starts from; the per-repo config may override it in the runner. */
+    defaultBranch: z.string().min(1).max(255),
+    triggeredBy: z.object({ login, id: z.number().int().nonnegative().optional() }),
+    /** 1 for the first run; each `/frognano retry` adds one. */
+    attempt: z.number().int().min(1).max(1000),
+    trigger: z.enum(['label', 'comment', 'review', 'ci', 'verify', 'eval']),
+    /** A writer's words for this attempt (`/frognano retry <guidance>`, `/frognano <guidance>`). */
+    guidance: z
+      .string()
+      .max(MAX_GUIDANCE_CHARS + 200)
+      .optional(),
+    /** Set when this job is a follow-up round on the bot's pull request rather than a fresh attempt. */
+    followUp: FollowUpSchema.optional(),
+    /** Set with `followUp` (source `ci`) when the round answers failing CI on the pull request's head. */
+    ciFix: CiFixSchema.optional(),
+    /** Set with `followUp` (source `verify`) when the round answers a failing verification verdict. */
+    verifyRepair: VerifyRepairSchema.optional(),
+    /** Comment that triggered the job (for reactions and replies). */
+    commentId: z.number().int().positive().optional(),
+    /** X-GitHub-Delivery of the webhook that created the job (for tracing redeliveries). */
+    deliveryId: z.string().max(100).optional(),
+    enqueuedAt: z.string().datetime(),
+    /** Set when the job is a SWE-bench instance of `frognano eval --queue` (evalJobData builds the rest). */
+    eval: EvalJobSchema.optional(),
+  })
+  .refine(
+    (d) => (d.installationId === 0) === (d.eval !== undefined) && (d.trigger === 'eval') === (d.eval !== undefined),
+    {
+      message: 'an eval job (and only one) has installation 0 and trigger eval',
+      path: ['installationId'],
+    },
+  );
 export type JobData = z.infer<typeof JobDataSchema>;
+
+/**
+ * The JobData of an eval instance: no installation, the instance's repository as owner/repo (for the logs), the
+ * instance id as title; what the round reads is `eval`.
+ */
+export function evalJobData(job: EvalJob, enqueuedAt: string): JobData {
+  const [owner, repo] = job.instance.repo.split('/');
+  const plain = (s: string | undefined) => (s && /^[A-Za-z0-9_.-]{1,100}$/.test(s) ? s : 'instance');
+  return {
+    installationId: 0,
+    owner: plain(owner),
+    repo: plain(repo),
+    issueNumber: 1,
+    title: job.instance.instance_id,
+    body: '',
+    defaultBranch: 'HEAD',
+    triggeredBy: { login: job.tenant },
+    attempt: 1,
+    trigger: 'eval',
+    enqueuedAt,
+    eval: job,
+  };
+}
 
 /** What a finished job returns (stored by BullMQ as the job's return value). */
 export const JobResultSchema = z.object({
-  outcome: z.enum(['pull_request', 'no_patch', 'refused', 'cancelled']),
+  /** `prediction`: an eval round's end (its prediction and record are in src/queue/evalResults.ts). */
+  outcome: z.enum(['pull_request', 'no_patch', 'refused', 'cancelled', 'prediction']),
   pullRequestUrl: z.string().url().optional(),
   pullRequestNumber: z.number().int().positive().optional(),
   branch: z.string().optional(),
@@ -184,8 +253,11 @@ export function readRunnerProgress(p: unknown): ShownProgress {
 export function jobIdFor(
   d: Pick<JobData, 'owner' | 'repo' | 'issueNumber' | 'attempt'> & {
     followUp?: Pick<FollowUp, 'pullNumber' | 'round'>;
+    eval?: { runId: string; instance: { instance_id: string } };
   },
 ): string {
+  // An eval instance: one job per (eval run, instance), so a resumed `frognano eval --queue` adds nothing twice.
+  if (d.eval) return `eval-${d.eval.runId}-${d.eval.instance.instance_id}`;
   // A follow-up is keyed by its pull request and round, the PR's own "attempt": `/frognano cancel|status`
   // on the PR find it the way they find an issue's attempt.
   if (d.followUp)

@@ -52,6 +52,12 @@ export const RunnerConfigSchema = z.object({
     .transform((v) => v.toLowerCase())
     .pipe(z.enum(['on', 'off'], { message: 'must be on or off' }))
     .default('on'),
+  /** FROGNANO_EVAL_PULL_IMAGES: an eval round may pull its instance's image (off: a missing image is refused). */
+  evalPullImages: z
+    .string()
+    .transform((v) => v.toLowerCase())
+    .pipe(z.enum(['on', 'off'], { message: 'must be on or off' }))
+    .default('off'),
 });
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
   /** FROGNANO_TEMPERATURE, FROGNANO_TOP_P, FROGNANO_TOP_K, FROGNANO_MIN_P, FROGNANO_REPETITION_PENALTY, FROGNANO_SEED,
@@ -65,7 +71,7 @@ export type RunnerConfig = z.infer<typeof RunnerConfigSchema> & {
  * FROGNANO_GIT_CACHE_GB, FROGNANO_SETUP_CACHE_DIR, FROGNANO_SETUP_CACHE_GB, FROGNANO_SETUP_CACHE_MAX_MB, FROGNANO_BOT_NAME,
  * FROGNANO_BOT_EMAIL, FROGNANO_MAX_TURNS, FROGNANO_WALL_TIME_MINUTES, FROGNANO_SHUTDOWN_GRACE_SECONDS,
  * FROGNANO_LOCK_DURATION_MS, FROGNANO_STALLED_INTERVAL_MS, FROGNANO_MAX_STALLED_COUNT, FROGNANO_OPS_PORT,
- * FROGNANO_RUNNER_NAME, FROGNANO_VERIFY, and the
+ * FROGNANO_RUNNER_NAME, FROGNANO_VERIFY, FROGNANO_EVAL_PULL_IMAGES, and the
  * sampling overrides (see RunnerConfig.sampling).
  * Errors name the variable, never its value (it may be the private key).
  */
@@ -112,6 +118,7 @@ export function runnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Runne
     opsPort: 'FROGNANO_OPS_PORT',
     runnerName: 'FROGNANO_RUNNER_NAME',
     verify: 'FROGNANO_VERIFY',
+    evalPullImages: 'FROGNANO_EVAL_PULL_IMAGES',
   };
   const input: Record<string, unknown> = {};
   for (const [key, envName] of Object.entries(names)) {

@@ -1,6 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { JobDataSchema, type JobResult } from '../queue/schema.js';
 import { ciFixRound } from './ciFix.js';
+import { evalRound } from './evalRound.js';
 import { firstAttempt } from './firstAttempt.js';
 import { followUpRound } from './followUp.js';
 import { runRound } from './round.js';
@@ -8,8 +9,8 @@ import { verifyRepairRound } from './verifyRepair.js';
 import type { JobHandle, RunnerContext } from './types.js';
 
 /**
- * Routes one job to its kind of round (src/runner/README.md): a CI fix or a follow-up on the bot's pull request, or a first
- * attempt on an issue. Invalid job data fails at once, never retried.
+ * Routes one job to its kind of round (src/runner/README.md): a CI fix or a follow-up on the bot's pull request, a first
+ * attempt on an issue, or an eval instance (`frognano eval --queue`). Invalid job data fails at once, never retried.
  */
 export async function processJob(job: JobHandle, ctx: RunnerContext, signal: AbortSignal): Promise<JobResult> {
   const parsed = JobDataSchema.safeParse(job.data);
@@ -18,6 +19,7 @@ export async function processJob(job: JobHandle, ctx: RunnerContext, signal: Abo
     throw new UnrecoverableError(`invalid job data: ${issue.path.join('.') || 'payload'}: ${issue.message}`);
   }
   const data = parsed.data;
+  if (data.eval) return runRound(job, { ...data, eval: data.eval }, evalRound, ctx, signal);
   if (data.followUp && data.ciFix) {
     return runRound(job, { ...data, followUp: data.followUp, ciFix: data.ciFix }, ciFixRound, ctx, signal);
   }

@@ -78,11 +78,12 @@ async function roundSteps<D extends JobData, C extends Checkout>(
   variant: RoundVariant<D, C>,
 ): Promise<RoundEnd> {
   if (run.signal.aborted) throw run.signal.reason instanceof Error ? run.signal.reason : abortError(run.signal);
-  const live = await openAccess(run, job);
+  const live = await openAccess(run, job, variant.github !== false);
   const texts = variant.texts(run.data);
   const checkout = await phase(live, 'cloning', texts.cloning, () => variant.prepare(live));
   if ('stop' in checkout) return stopped(live, checkout);
   const ran = await solveInSandbox(live, variant, checkout);
+  if (variant.conclude) return variant.conclude(live, checkout, ran.solved, ran.facts);
   await reserveRunPage(live, variant.pageKind);
   const judged = await judgeRun(ran);
   if (judged) return judged;
@@ -179,6 +180,11 @@ export function statusFor(end: RoundEnd): StatusState {
       return { kind: 'failed', reason: end.reason };
     case 'cancelled':
       return { kind: 'cancelled', by: end.by };
+    case 'prediction':
+      // Never shown (an eval round has no status comment); the state a reader of the job would expect.
+      return end.status === 'error'
+        ? { kind: 'failed', reason: end.reason ?? 'error' }
+        : { kind: 'no_patch', reason: 'prediction stored' };
   }
 }
 
@@ -199,6 +205,8 @@ export function resultFor(end: RoundEnd): JobResult {
       return { outcome: end.outcome, reason: end.reason, ...end.facts };
     case 'cancelled':
       return { outcome: end.outcome, ...end.facts };
+    case 'prediction':
+      return { outcome: end.outcome, ...(end.reason ? { reason: end.reason } : {}), ...end.facts };
   }
 }
 

@@ -33,8 +33,27 @@ export async function setStatus(run: JobRun, state: StatusState): Promise<void> 
   await upsertStatusComment(run.access.octokit, run.ctx.redis, run.status.ref, state, meta);
 }
 
-/** Token, then the progress reporter (job progress and the status comment). */
-export async function openAccess<D extends JobData>(run: JobRun<D>, job: JobHandle): Promise<LiveRun<D>> {
+/**
+ * Token, then the progress reporter (job progress and the status comment). `github` false (an eval round): no
+ * token, and the progress goes to the job only.
+ */
+export async function openAccess<D extends JobData>(
+  run: JobRun<D>,
+  job: JobHandle,
+  github = true,
+): Promise<LiveRun<D>> {
+  if (!github) {
+    run.reporter = new ProgressReporter(
+      { runner: run.ctx.runnerDescription, phase: 'starting' },
+      {
+        job: (p) => job.updateProgress(p).then(() => undefined),
+        comment: async () => undefined,
+        onError: (err) => run.log.warn({ err }, 'progress update failed'),
+      },
+      run.ctx.progressIntervals,
+    );
+    return run as LiveRun<D>;
+  }
   try {
     run.access = await installationAccessFor(run.ctx)(run.data.installationId, run.data.repo);
   } catch (e) {
@@ -132,20 +151,22 @@ export async function solveInSandbox<D extends JobData, C extends Checkout>(
   checkout: C,
 ): Promise<Ran<D, C>> {
   const { ctx, data, jobId, reporter, signal, log } = run;
-  const solved = await solveForJob({
-    ctx,
-    data,
-    config: checkout.config,
-    jobId,
-    reporter,
-    signal,
-    log,
-    sourceDir: checkout.workDir,
-    instructionsDir: checkout.instructionsDir,
-    taskAdditions: variant.taskAdditions(data, checkout),
-    trajectoryDir: variant.trajectoryDir(ctx, data),
-    octokit: run.access.octokit,
-  });
+  const solved = variant.solve
+    ? await variant.solve(run, checkout)
+    : await solveForJob({
+        ctx,
+        data,
+        config: checkout.config,
+        jobId,
+        reporter,
+        signal,
+        log,
+        sourceDir: checkout.workDir,
+        instructionsDir: checkout.instructionsDir,
+        taskAdditions: variant.taskAdditions(data, checkout),
+        trajectoryDir: variant.trajectoryDir(ctx, data),
+        octokit: run.access.octokit,
+      });
   run.solved = solved;
   // The round's end state (pull request, no change, failure) says what the setup commands' proxy refused.
   if (solved.blockedRequests.length) run.status.meta.blockedRequests = solved.blockedRequests;

@@ -37,7 +37,10 @@ export interface JobRun<D extends JobData = JobData> {
   page?: { round: number; kind: RoundKind; url?: string; verification?: VerificationOutcome };
 }
 
-/** A run once it has its token and its progress reporter. */
+/**
+ * A run once it has its token and its progress reporter. A variant with `github: false` (an eval instance) gets no
+ * token: its hooks never read `access`.
+ */
 export type LiveRun<D extends JobData = JobData> = JobRun<D> & {
   access: InstallationAccess;
   reporter: ProgressReporter;
@@ -78,7 +81,9 @@ export type RoundEnd =
       repair?: RepairRequest;
     }
   | { outcome: 'no_patch' | 'refused'; reason: string; facts: RunFacts }
-  | { outcome: 'cancelled'; by?: string; facts: RunFacts };
+  | { outcome: 'cancelled'; by?: string; facts: RunFacts }
+  /** An eval instance's end: its prediction (finished) or why it could not run (error), stored for the CLI. */
+  | { outcome: 'prediction'; status: 'finished' | 'error'; reason?: string; facts: RunFacts };
 
 /** A change that applied on the host clone and passed the guardrails. */
 export interface CheckedChange {
@@ -138,4 +143,16 @@ export interface RoundVariant<D extends JobData = JobData, C extends Checkout = 
   publish(run: LiveRun<D>, checkout: C, change: CheckedChange): Promise<Published>;
   /** `false`: the change is published without the verify step (an eval round grades on its own). Default: verify. */
   verifies?: false;
+  /**
+   * `false`: the round never touches GitHub (an eval instance): no installation token, no status comment, no run
+   * page; progress goes to the job only.
+   */
+  github?: false;
+  /** The model's run, when the variant runs it otherwise than in the repository's sandbox (an instance's image). */
+  solve?(run: LiveRun<D>, checkout: C): Promise<SolveResult>;
+  /**
+   * Ends the round right after the model's run, when the variant publishes no change on the host clone (an eval
+   * instance stores its prediction): judging, applying, verifying and publishing are its own.
+   */
+  conclude?(run: LiveRun<D>, checkout: C, solved: SolveResult, facts: RunFacts): Promise<RoundEnd>;
 }

@@ -72,6 +72,11 @@ export interface RunnerContext {
   verifyChange?: (options: VerifyOptions) => Promise<Verdict>;
   /** Where base results are kept between rounds (Redis). */
   verifyCache?: BaseResultCache;
+  /**
+   * FROGNANO_EVAL_PULL_IMAGES=on: an eval instance whose image is not on this runner is pulled (its registry must be
+   * reachable). Off (the default): refused, with a per-instance error the CLI records.
+   */
+  evalPullImages?: boolean;
 }
 
 /** The part of a BullMQ job processJob uses (so the CLI or a test can drive it too). */

@@ -2,8 +2,8 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { loadDataset, seededShuffle, selectInstances } from '../../src/cli/eval/dataset.js';
-import { imageFor } from '../../src/cli/eval/image.js';
-import { taskOf } from '../../src/cli/eval/runInstance.js';
+import { imageFor } from '../../src/eval/image.js';
+import { taskOf } from '../../src/eval/runInstance.js';
 import { renderTaskMessage } from '../../src/leaf/prompt.js';
 import { ROOT, runFrognano, tempDir } from './helpers.js';
 
@@ -169,6 +169,9 @@ describe('frognano eval usage', () => {
       [['--out', 'o'], /needs --dataset/],
       [['--dataset', 'd.jsonl', '--out', 'o', '--image-template', 'x:y'], /\{id\}/],
       [['--dataset', 'd.jsonl', '--out', 'o', '--workers', '0'], /--workers/],
+      // With --queue the runners' model and limits run the instances: the local ones are refused, not ignored.
+      [['--dataset', 'd.jsonl', '--out', 'o', '--queue', '--workers', '2'], /with --queue .*drop --workers, --replay/],
+      [['--dataset', 'd.jsonl', '--out', 'o', '--tenant', 'nightly'], /--tenant goes with --queue/],
     ] as const) {
       const run = await runFrognano(['eval', ...args, ...common]);
       expect(run.code).toBe(2);

@@ -26,6 +26,7 @@ module.exports = [
   'test/verify/scansJs.test.ts', // the ESLint scan inside both sandboxes, builds an image without the bundle
   'test/sandbox/workdir.test.ts', // docker containers with the workspace mounted at another path (/testbed)
   'test/cli/eval.test.ts', // `frognano eval` on fixture SWE-bench images it builds, two workers, Ctrl-C
+  'test/cli/evalQueue.test.ts', // `frognano eval --queue`: fixture instances as eval rounds of a real runner, docker
   'test/runner/warmStartEndToEnd.test.ts', // a pull request's rounds restoring set-up snapshots on docker and bwrap
   // Whole rounds or CLI solves in the real bubblewrap sandbox, several per file: the heaviest CPU users of the suite
   // (each file minutes on a loaded 2-core machine), and their multi-round cases run close to the 60 s test timeout

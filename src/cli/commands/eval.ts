@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Docker from 'dockerode';
 import type { BackendConfig } from '../../inference/index.js';
@@ -7,11 +7,21 @@ import { sandboxConfigFromEnv, type DockerSandboxConfig } from '../../sandbox/in
 import { registerSecret } from '../../util/redact.js';
 import { parseCommandArgs, parsePositiveInt } from '../args.js';
 import { loadDataset, selectInstances, type Instance } from '../eval/dataset.js';
+import { DEFAULT_SPLIT, fetchHubDataset, isHubDatasetName } from '../eval/hubDataset.js';
 import { gradeCommand, gradeOutDir, GRADE_OPTIONS } from '../eval/grade.js';
-import { DEFAULT_ACTIVATION, DEFAULT_IMAGE_TEMPLATE, imageFor } from '../eval/image.js';
-import { FILES, mergeDataset, PredictionWriter, readPredictions, writeRecord, writeSummary } from '../eval/outputs.js';
+import { DEFAULT_ACTIVATION, DEFAULT_IMAGE_TEMPLATE, imageFor } from '../../eval/image.js';
+import {
+  FILES,
+  instanceDir,
+  mergeDataset,
+  PredictionWriter,
+  readPredictions,
+  writeRecord,
+  writeSummary,
+} from '../eval/outputs.js';
 import { EvalProgress } from '../eval/progress.js';
-import { runInstance, type InstanceRunContext } from '../eval/runInstance.js';
+import { evalTenant, queueIdentity, runQueued } from '../eval/queueRun.js';
+import { runInstance, type InstanceRunContext } from '../../eval/runInstance.js';
 import { CliError, EXIT, setupError, UsageError } from '../exitCodes.js';
 import { formatDuration, formatTokens } from '../format.js';
 import { EVAL_HELP } from '../help.js';
@@ -29,6 +39,7 @@ import {
 
 const OPTIONS = {
   dataset: { type: 'string' },
+  split: { type: 'string' },
   instances: { type: 'string' },
   limit: { type: 'string' },
   shuffle: { type: 'boolean' },
@@ -38,6 +49,8 @@ const OPTIONS = {
   activate: { type: 'string' },
   'model-name': { type: 'string' },
   grade: { type: 'boolean' },
+  queue: { type: 'boolean' },
+  tenant: { type: 'string' },
   ...GRADE_OPTIONS,
   ...RUN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
@@ -60,10 +73,66 @@ export async function evalCommand(args: string[], io: CliIo): Promise<number> {
   }
   if (positionals.length) throw new UsageError(`eval takes no arguments, got '${positionals[0]}'.`, 'eval');
   registerSecret(io.env.FROGNANO_OPENAI_API_KEY);
-  const plan = await planRun(values, io);
-  const code = await runAll(plan, io);
+  if (values.tenant !== undefined && !values.queue) throw new UsageError('--tenant goes with --queue.', 'eval');
+  const { code, out } = values.queue ? await queueEval(values, io) : await localEval(values, io);
   if (code !== EXIT.OK || !values.grade) return code;
-  return gradeOutDir(plan.out, values, io);
+  return gradeOutDir(out, values, io);
+}
+
+async function localEval(values: Values, io: CliIo): Promise<{ code: number; out: string }> {
+  const plan = await planRun(values, io);
+  return { code: await runAll(plan, io), out: plan.out };
+}
+
+/** Options of the local run that mean nothing with --queue: the runners' model, sandbox and limits run the instances. */
+const LOCAL_ONLY = ['workers', 'sandbox', ...Object.keys(RUN_OPTIONS).filter((k) => k !== 'seed')] as const;
+
+/** `--queue`: the instances as jobs on the runners' queue (src/cli/eval/queueRun.ts), collected into --out. */
+async function queueEval(values: Values, io: CliIo): Promise<{ code: number; out: string }> {
+  const local = LOCAL_ONLY.filter((k) => (values as Record<string, unknown>)[k] !== undefined);
+  if (local.length)
+    throw new UsageError(
+      `with --queue the runners' model, sandbox and limits run the instances; drop ${local.map((k) => `--${k}`).join(', ')}.`,
+      'eval',
+    );
+  const p = await planInstances(values, io);
+  const tenant = evalTenant(values.tenant, p.out);
+  const { runId } = await queueIdentity(p.out, tenant, values.tenant !== undefined);
+  const done = await readPredictions(p.out).catch((err: Error) => {
+    throw setupError(`cannot resume from ${p.out}: ${err.message}`, 'use another --out, or fix the file');
+  });
+  const todo = p.chosen.filter((i) => !done.has(i.instance_id));
+  const progress = new EvalProgress(io.stderr, todo.length, 1);
+  if (todo.length < p.chosen.length)
+    progress.note(`${p.chosen.length - todo.length} of ${p.chosen.length} instances already done in ${p.out}: skipped`);
+  progress.note(`queueing ${todo.length} instance(s) on the runners' queue as ${tenant} (run ${runId})`);
+  const interrupt = onInterrupt(progress, io, 'stopping the wait; the queued jobs keep running on the runners');
+  const started = Date.now();
+  const meta = { dataset: p.dataset, image_template: p.template, queue: { tenant, run_id: runId } };
+  const modelName = values['model-name'];
+  let outcome;
+  try {
+    outcome = await runQueued({
+      ...{ out: p.out, todo, runId, tenant, activation: p.activation, env: io.env, progress },
+      imageFor: (id) => imageFor(p.template, id),
+      ...(modelName ? { modelName } : {}),
+      signal: interrupt.signal,
+    });
+  } finally {
+    interrupt.dispose();
+  }
+  if (outcome.overQuota && outcome.refusal) {
+    const r = outcome.refusal;
+    progress.note(
+      `${outcome.overQuota} instance(s) not queued: ${r.tenant} is over its ${r.quota} quota (${r.used} of ${r.limit}) until ${r.resetAt.toISOString()}; run again then`,
+    );
+  }
+  if (interrupt.interrupted)
+    progress.note(
+      `${outcome.left} job(s) stay queued or running on the runners; run the same command again to collect them.`,
+    );
+  const plan = { out: p.out, chosen: p.chosen, ids: p.ids, meta, workers: 0 };
+  return { code: await report(plan, io, interrupt.interrupted, Date.now() - started), out: p.out };
 }
 
 interface Plan {
@@ -78,62 +147,98 @@ interface Plan {
   ctx: Omit<InstanceRunContext, 'signal' | 'onEvent'>;
 }
 
-/** Everything the command line, the dataset and the machine can get wrong, before any instance runs. */
-async function planRun(values: Values, io: CliIo): Promise<Plan> {
-  if (!values.dataset) throw new UsageError('eval needs --dataset FILE (.jsonl, .json or .parquet).', 'eval');
+/** The usage errors of the instances' options: --dataset and --out missing, a bad --limit or --image-template. */
+function checkUsage(values: Values): { template: string; limit?: number } {
+  if (!values.dataset)
+    throw new UsageError('eval needs --dataset FILE (.jsonl, .json or .parquet) or a Hub dataset name.', 'eval');
   if (!values.out) throw new UsageError('eval needs --out DIR (resumable: a second run skips what is done).', 'eval');
-  if (values.sandbox !== undefined && values.sandbox !== 'docker') {
-    throw new UsageError(
-      `eval runs every instance in its own docker image; --sandbox ${values.sandbox} cannot.`,
-      'eval',
-    );
-  }
   const limit = values.limit !== undefined ? parsePositiveInt('limit', values.limit, 'eval') : undefined;
-  const workers = values.workers !== undefined ? parsePositiveInt('workers', values.workers, 'eval') : 1;
-  if (workers > MAX_WORKERS) throw new UsageError(`--workers is at most ${MAX_WORKERS}.`, 'eval');
-  const limits = limitsFromFlags(values, 'eval');
-  const sampling = samplingOrUsageError(values, 'eval');
-  const toolEnv = toolEnvFromFlags(values, 'eval');
   const template = values['image-template'] ?? DEFAULT_IMAGE_TEMPLATE;
   try {
     imageFor(template, 'a__b-1');
   } catch (err) {
     throw new UsageError((err as Error).message, 'eval');
   }
-  const backendCfg = backendConfigFromFlags(values, io.env, io.cwd, 'eval');
-  if (!backendCfg)
-    throw setupError('no model configured', 'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE');
-  await precheckBackend(backendCfg);
+  return { template, limit };
+}
+
+/** The instances of a run, local or queued, and its --out (with eval-dataset.json brought up to date). */
+async function planInstances(values: Values, io: CliIo) {
+  const { template, limit } = checkUsage(values);
   const ids = values.instances
     ?.split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   const seed = values.seed !== undefined ? Number(values.seed) : DEFAULT_SHUFFLE_SEED;
-  const dataset = path.resolve(io.cwd, values.dataset);
-  const chosen = selectInstances(await loadDataset(dataset), {
+  const { dataset, files } = await datasetFiles(values, io);
+  const chosen = selectInstances(await loadDataset(files), {
     ids,
     limit,
     shuffleSeed: values.shuffle ? seed : undefined,
   });
-  const sandboxCfg = await dockerConfig(io.env);
-  const out = path.resolve(io.cwd, values.out);
+  const out = path.resolve(io.cwd, values.out!);
   await mkdir(out, { recursive: true });
   const all = await mergeDataset(out, chosen);
-  const modelName = values['model-name'] ?? defaultModelName(backendCfg);
   const activation = values.activate ?? DEFAULT_ACTIVATION;
+  return { out, chosen, ids: all.map((i) => i.instance_id), template, dataset, activation };
+}
+
+/** Everything the command line, the dataset and the machine can get wrong, before any instance runs. */
+async function planRun(values: Values, io: CliIo): Promise<Plan> {
+  // Every usage error before the model and the dataset are looked at.
+  checkUsage(values);
+  if (values.sandbox !== undefined && values.sandbox !== 'docker') {
+    throw new UsageError(
+      `eval runs every instance in its own docker image; --sandbox ${values.sandbox} cannot.`,
+      'eval',
+    );
+  }
+  const workers = values.workers !== undefined ? parsePositiveInt('workers', values.workers, 'eval') : 1;
+  if (workers > MAX_WORKERS) throw new UsageError(`--workers is at most ${MAX_WORKERS}.`, 'eval');
+  const limits = limitsFromFlags(values, 'eval');
+  const sampling = samplingOrUsageError(values, 'eval');
+  const toolEnv = toolEnvFromFlags(values, 'eval');
+  const backendCfg = backendConfigFromFlags(values, io.env, io.cwd, 'eval');
+  if (!backendCfg)
+    throw setupError('no model configured', 'pass --model-dir DIR, --endpoint URL --model NAME or --replay FILE');
+  await precheckBackend(backendCfg);
+  const { out, chosen, ids, template, dataset, activation } = await planInstances(values, io);
+  const sandboxCfg = await dockerConfig(io.env);
+  const modelName = values['model-name'] ?? defaultModelName(backendCfg);
   const docker = new Docker(sandboxCfg.socketPath ? { socketPath: sandboxCfg.socketPath } : undefined);
   const meta = { model: modelName, backend: describeBackend(backendCfg), dataset, image_template: template, workers };
   return {
     out,
     chosen,
-    ids: all.map((i) => i.instance_id),
+    ids,
     template,
     workers: Math.min(workers, Math.max(1, chosen.length)),
     backendCfg,
     modelName,
     meta,
-    ctx: { docker, sandboxCfg, limits, sampling, toolEnv, activation, out },
+    ctx: { docker, sandboxCfg, limits, sampling, toolEnv, activation, trajectoryDir: (id) => instanceDir(out, id) },
   };
+}
+
+/**
+ * `--dataset`: a file here, or else a Hugging Face dataset name (owner/name) whose `--split` is downloaded into the
+ * cache (src/cli/eval/hubDataset.ts). `dataset` is what the summary records.
+ */
+async function datasetFiles(values: Values, io: CliIo): Promise<{ dataset: string; files: string[] }> {
+  const spec = values.dataset!;
+  const local = path.resolve(io.cwd, spec);
+  const isFile = await stat(local).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  if (isFile || !isHubDatasetName(spec)) {
+    if (values.split !== undefined)
+      throw new UsageError('--split applies to a Hugging Face dataset name only.', 'eval');
+    return { dataset: local, files: [local] };
+  }
+  const split = values.split ?? DEFAULT_SPLIT;
+  const note = (t: string) => io.stderr.write(`${t}\n`);
+  return { dataset: `${spec} [${split}]`, files: await fetchHubDataset({ name: spec, split, env: io.env, note }) };
 }
 
 /** The docker sandbox settings of the environment (FROGNANO_SANDBOX_*), with the engine reachable. */
@@ -261,7 +366,12 @@ async function runOne(
   w.progress.finish(inst.instance_id, what, Date.now() - started);
 }
 
-async function report(plan: Plan, io: CliIo, interrupted: boolean, ms: number): Promise<number> {
+async function report(
+  plan: Pick<Plan, 'out' | 'chosen' | 'ids' | 'meta' | 'workers'>,
+  io: CliIo,
+  interrupted: boolean,
+  ms: number,
+): Promise<number> {
   const lastRun = { wall_sec: Math.round(ms / 100) / 10, workers: plan.workers, interrupted };
   const { totals } = await writeSummary(plan.out, plan.ids, {
     ...plan.meta,

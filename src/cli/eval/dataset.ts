@@ -1,26 +1,14 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import { InstanceSchema, type Instance } from '../../eval/instance.js';
 import { setupError } from '../exitCodes.js';
+
+export { InstanceSchema, type Instance };
 
 /** A dataset file larger than this is refused (SWE-bench Verified's 500 instances are a few MB). */
 export const MAX_DATASET_BYTES = 256 * 1024 * 1024;
 /** Instances in one dataset, at most. */
 export const MAX_INSTANCES = 100_000;
-
-/**
- * One SWE-bench-format instance: the fields eval uses, checked; the rest (FAIL_TO_PASS, version, …) kept as they
- * are for the harness. The id names a directory of the output, so it is a plain name.
- */
-export const InstanceSchema = z.looseObject({
-  instance_id: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$/, 'instance_id must be a plain name (letters, digits, _ . -)'),
-  repo: z.string().min(1).max(200),
-  base_commit: z.string().regex(/^[0-9a-f]{40}$/, 'base_commit must be a 40-hex commit id'),
-  problem_statement: z.string().min(1).max(1_000_000),
-});
-export type Instance = z.infer<typeof InstanceSchema>;
 
 /** JSON has no BigInt: parquet int64 columns come back as BigInt. */
 function plain(value: unknown): unknown {
@@ -58,8 +46,8 @@ async function rowsOf(file: string, data: Buffer): Promise<unknown[]> {
     });
 }
 
-/** The instances of a .jsonl, .json or .parquet file, each checked; a bad one names its row and field. */
-export async function loadDataset(file: string): Promise<Instance[]> {
+/** The rows of one dataset file, size and extension checked. */
+async function readRows(file: string): Promise<unknown[]> {
   const info = await stat(file).catch(() => undefined);
   if (!info?.isFile()) throw setupError(`dataset ${file} does not exist or is not a file`);
   if (info.size > MAX_DATASET_BYTES) {
@@ -68,21 +56,34 @@ export async function loadDataset(file: string): Promise<Instance[]> {
   if (!/\.(jsonl|json|parquet)$/i.test(file)) {
     throw setupError(`dataset ${file}: expected a .jsonl, .json or .parquet file`);
   }
-  let rows: unknown[];
   try {
-    rows = await rowsOf(file, await readFile(file));
+    return await rowsOf(file, await readFile(file));
   } catch (err) {
     throw setupError(`cannot read dataset ${file}: ${(err as Error).message}`);
   }
-  if (rows.length > MAX_INSTANCES) throw setupError(`dataset ${file} has more than ${MAX_INSTANCES} instances`);
+}
+
+/**
+ * The instances of a .jsonl, .json or .parquet file (or of several, in order: a Hub dataset's split), each checked;
+ * a bad one names its row and field.
+ */
+export async function loadDataset(files: string | string[]): Promise<Instance[]> {
+  const list = typeof files === 'string' ? [files] : files;
+  const label = list.length === 1 ? list[0]! : `${path.dirname(list[0] ?? '.')} (${list.length} files)`;
+  const rows: unknown[] = [];
+  for (const file of list) {
+    rows.push(...(await readRows(file)));
+    if (rows.length > MAX_INSTANCES) throw setupError(`dataset ${label} has more than ${MAX_INSTANCES} instances`);
+  }
   const seen = new Set<string>();
   return rows.map((row, i) => {
     const r = InstanceSchema.safeParse(row);
     if (!r.success) {
       const why = r.error.issues.map((x) => `${x.path.join('.') || 'row'}: ${x.message}`).join('; ');
-      throw setupError(`dataset ${file}, instance ${i + 1}: ${why}`);
+      throw setupError(`dataset ${label}, instance ${i + 1}: ${why}`);
     }
-    if (seen.has(r.data.instance_id)) throw setupError(`dataset ${file}: instance ${r.data.instance_id} appears twice`);
+    if (seen.has(r.data.instance_id))
+      throw setupError(`dataset ${label}: instance ${r.data.instance_id} appears twice`);
     seen.add(r.data.instance_id);
     return r.data;
   });

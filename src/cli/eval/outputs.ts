@@ -1,7 +1,10 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { InstanceSchema, type Instance } from './dataset.js';
+import { InstanceSchema, type Instance } from '../../eval/instance.js';
+import { InstanceRecordSchema, PredictionSchema, type InstanceRecord, type Prediction } from '../../eval/record.js';
+
+export { InstanceRecordSchema, PredictionSchema, type InstanceRecord, type Prediction };
 
 /** Files eval writes in --out. */
 export const FILES = {
@@ -9,36 +12,12 @@ export const FILES = {
   summary: 'eval-summary.json',
   dataset: 'eval-dataset.json',
   instances: 'instances',
+  /** `--queue`: the run's id (its jobs' ids) and tenant, so a second run finds the jobs the first queued. */
+  queue: 'eval-queue.json',
 } as const;
 
 /** What eval reads back of its own files (a predictions file or record bigger than this is refused). */
 const MAX_READ_BYTES = 512 * 1024 * 1024;
-
-/** One line of predictions.jsonl: SWE-bench's official format. */
-export const PredictionSchema = z.object({
-  instance_id: z.string().min(1),
-  model_name_or_path: z.string().min(1),
-  model_patch: z.string(),
-});
-export type Prediction = z.infer<typeof PredictionSchema>;
-
-/** One instance's outcome (instances/<id>/result.json); eval-summary.json is made from these. */
-export const InstanceRecordSchema = z.object({
-  instance_id: z.string(),
-  repo: z.string(),
-  image: z.string(),
-  /** finished: a prediction was written (maybe an empty patch). error: it could not run; a later run tries again. */
-  status: z.enum(['finished', 'error']),
-  exit_reason: z.string().nullable(),
-  error: z.string().nullable(),
-  turns: z.number(),
-  context_tokens: z.number(),
-  completion_tokens: z.number(),
-  wall_sec: z.number(),
-  patch_bytes: z.number(),
-  finished_at: z.string(),
-});
-export type InstanceRecord = z.infer<typeof InstanceRecordSchema>;
 
 async function readBounded(file: string): Promise<string | undefined> {
   const info = await fs.stat(file).catch(() => undefined);

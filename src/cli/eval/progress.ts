@@ -14,10 +14,15 @@ export class EvalProgress {
   constructor(
     private readonly out: NodeJS.WritableStream,
     private readonly total: number,
-    private readonly workers: number,
+    private workers: number,
     private readonly now: () => number = Date.now,
   ) {
     this.started = now();
+  }
+
+  /** How many instances run at once now (the ETA's divisor): with --queue, the runners' count, as observed. */
+  parallel(n: number): void {
+    this.workers = Math.max(1, n);
   }
 
   /** Nothing to clear: every line stays (the interface solve's progress shares). */

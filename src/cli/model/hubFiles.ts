@@ -2,7 +2,9 @@
  * The Hugging Face Hub's file API, as `frognano model pull` reads it: the file list of one revision of a model
  * repository (`GET /api/models/<repo>/tree/<rev>?recursive=true`, paged by `Link: rel="next"`) and each file's
  * download URL (`/<repo>/resolve/<rev>/<path>`, which redirects to the CDN). HF_ENDPOINT replaces
- * https://huggingface.co (mirrors, the tests' loopback stand-in); HF_TOKEN is sent as a bearer token.
+ * https://huggingface.co (mirrors, the tests' loopback stand-in); HF_TOKEN is sent as a bearer token. A dataset
+ * repository is read the same way under `/api/datasets/<repo>/tree/…` and `/datasets/<repo>/resolve/…` (`frognano
+ * eval --dataset owner/name`).
  */
 import { setupError } from '../exitCodes.js';
 
@@ -22,20 +24,27 @@ export interface HubRepo {
   repo: string;
   revision: string;
   token?: string;
+  /** A model repository (the default) or a dataset repository: the API and download paths differ. */
+  kind?: 'model' | 'dataset';
 }
 
 const MAX_PAGES = 50;
 const MAX_FILES = 2000;
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
-export function hubRepoFromEnv(env: NodeJS.ProcessEnv, repo: string, revision: string): HubRepo {
+export function hubRepoFromEnv(
+  env: NodeJS.ProcessEnv,
+  repo: string,
+  revision: string,
+  kind: 'model' | 'dataset' = 'model',
+): HubRepo {
   const endpoint = (env.HF_ENDPOINT?.trim() || DEFAULT_ENDPOINT).replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]/.test(endpoint)) {
     throw setupError(`HF_ENDPOINT must be an http(s) URL, got "${endpoint}"`, 'unset it to use https://huggingface.co');
   }
   if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw setupError(`not a Hub repository name: "${repo}" (owner/name)`);
   const token = env.HF_TOKEN?.trim() || undefined;
-  return { endpoint, repo, revision, token };
+  return { endpoint, repo, revision, token, kind };
 }
 
 export function authHeaders(hub: HubRepo): Record<string, string> {
@@ -53,7 +62,8 @@ export function safeRelativePath(p: string): string {
 
 export function resolveUrl(hub: HubRepo, file: string): string {
   const encoded = file.split('/').map(encodeURIComponent).join('/');
-  return `${hub.endpoint}/${hub.repo}/resolve/${encodeURIComponent(hub.revision)}/${encoded}`;
+  const where = hub.kind === 'dataset' ? `datasets/${hub.repo}` : hub.repo;
+  return `${hub.endpoint}/${where}/resolve/${encodeURIComponent(hub.revision)}/${encoded}`;
 }
 
 /** Why a Hub request failed, in words a user can act on. */
@@ -64,7 +74,9 @@ export function hubStatusError(hub: HubRepo, status: number, what: string): Erro
         ? 'HF_TOKEN was sent and refused: check it has read access to the repository (and that its licence is accepted)'
         : 'the repository needs a Hugging Face token: export HF_TOKEN=hf_...'
       : status === 404
-        ? `check the repository (--repo) and revision (--revision) exist on ${hub.endpoint}`
+        ? hub.kind === 'dataset'
+          ? `check the dataset ${hub.repo} exists on ${hub.endpoint} (--dataset owner/name)`
+          : `check the repository (--repo) and revision (--revision) exist on ${hub.endpoint}`
         : 'try again; the download resumes where it stopped';
   return setupError(`the Hub answered ${status} for ${what}`, hint);
 }
@@ -95,7 +107,7 @@ function nextPage(link: string | null): string | undefined {
 export async function listHubFiles(hub: HubRepo, signal?: AbortSignal): Promise<HubFile[]> {
   const files: HubFile[] = [];
   let url: string | undefined =
-    `${hub.endpoint}/api/models/${hub.repo}/tree/${encodeURIComponent(hub.revision)}?recursive=true`;
+    `${hub.endpoint}/api/${hub.kind === 'dataset' ? 'datasets' : 'models'}/${hub.repo}/tree/${encodeURIComponent(hub.revision)}?recursive=true`;
   for (let page = 0; url && page < MAX_PAGES; page++) {
     let res: Response;
     try {
@@ -114,7 +126,7 @@ export async function listHubFiles(hub: HubRepo, signal?: AbortSignal): Promise<
       if (f) files.push(f);
     }
     if (files.length > MAX_FILES)
-      throw setupError(`${hub.repo} lists more than ${MAX_FILES} files; not a model repository?`);
+      throw setupError(`${hub.repo} lists more than ${MAX_FILES} files; not a ${hub.kind ?? 'model'} repository?`);
     url = nextPage(res.headers.get('link'));
   }
   if (files.length === 0) throw setupError(`${hub.repo}@${hub.revision} has no files`);

@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
-import type { Instance } from './dataset.js';
+import { IMAGE_REF } from '../queue/schema.js';
+import type { Instance } from './instance.js';
 
 /** SWE-bench's image naming: `{id}` is the instance id with `__` as `_1776_`, lower-cased (Docker wants lower case). */
 export const DEFAULT_IMAGE_TEMPLATE = 'swebench/sweb.eval.x86_64.{id}:latest';
@@ -14,9 +15,6 @@ export const DEFAULT_ACTIVATION = 'source /opt/miniconda3/bin/activate && conda 
 export const MAX_TESTBED_BYTES = 16 * 1024 ** 3;
 const PREFLIGHT_TIMEOUT_MS = 120_000;
 const COPY_TIMEOUT_MS = 30 * 60_000;
-
-/** A Docker image reference: what a template may produce. */
-const IMAGE_REF = /^[a-z0-9][a-z0-9._\-/:@]{0,254}$/;
 
 /** The image of one instance from `--image-template`; a template without `{id}` or giving no valid name is refused. */
 export function imageFor(template: string, instanceId: string): string {

@@ -2,16 +2,16 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { ModelBackend } from '../../inference/types.js';
-import type { LeafEvent } from '../../leaf/events.js';
-import type { LeafLimits } from '../../leaf/limits.js';
-import type { Sampling } from '../../leaf/sampling.js';
-import { solve, type SolveResult } from '../../leaf/solve.js';
-import type { LeafTask } from '../../leaf/trajectoryFormat.js';
-import { createSandbox, type DockerSandboxConfig, type Sandbox } from '../../sandbox/index.js';
-import type { Instance } from './dataset.js';
+import type { ModelBackend } from '../inference/types.js';
+import type { LeafEvent } from '../leaf/events.js';
+import type { LeafLimits } from '../leaf/limits.js';
+import type { Sampling } from '../leaf/sampling.js';
+import { solve, type SolveResult } from '../leaf/solve.js';
+import type { LeafTask } from '../leaf/trajectoryFormat.js';
+import { createSandbox, type DockerSandboxConfig, type Sandbox } from '../sandbox/index.js';
+import type { Instance } from './instance.js';
 import { copyTestbed, preflight, TESTBED } from './image.js';
-import { instanceDir, type InstanceRecord } from './outputs.js';
+import type { InstanceRecord } from './record.js';
 
 export interface InstanceRunContext {
   docker: Docker;
@@ -22,7 +22,8 @@ export interface InstanceRunContext {
   toolEnv: Record<string, string>;
   /** Written to the model's ~/.bash_profile, so its login shell works in the image's environment ('' for none). */
   activation: string;
-  out: string;
+  /** Where an instance's trajectory.json goes. */
+  trajectoryDir: (instanceId: string) => string;
   signal: AbortSignal;
   onEvent?: (e: LeafEvent) => void;
 }
@@ -79,6 +80,59 @@ async function withActivation(sandbox: Sandbox, activation: string): Promise<San
   return sandbox;
 }
 
+/** The instance's /testbed, copied out of its image into `dir`, ready to be the workspace; or why it cannot run. */
+export async function prepareInstance(
+  docker: Docker,
+  instance: Instance,
+  image: string,
+  o: { activation: string; dir: string },
+): Promise<{ source: string } | { error: string }> {
+  const problems = await preflight(docker, image, instance, o.activation);
+  if (problems.length) return { error: `preflight: ${problems.join('; ')}` };
+  return { source: await copyTestbed(docker, image, o.dir) };
+}
+
+/** What solve() needs for one instance besides its workspace and model (a runner's eval round passes its own). */
+export interface InstanceSolve {
+  sandboxCfg: DockerSandboxConfig;
+  limits: Partial<LeafLimits>;
+  sampling: Partial<Sampling>;
+  toolEnv?: Record<string, string>;
+  activation: string;
+  outDir: string;
+  signal: AbortSignal;
+  onEvent?: (e: LeafEvent) => void;
+}
+
+/** solve() in a docker sandbox of the instance's image with the workspace at /testbed, the first message its problem. */
+export function solveInstance(
+  instance: Instance,
+  image: string,
+  source: string,
+  backend: ModelBackend,
+  o: InstanceSolve,
+): Promise<SolveResult> {
+  return solve({
+    sourceDir: source,
+    sandboxFactory: async (dir) =>
+      withActivation(await createSandbox({ ...o.sandboxCfg, image, workdir: TESTBED }, dir), o.activation),
+    backend,
+    task: taskOf(instance),
+    limits: o.limits,
+    sampling: o.sampling,
+    toolEnv: o.toolEnv,
+    outDir: o.outDir,
+    signal: o.signal,
+    onEvent: o.onEvent,
+    instanceId: instance.instance_id,
+  });
+}
+
+/** An instance that could not run: its record, with why. */
+export function errorRecord(instance: Instance, image: string, error: string, wall_sec = 0): InstanceRecord {
+  return record(instance, image, { error: error.slice(0, 2000), wall_sec });
+}
+
 /**
  * One instance, as a bot round runs an issue: preflight of the image, the image's /testbed copied out as the
  * workspace, solve() in a docker sandbox of the instance's image with the workspace at /testbed, the patch taken
@@ -91,41 +145,34 @@ export async function runInstance(
   ctx: InstanceRunContext,
 ): Promise<InstanceOutcome> {
   const started = Date.now();
-  const problems = await preflight(ctx.docker, image, instance, ctx.activation);
-  if (problems.length)
-    return { kind: 'error', record: record(instance, image, { error: `preflight: ${problems.join('; ')}` }) };
-  if (ctx.signal.aborted) return { kind: 'cancelled' };
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'frognano-eval-'));
   try {
-    const source = await copyTestbed(ctx.docker, image, tmp);
-    const result = await solve({
-      sourceDir: source,
-      sandboxFactory: async (dir) =>
-        withActivation(await createSandbox({ ...ctx.sandboxCfg, image, workdir: TESTBED }, dir), ctx.activation),
-      backend,
-      task: taskOf(instance),
-      limits: ctx.limits,
-      sampling: ctx.sampling,
-      toolEnv: ctx.toolEnv,
-      outDir: instanceDir(ctx.out, instance.instance_id),
-      signal: ctx.signal,
-      onEvent: ctx.onEvent,
-      instanceId: instance.instance_id,
+    const prepared = await prepareInstance(ctx.docker, instance, image, { activation: ctx.activation, dir: tmp });
+    if ('error' in prepared) return { kind: 'error', record: errorRecord(instance, image, prepared.error) };
+    if (ctx.signal.aborted) return { kind: 'cancelled' };
+    const result = await solveInstance(instance, image, prepared.source, backend, {
+      ...ctx,
+      outDir: ctx.trajectoryDir(instance.instance_id),
     });
     return outcomeOf(instance, image, result, ctx.signal);
   } catch (err) {
     if (ctx.signal.aborted) return { kind: 'cancelled' };
-    const wall_sec = (Date.now() - started) / 1000;
     return {
       kind: 'error',
-      record: record(instance, image, { error: (err as Error).message.slice(0, 2000), wall_sec }),
+      record: errorRecord(instance, image, (err as Error).message, (Date.now() - started) / 1000),
     };
   } finally {
     await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
-function outcomeOf(instance: Instance, image: string, result: SolveResult, signal: AbortSignal): InstanceOutcome {
+/** What a finished solve() comes to: a prediction (with the patch) and its record, or an error record. */
+export function outcomeOf(
+  instance: Instance,
+  image: string,
+  result: SolveResult,
+  signal: AbortSignal,
+): InstanceOutcome {
   const t = result.trajectory;
   if (t.exit_reason === 'cancelled' || signal.aborted) return { kind: 'cancelled' };
   const fields = {
