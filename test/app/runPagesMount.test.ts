@@ -107,7 +107,9 @@ describe('runPagesFromEnv', () => {
       .reply(200, { permission: 'none', role_name: 'none' });
     const ok = await fetch(`${base}/runs/Codertocat/Hello-World/1`, { headers: { cookie: await session('reader') } });
     expect(ok.status).toBe(200);
-    expect(await ok.text()).toContain('<form class="user" method="post" action="/runs/_auth/logout">reader · <button type="submit">sign out</button></form>');
+    expect(await ok.text()).toContain(
+      '<form class="user" method="post" action="/runs/_auth/logout">reader · <button type="submit">sign out</button></form>',
+    );
     const denied = await fetch(`${base}/runs/Codertocat/Hello-World/1`, {
       headers: { cookie: await session('stranger') },
     });

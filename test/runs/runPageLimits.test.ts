@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { PAGE_LIMITS } from '../../src/runs/page/limits.js';
+import { renderRunPage } from '../../src/runs/page/render.js';
 import type { StoredRound } from '../../src/runs/record.js';
 import { hostileRound, makeRound, renderPage as page } from './fixture.js';
 
