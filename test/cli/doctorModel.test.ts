@@ -5,10 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { runCli } from '../../src/cli/main.js';
 import { ScriptedServer, loadFixture, router } from '../inference/modelServerReplay.js';
-import { ROOT } from './helpers.js';
+import { ROOT, runCliInProcess } from './helpers.js';
 
 const vllm = (name: string) => loadFixture('vllm', name);
 const llamacpp = (name: string) => loadFixture('llamacpp', name);
@@ -17,20 +15,8 @@ beforeAll(() => server.start());
 afterAll(() => server.stop());
 
 async function doctor(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
   // No REDIS_URL, no sandbox, no App: the full doctor would fail on them; --model must not look.
-  const code = await runCli(['doctor', ...args], {
-    stdout,
-    stderr,
-    env: { PATH: process.env.PATH, ...env },
-    cwd: ROOT,
-  });
-  return { code, out, err };
+  return runCliInProcess(['doctor', ...args], { env: { PATH: process.env.PATH, ...env }, cwd: ROOT });
 }
 
 /** Every line of the report names the model: nothing else was checked. */

@@ -1,3 +1,5 @@
+import { PassThrough } from 'node:stream';
+import { runCli } from '../../src/cli/main.js';
 import { spawn, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -143,4 +145,19 @@ export function solveOnBwrap(
     out,
     ...more,
   ]);
+}
+
+/** The CLI in this process (runCli) with the test's own environment and directory: its exit code and both streams. */
+export async function runCliInProcess(
+  args: string[],
+  o: { env: NodeJS.ProcessEnv; cwd: string },
+): Promise<{ code: number; out: string; err: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (c) => (out += c));
+  stderr.on('data', (c) => (err += c));
+  const code = await runCli(args, { stdout, stderr, env: o.env, cwd: o.cwd });
+  return { code, out, err };
 }

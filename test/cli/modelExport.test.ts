@@ -11,14 +11,13 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { runCli } from '../../src/cli/main.js';
 import { CliError } from '../../src/cli/exitCodes.js';
 import { checkExportModules, defaultExportVenv } from '../../src/cli/model/exportPython.js';
 import { verifyExport } from '../../src/cli/model/exportRun.js';
 import { decodeLoop } from '../../src/inference/onnx/decode.js';
 import { createRng } from '../../src/inference/onnx/sampling.js';
 import { HubStandIn } from '../support/hubStandIn.js';
-import { ROOT } from './helpers.js';
+import { ROOT, runCliInProcess } from './helpers.js';
 
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'qwen35-tiny');
 const REQUIREMENTS = path.join(ROOT, 'scripts', 'export-requirements.txt');
@@ -38,15 +37,8 @@ afterAll(async () => {
 
 /** The CLI in process, with an environment of the test's own (no PIP_* or FROGNANO_* from the machine). */
 async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
   const base = { PATH: process.env.PATH, HOME: path.join(work, 'home') };
-  const code = await runCli(args, { stdout, stderr, env: { ...base, ...env }, cwd: work });
-  return { code, out, err };
+  return runCliInProcess(args, { env: { ...base, ...env }, cwd: work });
 }
 
 /** A Hugging Face directory from the committed fixture's tokenizer and configs, with stand-in weights. */

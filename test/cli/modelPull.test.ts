@@ -7,10 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { runCli } from '../../src/cli/main.js';
 import { vllmServeLines } from '../../src/cli/model/serving.js';
 import { HubStandIn } from '../support/hubStandIn.js';
+import { runCliInProcess } from './helpers.js';
 
 const REPO = 'microsoft/FrogNano-4B-2609';
 const TOKEN = 'hf_test_token';
@@ -34,14 +33,7 @@ afterEach(async () => {
 async function pull(env: NodeJS.ProcessEnv, ...args: string[]) {
   work ??= '';
   if (!work) work = await mkdtemp(path.join(tmpdir(), 'frognano-pull-'));
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
-  const code = await runCli(['model', 'pull', '--dir', 'm', ...args], { stdout, stderr, env, cwd: work });
-  return { code, out, err };
+  return runCliInProcess(['model', 'pull', '--dir', 'm', ...args], { env, cwd: work });
 }
 const env = () => ({ HF_ENDPOINT: endpoint, HF_TOKEN: TOKEN });
 
