@@ -176,6 +176,7 @@ export const SETTINGS = {
   FROGNANO_MAX_STALLED_COUNT: { parser: whole(0), programs: RUNNER, default: '2', doc: 'retries of a stalled job' },
   FROGNANO_OPS_PORT: { parser: whole(0, 65535), programs: RUNNER, doc: "port of the runner's ops server" },
   FROGNANO_VERIFY: { parser: oneOf('on', 'off'), programs: RUNNER, default: 'on', doc: 'verification' },
+  FROGNANO_EVAL_PULL_IMAGES: { parser: oneOf('on', 'off'), programs: RUNNER, default: 'off', doc: 'eval images' },
   // Sampling (src/leaf/sampling.ts holds the same rules for the CLI's flags)
   FROGNANO_TEMPERATURE: { parser: num({ min: 0, max: 5 }), programs: RUNNER, doc: 'sampling' },
   FROGNANO_TOP_P: { parser: num({ above: 0, max: 1 }), programs: RUNNER, doc: 'sampling' },
