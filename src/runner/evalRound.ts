@@ -6,7 +6,7 @@ import { errorRecord, outcomeOf, prepareInstance, solveInstance } from '../eval/
 import { storeEvalResult, type EvalResult } from '../queue/evalResults.js';
 import type { EvalJob, JobData } from '../queue/schema.js';
 import { autoCandidates, type DockerSandboxConfig } from '../sandbox/config.js';
-import { jobLimits, scrubStoredTrajectory } from './jobSupport.js';
+import { jobLimits, roundListener, scrubStoredTrajectory } from './jobSupport.js';
 import { publicFailure } from './publicFailure.js';
 import type { Checkout, LiveRun, RoundEnd, RoundTexts, RoundVariant, RunFacts, Stopped } from './roundVariant.js';
 import { cancelledState } from './solveJob.js';
@@ -61,16 +61,7 @@ export const evalRound: RoundVariant<EvalData, InstanceCheckout> = {
       activation: data.eval.activation,
       outDir: evalRound.trajectoryDir(ctx, data),
       signal: run.signal,
-      onEvent: (e) => {
-        run.reporter.onEvent(e);
-        if (e.type === 'turn_end')
-          ctx.metrics?.recordModelTurn({
-            backend: ctx.backend.info().backend,
-            completionTokens: e.completionTokens,
-            elapsedMs: e.generateMs,
-            promptTokens: e.promptTokens,
-          });
-      },
+      onEvent: roundListener(ctx, run.reporter),
     });
     await scrubStoredTrajectory(solved, run.log);
     return solved;

@@ -4,6 +4,8 @@ import { createInstallationAccess, type InstallationAccess } from '../github/cli
 import type { RepoConfig } from '../github/repoConfig.js';
 import { DEFAULT_LIMITS, type LeafLimits } from '../leaf/limits.js';
 import type { SolveResult } from '../leaf/solve.js';
+import type { LeafEvent } from '../leaf/events.js';
+import type { ProgressReporter } from './progress.js';
 import type { SandboxConfig } from '../sandbox/config.js';
 import { sandboxIdentity } from '../sandbox/identity.js';
 import { forgetSecret, redact } from '../util/redact.js';
@@ -94,4 +96,19 @@ export function abortError(signal: AbortSignal): Error {
 /** Tokens expire within the hour; keep redacting them a while in case a late log line mentions one. */
 export function forgetSecretLater(token: string): void {
   setTimeout(() => forgetSecret(token), 2 * 60 * 60_000).unref();
+}
+
+/** A round's Leaf listener: each event to the progress reporter, and each model turn into the runner's metrics. */
+export function roundListener(ctx: RunnerContext, reporter: ProgressReporter): (e: LeafEvent) => void {
+  return (e) => {
+    reporter.onEvent(e);
+    if (e.type === 'turn_end') {
+      ctx.metrics?.recordModelTurn({
+        backend: ctx.backend.info().backend,
+        completionTokens: e.completionTokens,
+        elapsedMs: e.generateMs,
+        promptTokens: e.promptTokens,
+      });
+    }
+  };
 }

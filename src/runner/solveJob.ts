@@ -9,7 +9,7 @@ import type { JobData } from '../queue/schema.js';
 import { effectiveEgressPolicy, fleetSetupNetworkFromEnv, type EgressGrant } from '../sandbox/egress/index.js';
 import { createSandbox } from '../sandbox/index.js';
 import { redact } from '../util/redact.js';
-import { abortError, jobLimits, sandboxFor, scrubStoredTrajectory } from './jobSupport.js';
+import { abortError, jobLimits, roundListener, sandboxFor, scrubStoredTrajectory } from './jobSupport.js';
 import type { ProgressReporter } from './progress.js';
 import { ownPublicReason, publicFailure } from './publicFailure.js';
 import { setupSnapshotFor } from './setupSnapshot.js';
@@ -83,17 +83,7 @@ export async function solveForJob(o: {
     testCommands: config.testCommands,
     outDir: o.trajectoryDir,
     signal: o.signal,
-    onEvent: (e) => {
-      o.reporter.onEvent(e);
-      if (e.type === 'turn_end') {
-        ctx.metrics?.recordModelTurn({
-          backend: ctx.backend.info().backend,
-          completionTokens: e.completionTokens,
-          elapsedMs: e.generateMs,
-          promptTokens: e.promptTokens,
-        });
-      }
-    },
+    onEvent: roundListener(ctx, o.reporter),
   });
   await scrubStoredTrajectory(result, o.log);
   return result;
