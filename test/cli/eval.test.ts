@@ -3,7 +3,14 @@ import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { dockerForTests } from '../sandbox/support.js';
-import { FIX_SCRIPT, FIXTURE_ACTIVATION, FIXTURE_ENV_VALUE, prepareFixtures } from './evalFixtures.js';
+import {
+  FIX_SCRIPT,
+  FIXTURE_ACTIVATION,
+  FIXTURE_ENV_VALUE,
+  prepareFixtures,
+  predictions,
+  readJson,
+} from './evalFixtures.js';
 import { runFrognano, tempDir, writeJson, type CliRun } from './helpers.js';
 
 // `frognano eval` as a subprocess on fixture SWE-bench instances whose images are built here FROM the sandbox test
@@ -29,16 +36,6 @@ function evalRun(out: string, extra: string[], opts: Parameters<typeof runFrogna
   const args = ['eval', '--dataset', fx!.dataset, '--out', out, '--image-template', fx!.template];
   return runFrognano([...args, '--activate', FIXTURE_ACTIVATION, ...extra], { timeoutMs: 240_000, ...opts });
 }
-
-async function predictions(out: string): Promise<Record<string, string>[]> {
-  const text = await fs.readFile(path.join(out, 'predictions.jsonl'), 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, string>);
-}
-
-const readJson = async (file: string) => JSON.parse(await fs.readFile(file, 'utf8'));
 
 /** The patch applied to the fixture's own repository makes its failing test pass (pytest on this machine). */
 function patchFixes(id: string, patch: string): boolean {

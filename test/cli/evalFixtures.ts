@@ -177,3 +177,14 @@ export const FIX_SCRIPT = {
     { content: 'Fixed the function.' },
   ],
 };
+
+/** predictions.jsonl read as the harness's loader reads it: one JSON object a line, not through the CLI's own reader. */
+export async function predictions(out: string): Promise<Record<string, string>[]> {
+  const text = await fs.readFile(path.join(out, 'predictions.jsonl'), 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, string>);
+}
+
+export const readJson = async (file: string) => JSON.parse(await fs.readFile(file, 'utf8'));

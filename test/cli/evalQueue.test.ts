@@ -16,7 +16,7 @@ import { SandboxConfigSchema } from '../../src/sandbox/index.js';
 import type { RunnerContext } from '../../src/runner/types.js';
 import { captureLogs, PRIVATE_KEY } from '../runner/fixtures.js';
 import { dockerForTests, TEST_IMAGE } from '../sandbox/support.js';
-import { FIX_SCRIPT, FIXTURE_ACTIVATION, prepareFixtures } from './evalFixtures.js';
+import { FIX_SCRIPT, FIXTURE_ACTIVATION, prepareFixtures, predictions, readJson } from './evalFixtures.js';
 import { cleanEnv, runFrognano, tempDir, type CliRun } from './helpers.js';
 
 // `frognano eval --queue` as a subprocess against real Redis and a real runner worker (runner/worker.ts) in this
@@ -91,15 +91,6 @@ function queued(out: string, extra: string[], opts: Parameters<typeof runFrognan
     ...opts,
   });
 }
-
-async function predictions(out: string): Promise<Record<string, string>[]> {
-  const text = await fs.readFile(path.join(out, 'predictions.jsonl'), 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, string>);
-}
-const readJson = async (file: string) => JSON.parse(await fs.readFile(file, 'utf8'));
 
 describe('frognano eval --queue (a real runner worker, docker)', () => {
   const out = () => path.join(work, 'out');
