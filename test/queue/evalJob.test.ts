@@ -3,7 +3,7 @@
  * the schema and by the runner before anything runs), its deterministic id, its tenant in the fair share and the
  * quotas, and its stored result (real Redis, capped).
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { UnrecoverableError } from 'bullmq';
@@ -22,20 +22,11 @@ import { parseQuotasFile } from '../../src/app/quotaFile.js';
 import { evalJobData, jobIdFor, JobDataSchema, type EvalJob } from '../../src/queue/schema.js';
 import { processJob } from '../../src/runner/processJob.js';
 import type { RunnerContext } from '../../src/runner/types.js';
+import { REDIS_URL, useQueueRedis } from '../support/queueRedis.js';
 import { issueJob } from '../support/tenantJobs.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ns = `fn-test-evaljob-${randomUUID().slice(0, 8)}:`;
-let redis: Redis;
-beforeAll(() => {
-  redis = new Redis(REDIS_URL, { keyPrefix: ns });
-});
-afterAll(async () => {
-  const raw = new Redis(REDIS_URL);
-  const keys = await raw.keys(`${ns}*`);
-  if (keys.length) await raw.del(...keys);
-  await Promise.all([raw.quit(), redis.quit()]);
-});
+const q = useQueueRedis('evaljob');
+const ns = `${q.ns}:`;
 
 const job: EvalJob = {
   tenant: 'eval:nightly',
@@ -95,12 +86,12 @@ describe('the eval job payload', () => {
     expect(serviceClassOf(data)).toBe('c1');
     const cfg = parseQuotasFile('installations:\n  eval:nightly: { runsPerHour: 1 }\n', 'quotas.yaml');
     const start = (id: string) => ({ jobId: id, jobKeyPrefix: `${ns}bull:frognano:` });
-    expect(await admitRun(redis, cfg, tenantOf(data), start('a'))).toBeNull();
-    const refused = await admitRun(redis, cfg, tenantOf(data), start('b'));
+    expect(await admitRun(q.redis, cfg, tenantOf(data), start('a'))).toBeNull();
+    const refused = await admitRun(q.redis, cfg, tenantOf(data), start('b'));
     expect(refused).toMatchObject({ quota: 'runsPerHour', scope: 'installation', tenant: 'eval:nightly', limit: 1 });
     // Another tenant is not charged for it.
     const other = tenantOf({ ...data, eval: { ...job, tenant: 'eval:other' } });
-    expect(await admitRun(redis, cfg, other, start('c'))).toBeNull();
+    expect(await admitRun(q.redis, cfg, other, start('c'))).toBeNull();
   });
 });
 
@@ -167,18 +158,18 @@ describe('the stored eval result', () => {
   test('round-trips with a TTL; an oversized trajectory is left out, an oversized patch is an error', async () => {
     const keyed = `${randomUUID()}`;
     const result: EvalResult = { record, prediction, trajectory: '{"n_steps":3}', runner: 'test runner' };
-    await storeEvalResult(redis, keyed, result);
-    expect(await readEvalResult(redis, keyed)).toEqual(result);
-    expect(await redis.ttl(evalResultKey(keyed))).toBeGreaterThan(24 * 3600);
+    await storeEvalResult(q.redis, keyed, result);
+    expect(await readEvalResult(q.redis, keyed)).toEqual(result);
+    expect(await q.redis.ttl(evalResultKey(keyed))).toBeGreaterThan(24 * 3600);
     const big = 'x'.repeat(MAX_EVAL_RESULT_BYTES);
-    const slim = await storeEvalResult(redis, keyed, { ...result, trajectory: big });
+    const slim = await storeEvalResult(q.redis, keyed, { ...result, trajectory: big });
     expect(slim.trajectory).toBeUndefined();
     expect(slim.prediction).toEqual(prediction);
-    const huge = await storeEvalResult(redis, keyed, { ...result, prediction: { ...prediction, model_patch: big } });
+    const huge = await storeEvalResult(q.redis, keyed, { ...result, prediction: { ...prediction, model_patch: big } });
     expect(huge.prediction).toBeUndefined();
     expect(huge.record).toMatchObject({ status: 'error', error: expect.stringMatching(/patch is larger/) });
-    expect(await readEvalResult(redis, keyed)).toEqual(huge);
-    await redis.set(evalResultKey('junk'), '{"record":1}');
-    expect(await readEvalResult(redis, 'junk')).toBeUndefined();
+    expect(await readEvalResult(q.redis, keyed)).toEqual(huge);
+    await q.redis.set(evalResultKey('junk'), '{"record":1}');
+    expect(await readEvalResult(q.redis, 'junk')).toBeUndefined();
   });
 });
